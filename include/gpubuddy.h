@@ -1,0 +1,355 @@
+/*
+ * gpubuddy.h: the one public header of libgpubuddy.
+ *
+ * libgpubuddy is a power-of-two buddy allocator. A pool reserves one large
+ * range up front (device memory through the CUDA runtime, pinned host memory,
+ * plain host memory, or bare address space for simulation) and serves every
+ * allocation and free from it. The buddy arithmetic runs on host-side
+ * metadata only: the allocator never reads or writes the memory it manages.
+ *
+ * Conventions:
+ *   - Calls that can fail return 0 or a negative GPB_E* code; gpb_strerror()
+ *     names it and gpb_last_error_detail() gives this thread's last detail.
+ *   - No CUDA type crosses this header: streams travel as void *.
+ *   - Every change in a pool is one gpb_event_t. Stats, hooks, the live
+ *     publisher, trace files and the block-map model all consume events.
+ */
+#ifndef GPUBUDDY_H
+#define GPUBUDDY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPB_VERSION_MAJOR 0
+#define GPB_VERSION_MINOR 1
+#define GPB_VERSION_PATCH 0
+#define GPB_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__) && defined(GPB_BUILDING_LIBRARY)
+#define GPB_API __attribute__((visibility("default")))
+#else
+#define GPB_API
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/* One list: code, value, message. gpb_err_name() gives "GPB_E<code>". */
+#define GPB_ERRNO_MAP(XX)                                                      \
+  XX(EINVAL, -1, "invalid argument")                                           \
+  XX(ENOMEM, -2, "pool exhausted: no free block is large enough")              \
+  XX(ETOOBIG, -3, "size is larger than the whole pool")                        \
+  XX(EDOUBLEFREE, -4, "pointer is not allocated (double free?)")               \
+  XX(EFOREIGN, -5, "pointer does not belong to this pool")                     \
+  XX(EINTERIOR, -6, "pointer is inside an allocation, not at its start")       \
+  XX(EALIGN, -7, "alignment is not a power of two")                            \
+  XX(EDEVMEM, -8, "pool is larger than the device's free memory")              \
+  XX(EBACKEND, -9, "backend could not reserve or release memory")              \
+  XX(ENOCUDA, -10, "CUDA is not available (built without it, or no device)")  \
+  XX(EHOSTMEM, -11, "out of host memory for metadata")                         \
+  XX(ECORRUPT, -12, "an invariant does not hold")                              \
+  XX(EFORMAT, -13, "malformed input")                                          \
+  XX(EIO, -14, "input/output error")                                           \
+  XX(ENOTFOUND, -15, "not found")                                              \
+  XX(EVERSION, -16, "unsupported format version")                              \
+  XX(EAGAIN, -17, "data moved on; resynchronize and try again")                \
+  XX(ECLOSED, -18, "the other side is gone")                                   \
+  XX(EPERM, -19, "permission denied")                                          \
+  XX(EBUSY, -20, "resource busy")
+
+enum {
+  GPB_OK = 0,
+#define GPB__ERRENUM(code, val, msg) GPB_##code = (val),
+  GPB_ERRNO_MAP(GPB__ERRENUM)
+#undef GPB__ERRENUM
+};
+
+/* Static text for an error code; never NULL (unknown codes get a generic text). */
+GPB_API const char *gpb_strerror(int err);
+/* "GPB_EINVAL" etc.; never NULL. */
+GPB_API const char *gpb_err_name(int err);
+/* Detail for the last error this thread saw from the library (names sizes,
+ * CUDA's own message, a trace's line number...). Empty string when none.
+ * Valid until the thread's next failing call. */
+GPB_API const char *gpb_last_error_detail(void);
+
+/* ------------------------------------------------------------------ config */
+
+typedef enum gpb_backend {
+  GPB_BACKEND_AUTO = 0, /* device if a CUDA device is usable, else host */
+  GPB_BACKEND_DEVICE,   /* cudaMalloc once, cudaFree at destroy */
+  GPB_BACKEND_PINNED,   /* cudaMallocHost */
+  GPB_BACKEND_HOST,     /* page-aligned host memory (mmap) */
+  GPB_BACKEND_VIRTUAL   /* address space only, no memory: replay and simulation */
+} gpb_backend_t;
+
+typedef enum gpb_policy {
+  GPB_POLICY_BUDDY = 0, /* classic: one block of the next power of two */
+  GPB_POLICY_TRIM       /* take that block, give its unused tail back as
+                           smaller buddy blocks: waste < min_block */
+} gpb_policy_t;
+
+#define GPB_NAME_MAX 64   /* publish names, including the NUL */
+#define GPB_MAX_ORDERS 48 /* orders 0..47 above min_block */
+#define GPB_MAX_TAGS 64   /* tags are 0..GPB_MAX_TAGS-1 */
+
+typedef struct gpb_config {
+  gpb_backend_t backend; /* default GPB_BACKEND_AUTO */
+  int device;            /* CUDA device ordinal; default 0 */
+  size_t pool_size;      /* bytes to reserve; any size; default 256 MiB */
+  size_t min_block;      /* power of two >= 16; default 256 */
+  gpb_policy_t policy;   /* default GPB_POLICY_BUDDY */
+  const char *name;      /* non-NULL: publish live under this name (copied) */
+  const char *trace_path; /* non-NULL: record a trace here (copied) */
+  int debug;             /* 0 none; 1 fill host-visible memory (0xA5 on
+                            alloc, 0xDD on free); 2 also check all
+                            invariants after every call (slow) */
+  unsigned flags;        /* GPB_CFG_* */
+} gpb_config_t;
+
+/* Do not read GPB_TRACE / GPB_PUBLISH from the environment. */
+#define GPB_CFG_NO_ENV 0x1u
+
+/* Fills the defaults. Environment is only consulted by gpb_pool_create. */
+GPB_API void gpb_config_init(gpb_config_t *cfg);
+GPB_API const char *gpb_backend_name(gpb_backend_t b);
+GPB_API const char *gpb_policy_name(gpb_policy_t p);
+/* Parses "auto", "device", "pinned", "host", "virtual" (GPB_EINVAL if none). */
+GPB_API int gpb_backend_parse(const char *s, gpb_backend_t *out);
+/* Parses "buddy", "trim". */
+GPB_API int gpb_policy_parse(const char *s, gpb_policy_t *out);
+/* Parses "64M", "1.5GiB", "4096", "16k" into bytes. */
+GPB_API int gpb_size_parse(const char *s, size_t *out);
+
+/* -------------------------------------------------------------------- pool */
+
+typedef struct gpb_pool gpb_pool_t; /* opaque */
+
+/* Reserves cfg->pool_size from the backend (the only reservation the pool
+ * ever makes) and builds the metadata. cfg NULL means defaults. On error
+ * *out is NULL and nothing is held. GPB_EDEVMEM names both sizes in the
+ * detail. Environment: GPB_TRACE=path records a trace, GPB_PUBLISH=name
+ * publishes, unless cfg->flags has GPB_CFG_NO_ENV. */
+GPB_API int gpb_pool_create(const gpb_config_t *cfg, gpb_pool_t **out);
+/* Releases the reservation and all metadata. Live allocations die with it.
+ * NULL is a no-op. No other thread may use the pool during or after. */
+GPB_API void gpb_pool_destroy(gpb_pool_t *pool);
+
+/* Size 0 is defined like cudaMalloc: it succeeds with *out = NULL and
+ * records nothing; gpb_free(pool, NULL) is likewise a successful no-op.
+ * GPB_ETOOBIG: size larger than the pool. GPB_ENOMEM: no block free now.
+ * Both leave the pool unchanged and emit a GPB_EV_FAIL event. */
+GPB_API int gpb_alloc(gpb_pool_t *pool, size_t size, void **out);
+/* align: 0 or a power of two (GPB_EALIGN otherwise); blocks are always
+ * aligned to min_block and to their own size. tag < GPB_MAX_TAGS labels the
+ * allocation in stats and the viewer. stream: the CUDA stream the block will
+ * be used on (NULL = default stream); see gpb_free_async. */
+GPB_API int gpb_alloc_ex(gpb_pool_t *pool, size_t size, size_t align,
+                         uint32_t tag, void *stream, void **out);
+GPB_API int gpb_alloc_aligned(gpb_pool_t *pool, size_t size, size_t align,
+                              void **out);
+GPB_API int gpb_alloc_tagged(gpb_pool_t *pool, size_t size, uint32_t tag,
+                             void **out);
+/* Returns the block at once. GPB_EDOUBLEFREE, GPB_EFOREIGN, GPB_EINTERIOR
+ * leave the pool unchanged. */
+GPB_API int gpb_free(gpb_pool_t *pool, void *ptr);
+/* Like cudaFreeAsync: work later queued on the same stream may reuse the
+ * block at once; other streams get it only after the work queued on
+ * `stream` before this call has completed (a CUDA event, never a device
+ * synchronization). Host and virtual backends free at once. */
+GPB_API int gpb_free_async(gpb_pool_t *pool, void *ptr, void *stream);
+/* Bytes usable at ptr (the allocation's blocks, >= the size asked for). */
+GPB_API int gpb_usable_size(const gpb_pool_t *pool, const void *ptr,
+                            size_t *out);
+/* 0 when every structural invariant holds, else GPB_ECORRUPT with a detail. */
+GPB_API int gpb_pool_check(const gpb_pool_t *pool);
+
+typedef struct gpb_pool_info {
+  void *base;            /* first byte of the reservation */
+  uint64_t pool_size;    /* bytes reserved */
+  uint64_t managed_size; /* bytes covered by blocks (pool_size rounded down
+                            to min_block) */
+  uint64_t min_block;
+  uint32_t num_orders;   /* orders 0..num_orders-1 exist */
+  uint32_t num_roots;    /* power-of-two roots covering managed_size */
+  gpb_backend_t backend; /* the one chosen, never AUTO */
+  gpb_policy_t policy;
+  int device;
+  char name[GPB_NAME_MAX]; /* "" when not published */
+} gpb_pool_info_t;
+GPB_API int gpb_pool_info(const gpb_pool_t *pool, gpb_pool_info_t *out);
+
+/* ------------------------------------------------------------------- stats */
+
+#define GPB_STATS_VERSION 1
+
+/* All counters are kept current on every event: reading is a copy plus a
+ * pass over the orders. Fragmentation figures are derived on read. */
+typedef struct gpb_stats {
+  uint32_t version;    /* GPB_STATS_VERSION */
+  uint32_t num_orders;
+  uint64_t managed_bytes, min_block;
+  uint64_t seq;        /* sequence number of the last event */
+  uint64_t requested_bytes, requested_peak; /* bytes asked for, live */
+  uint64_t block_bytes, block_peak;         /* bytes in used blocks */
+  uint64_t free_bytes, free_peak;           /* bytes in free blocks */
+  uint64_t allocs, frees, failures;         /* counts */
+  uint64_t splits, merges;
+  uint64_t live_allocs;
+  uint64_t free_blocks[GPB_MAX_ORDERS]; /* per order, like /proc/buddyinfo */
+  uint64_t largest_free;                /* bytes; 0 when full */
+  uint64_t internal_frag_bytes;         /* block_bytes - requested_bytes */
+  /* Linux's unusable-free-space index for order j: the share of free bytes
+   * in blocks too small to serve a request of order j. 0 when nothing free. */
+  double unusable_index[GPB_MAX_ORDERS];
+  double external_frag; /* 1 - sqrt(sum f^2)/sum f over free blocks */
+  uint64_t tag_bytes[GPB_MAX_TAGS]; /* block bytes live per tag */
+} gpb_stats_t;
+GPB_API int gpb_pool_stats(const gpb_pool_t *pool, gpb_stats_t *out);
+
+/* ------------------------------------------------------------------ events */
+
+typedef enum gpb_event_type {
+  GPB_EV_ALLOC = 1, /* range [offset, offset+size) of free blocks becomes used */
+  GPB_EV_FREE = 2,  /* that range's blocks become free (merges follow) */
+  GPB_EV_SPLIT = 3, /* free block of `order` at offset becomes two of order-1 */
+  GPB_EV_MERGE = 4, /* two free buddies of order-1 become one of `order` */
+  GPB_EV_FAIL = 5   /* an allocation of `requested` bytes failed */
+} gpb_event_type_t;
+
+/* An allocation's range is always tiled by its canonical blocks: the
+ * maximal aligned power-of-two blocks, left to right. With the buddy
+ * policy that is a single block. */
+typedef struct gpb_event {
+  uint64_t seq;       /* 1, 2, 3... per pool, no gaps */
+  uint64_t time_ns;   /* CLOCK_MONOTONIC */
+  uint64_t offset;    /* bytes from the pool base */
+  uint64_t size;      /* ALLOC/FREE: range bytes; SPLIT/MERGE: 2^order*min */
+  uint64_t requested; /* ALLOC/FREE/FAIL: bytes asked for */
+  uint64_t stream;    /* the stream as an integer (0 = default) */
+  uint32_t tag;
+  uint8_t type;       /* gpb_event_type_t */
+  uint8_t order;      /* SPLIT: parent's; MERGE: result's; ALLOC/FREE: of
+                         the first block; FAIL: order asked for */
+  uint16_t reserved;
+} gpb_event_t;
+
+GPB_API const char *gpb_event_type_name(int type);
+
+/* Called for every event, in sequence, with the pool's lock held. The hook
+ * must not call back into the same pool. NULL removes it. */
+typedef void (*gpb_hook_fn)(const gpb_event_t *ev, void *user);
+GPB_API int gpb_pool_set_hook(gpb_pool_t *pool, gpb_hook_fn fn, void *user);
+
+/* One block, as the visitor reports it. */
+typedef struct gpb_block_info {
+  uint64_t offset;       /* bytes from the base */
+  uint64_t size;         /* block bytes: min_block << order */
+  uint32_t order;
+  uint32_t used;         /* 1 used, 0 free */
+  uint64_t alloc_offset; /* used: start of the allocation it belongs to */
+  uint64_t alloc_size;   /* used: bytes of the whole allocation's range */
+  uint64_t requested;    /* used: bytes asked for (whole allocation) */
+  uint64_t time_ns;      /* used: when allocated (0 if not recorded) */
+  uint32_t tag;          /* used: the allocation's tag */
+  uint32_t reserved;
+} gpb_block_info_t;
+
+/* Walks every block, free or used, in address order. Stops early and
+ * returns fn's value when fn returns nonzero. Takes the pool's lock. */
+typedef int (*gpb_visit_fn)(const gpb_block_info_t *b, void *user);
+GPB_API int gpb_pool_visit(const gpb_pool_t *pool, gpb_visit_fn fn,
+                           void *user);
+
+/* ------------------------------------------------------- block-map model */
+
+/* A model rebuilds a pool's exact state from its events, outside the pool:
+ * the viewer, gpubuddy-stat, the relay and the tests use it. It validates
+ * every event: one that does not fit the current state is refused with
+ * GPB_EFORMAT and the model is left as it was. */
+typedef struct gpb_model gpb_model_t;
+GPB_API int gpb_model_create(uint64_t managed_size, uint64_t min_block,
+                             gpb_model_t **out);
+GPB_API void gpb_model_destroy(gpb_model_t *m);
+/* Back to all roots free, sequence 0. */
+GPB_API void gpb_model_reset(gpb_model_t *m);
+GPB_API int gpb_model_apply(gpb_model_t *m, const gpb_event_t *ev);
+/* Replaces the state with a block list in address order that tiles the
+ * pool (a keyframe); `seq` is the last event it includes. Used blocks of
+ * one allocation share alloc_offset. On error the model is reset. */
+GPB_API int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks,
+                           size_t n, uint64_t seq);
+GPB_API int gpb_model_stats(const gpb_model_t *m, gpb_stats_t *out);
+GPB_API int gpb_model_visit(const gpb_model_t *m, gpb_visit_fn fn, void *user);
+GPB_API int gpb_model_check(const gpb_model_t *m);
+GPB_API uint64_t gpb_model_seq(const gpb_model_t *m);
+/* Finds the block containing byte `offset`: 0, or GPB_ENOTFOUND past the end. */
+GPB_API int gpb_model_lookup(const gpb_model_t *m, uint64_t offset,
+                             gpb_block_info_t *out);
+
+/* ------------------------------------------------------------------ traces */
+
+/* Trace ops: what a program asked for, independent of placement, so that a
+ * trace replays through any pool. See docs/TRACE_FORMAT.md. */
+typedef enum gpb_trace_opcode { GPB_OP_ALLOC = 1, GPB_OP_FREE = 2 } gpb_trace_opcode_t;
+typedef struct gpb_trace_op {
+  uint64_t seq;
+  uint64_t time_ns;
+  uint64_t id;     /* names the allocation; unique among live ones */
+  uint64_t size;   /* ALLOC: bytes; FREE: bytes if known, else 0 */
+  uint64_t stream;
+  uint32_t tag;
+  uint32_t op;     /* gpb_trace_opcode_t */
+} gpb_trace_op_t;
+
+typedef struct gpb_trace_reader gpb_trace_reader_t;
+/* Opens a native trace (text, or gzip-compressed text) or a RAPIDS RMM
+ * log (CSV), detected from the content. "-" reads standard input. */
+GPB_API int gpb_trace_open(const char *path, gpb_trace_reader_t **out);
+/* 1 with *op filled, 0 at the end, or <0 (GPB_EFORMAT, GPB_EIO...) with
+ * gpb_trace_error() naming the line or record. */
+GPB_API int gpb_trace_next(gpb_trace_reader_t *r, gpb_trace_op_t *op);
+GPB_API const char *gpb_trace_error(const gpb_trace_reader_t *r);
+GPB_API const char *gpb_trace_format_name(const gpb_trace_reader_t *r);
+GPB_API void gpb_trace_close(gpb_trace_reader_t *r);
+
+typedef struct gpb_trace_writer gpb_trace_writer_t;
+/* Writes a native trace; a path ending in .gz is gzip-compressed. */
+GPB_API int gpb_trace_writer_open(const char *path, gpb_trace_writer_t **out);
+GPB_API int gpb_trace_write(gpb_trace_writer_t *w, const gpb_trace_op_t *op);
+GPB_API int gpb_trace_writer_close(gpb_trace_writer_t *w);
+
+/* Starts/stops recording this pool's own trace (as GPB_TRACE does). */
+GPB_API int gpb_pool_trace_start(gpb_pool_t *pool, const char *path);
+GPB_API int gpb_pool_trace_stop(gpb_pool_t *pool);
+
+/* ----------------------------------------------------------- live attach */
+
+/* A reader of a pool published under a name (gpb_config_t.name). Readers
+ * never make the writer wait. */
+typedef struct gpb_attach gpb_attach_t;
+GPB_API int gpb_attach_open(const char *name, gpb_attach_t **out);
+/* Brings the model up to date: >=0 events applied (a resync from a
+ * keyframe counts as applied), GPB_ECLOSED when the writer is gone (the
+ * model keeps the last state), or another error for a garbled segment. */
+GPB_API int gpb_attach_poll(gpb_attach_t *a);
+GPB_API const gpb_model_t *gpb_attach_model(const gpb_attach_t *a);
+GPB_API int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out);
+GPB_API void gpb_attach_close(gpb_attach_t *a);
+/* Calls fn once per published pool that can be attached now. */
+GPB_API int gpb_list_pools(void (*fn)(const char *name, void *user), void *user);
+
+/* ------------------------------------------------------------------ misc */
+
+/* Monotonic nanoseconds, the clock events are stamped with. */
+GPB_API uint64_t gpb_now_ns(void);
+GPB_API const char *gpb_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUBUDDY_H */

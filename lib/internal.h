@@ -1,0 +1,220 @@
+/*
+ * internal.h: declarations shared between the library's files.
+ *
+ * Names here carry the gpb__ prefix and are hidden from the shared object.
+ * Layering, bottom up:
+ *   bitset.c    hierarchical bitsets (find the lowest set bit in O(log64 n))
+ *   alloctab.c  offset -> allocation record hash, resized incrementally
+ *   buddy.c     the buddy core: units, orders, split/merge/take/release,
+ *               invariant checker, visitor. Knows nothing of CUDA or pointers.
+ *   stats.c     stats as a pure function of the event stream
+ *   model.c     a core fed by validated events (the block-map model)
+ *   pool.c      the public pool: lock, backend, pointers, hooks, consumers
+ */
+#ifndef GPB_INTERNAL_H
+#define GPB_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "gpubuddy.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define GPB__HIDDEN __attribute__((visibility("hidden")))
+#define GPB__LIKELY(x) __builtin_expect(!!(x), 1)
+#define GPB__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GPB__HIDDEN
+#define GPB__LIKELY(x) (x)
+#define GPB__UNLIKELY(x) (x)
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+/* Records a printf-style detail for gpb_last_error_detail() and returns err,
+ * so a failing path reads `return gpb__fail(GPB_EINVAL, "...", ...)`. */
+GPB__HIDDEN int gpb__fail(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- bitset */
+
+#define GPB__BITS_MAXLEV 8
+
+/* A bitset with summary levels: bit j of level l+1 is set iff word j of
+ * level l is nonzero, so the lowest set bit is found top-down with one
+ * count-trailing-zeros per level. */
+typedef struct gpb__bits {
+  uint64_t nbits;
+  int nlev;
+  uint64_t nwords[GPB__BITS_MAXLEV];
+  uint64_t *w[GPB__BITS_MAXLEV];
+} gpb__bits_t;
+
+GPB__HIDDEN int gpb__bits_init(gpb__bits_t *b, uint64_t nbits);
+GPB__HIDDEN void gpb__bits_fini(gpb__bits_t *b);
+GPB__HIDDEN void gpb__bits_zero(gpb__bits_t *b);
+GPB__HIDDEN void gpb__bits_set(gpb__bits_t *b, uint64_t i);
+GPB__HIDDEN void gpb__bits_clear(gpb__bits_t *b, uint64_t i);
+/* Lowest set bit, or UINT64_MAX when empty. */
+GPB__HIDDEN uint64_t gpb__bits_first(const gpb__bits_t *b);
+/* 0 when the summary levels agree with the bits. */
+GPB__HIDDEN int gpb__bits_check(const gpb__bits_t *b);
+GPB__HIDDEN uint64_t gpb__bits_count(const gpb__bits_t *b);
+GPB__HIDDEN size_t gpb__bits_bytes(const gpb__bits_t *b);
+
+static inline int gpb__bits_test(const gpb__bits_t *b, uint64_t i) {
+  return (int)((b->w[0][i >> 6] >> (i & 63)) & 1u);
+}
+
+/* ------------------------------------------------------------ alloc table */
+
+/* One live allocation. Key is the first unit; units is its length. */
+typedef struct gpb__arec {
+  uint64_t key; /* first unit + 1; 0 = empty, UINT64_MAX = deleted */
+  uint64_t units;
+  uint64_t requested;
+  uint64_t time_ns;
+  uint32_t tag;
+  uint32_t reserved;
+} gpb__arec_t;
+
+/* Open addressing with linear probing. Growth never rehashes at once: a
+ * new table twice the size is made and a few old slots move per call, so
+ * no single allocation pays for the whole table. */
+typedef struct gpb__atab {
+  gpb__arec_t *cur;
+  uint64_t cap, used; /* used: live entries in cur */
+  gpb__arec_t *old;   /* non-NULL while migrating */
+  uint64_t old_cap, old_pos, old_live;
+} gpb__atab_t;
+
+GPB__HIDDEN int gpb__atab_init(gpb__atab_t *t, uint64_t cap);
+GPB__HIDDEN void gpb__atab_fini(gpb__atab_t *t);
+GPB__HIDDEN void gpb__atab_clear(gpb__atab_t *t);
+GPB__HIDDEN gpb__arec_t *gpb__atab_find(const gpb__atab_t *t, uint64_t unit);
+/* Inserts a copy of *rec (rec->key is set from unit). GPB_EHOSTMEM when the
+ * table cannot grow. */
+GPB__HIDDEN int gpb__atab_insert(gpb__atab_t *t, uint64_t unit,
+                                 const gpb__arec_t *rec);
+GPB__HIDDEN void gpb__atab_remove(gpb__atab_t *t, uint64_t unit);
+GPB__HIDDEN uint64_t gpb__atab_count(const gpb__atab_t *t);
+GPB__HIDDEN size_t gpb__atab_bytes(const gpb__atab_t *t);
+
+/* ------------------------------------------------------------- buddy core */
+
+typedef void (*gpb__emit_fn)(void *ctx, gpb_event_t *ev);
+
+/* The buddy core. Units are min_block-sized; node (k, i) covers units
+ * [i << k, (i + 1) << k) and exists iff it fits inside nunits. A node whose
+ * parent does not fit is a root. State is just one free bitset per order
+ * plus the allocation table: every unit lies either in exactly one free
+ * block or in exactly one allocation. */
+typedef struct gpb__buddy {
+  uint64_t nunits;
+  uint32_t min_shift;
+  uint32_t norders;
+  gpb_policy_t policy;
+  uint64_t nfree[GPB_MAX_ORDERS];
+  gpb__bits_t freeb[GPB_MAX_ORDERS];
+  gpb__atab_t atab;
+  gpb__emit_fn emit; /* receives every event; may be NULL */
+  void *emit_ctx;
+} gpb__buddy_t;
+
+GPB__HIDDEN int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits,
+                                uint32_t min_shift, gpb_policy_t policy);
+GPB__HIDDEN void gpb__buddy_fini(gpb__buddy_t *b);
+/* All roots free, table empty; emits nothing. */
+GPB__HIDDEN void gpb__buddy_reset(gpb__buddy_t *b);
+GPB__HIDDEN size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b);
+GPB__HIDDEN uint32_t gpb__buddy_num_roots(const gpb__buddy_t *b);
+
+/* Allocates `requested` bytes (> 0) aligned to 2^align_order units. On
+ * success *unit is the first unit. Emits SPLITs then ALLOC, or FAIL. */
+GPB__HIDDEN int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested,
+                                 uint32_t align_order, uint32_t tag,
+                                 uint64_t stream, uint64_t time_ns,
+                                 uint64_t *unit);
+/* Frees the allocation starting at byte offset `off`; classifies misuse
+ * (GPB_EDOUBLEFREE, GPB_EINTERIOR, GPB_EFOREIGN) without changing state.
+ * Emits FREE then MERGEs. */
+GPB__HIDDEN int gpb__buddy_free(gpb__buddy_t *b, uint64_t off,
+                                uint64_t stream);
+/* Checks every invariant; 0 or GPB_ECORRUPT with a detail. */
+GPB__HIDDEN int gpb__buddy_check(const gpb__buddy_t *b);
+GPB__HIDDEN int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn,
+                                 void *user);
+GPB__HIDDEN int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t unit,
+                                  gpb_block_info_t *out);
+
+/* Validated primitives for the model: each checks before it changes. */
+GPB__HIDDEN int gpb__buddy_apply(gpb__buddy_t *b, const gpb_event_t *ev);
+/* Makes a free block (k, i) exist by splitting its free ancestor (quietly,
+ * no events). 0 or GPB_EFORMAT. */
+GPB__HIDDEN int gpb__buddy_carve_free(gpb__buddy_t *b, uint32_t k, uint64_t i);
+/* Marks the canonical blocks of [u, u+n) used and records the allocation;
+ * all must be free blocks. */
+GPB__HIDDEN int gpb__buddy_take(gpb__buddy_t *b, uint64_t u, uint64_t n,
+                                const gpb__arec_t *rec);
+
+/* Canonical decomposition: the largest aligned block starting at unit u
+ * that fits in n units. */
+static inline uint32_t gpb__canon_order(uint64_t u, uint64_t n) {
+  uint32_t k = 63u - (uint32_t)__builtin_clzll(n);
+  if (u != 0) {
+    uint32_t a = (uint32_t)__builtin_ctzll(u);
+    if (a < k) k = a;
+  }
+  return k;
+}
+
+/* ------------------------------------------------------------------ stats */
+
+/* Applies one event to the counters. The pool and the model both run
+ * their events through this, so their stats agree by construction. */
+GPB__HIDDEN void gpb__stats_apply(gpb_stats_t *s, const gpb_event_t *ev);
+GPB__HIDDEN void gpb__stats_init(gpb_stats_t *s, uint64_t managed,
+                                 uint64_t min_block, uint32_t norders);
+/* Fills the derived fields (largest free, fragmentation) of a copy. */
+GPB__HIDDEN void gpb__stats_finish(gpb_stats_t *s);
+/* Rebuilds the state-derived fields from a core; counters are kept. */
+GPB__HIDDEN void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b);
+
+/* ------------------------------------------------------------------ model */
+
+GPB__HIDDEN void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s);
+
+/* --------------------------------------------------------------- backends */
+
+/* A backend reserves one range and releases it; nothing else. */
+/* backed = 0 reserves address space only (the virtual backend). */
+GPB__HIDDEN int gpb__host_reserve(size_t size, size_t align, int backed,
+                                  void **base);
+GPB__HIDDEN void gpb__host_release(void *base, size_t size, size_t align);
+GPB__HIDDEN int gpb__cuda_usable(int device);
+GPB__HIDDEN int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
+                                  void **base);
+GPB__HIDDEN void gpb__cuda_release(gpb_backend_t kind, int device, void *base);
+
+/* ------------------------------------------------------------- consumers */
+
+/* Live publisher (publish.c). NULL-safe; never blocks the caller. */
+typedef struct gpb__pub gpb__pub_t;
+GPB__HIDDEN int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
+                              gpb__pub_t **out);
+GPB__HIDDEN void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev,
+                                const gpb_pool_t *pool);
+GPB__HIDDEN void gpb__pub_close(gpb__pub_t *p);
+
+/* Trace recording: the pool turns ALLOC/FREE events into trace ops. */
+GPB__HIDDEN void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev);
+
+/* For consumers that must see the pool as it is (keyframes), called with
+ * the pool's lock held. */
+GPB__HIDDEN const gpb__buddy_t *gpb__pool_core(const gpb_pool_t *pool);
+GPB__HIDDEN const gpb_stats_t *gpb__pool_counters(const gpb_pool_t *pool);
+
+#endif /* GPB_INTERNAL_H */

@@ -1,0 +1,360 @@
+/*
+ * pool.c: the public pool. It owns the lock, the backend reservation, the
+ * offset <-> pointer translation and the event consumers.
+ *
+ * Every public call takes the pool's mutex once; the buddy core below it
+ * does O(orders) work and emits events into pool_emit(), which stamps the
+ * sequence number and time and hands each event to the stats, the user's
+ * hook, the live publisher and the trace writer, in that order. No call on
+ * the allocation path makes a system call (the clock is read through the
+ * vDSO, and only when a consumer wants times).
+ */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gpb_pool {
+  pthread_mutex_t lock;
+  gpb__buddy_t core;
+  gpb_stats_t stats;
+  gpb_pool_info_t info;
+  char *base;
+  size_t host_align; /* alignment the host backend reserved with */
+  uint64_t base_align; /* largest power of two dividing base */
+  uint64_t now;        /* time of the call in progress (0: not recorded) */
+  int want_time;
+  int debug;
+  gpb_hook_fn hook;
+  void *hook_user;
+  gpb__pub_t *pub;
+  gpb_trace_writer_t *trace;
+};
+
+/* Caller holds the lock. */
+static void pool_emit(void *ctx, gpb_event_t *ev) {
+  gpb_pool_t *p = ctx;
+  ev->seq = p->stats.seq + 1;
+  ev->time_ns = p->now;
+  gpb__stats_apply(&p->stats, ev);
+  if (p->hook) p->hook(ev, p->hook_user);
+  if (p->pub) gpb__pub_event(p->pub, ev, p);
+  if (p->trace) gpb__trace_event(p->trace, ev);
+}
+
+static void pool_update_want_time(gpb_pool_t *p) {
+  p->want_time = p->hook || p->pub || p->trace;
+}
+
+static int pool_host_visible(const gpb_pool_t *p) {
+  return p->info.backend == GPB_BACKEND_HOST ||
+         p->info.backend == GPB_BACKEND_PINNED;
+}
+
+static int pool_reserve(gpb_pool_t *p, const gpb_config_t *cfg) {
+  size_t size = cfg->pool_size;
+  switch (p->info.backend) {
+  case GPB_BACKEND_HOST:
+  case GPB_BACKEND_VIRTUAL: {
+    /* Align the base to the largest root (capped at 1 GiB) so blocks are
+     * aligned to their size as addresses, not just as offsets. */
+    size_t a = (size_t)1 << (63 - __builtin_clzll(size));
+    if (a > ((size_t)1 << 30)) a = (size_t)1 << 30;
+    if (a < 4096) a = 4096;
+    p->host_align = a;
+    return gpb__host_reserve(size, a, p->info.backend == GPB_BACKEND_HOST,
+                             (void **)&p->base);
+  }
+  case GPB_BACKEND_DEVICE:
+  case GPB_BACKEND_PINNED:
+    return gpb__cuda_reserve(p->info.backend, cfg->device, size,
+                             (void **)&p->base);
+  default:
+    return gpb__fail(GPB_EINVAL, "unknown backend %d", (int)p->info.backend);
+  }
+}
+
+static void pool_release(gpb_pool_t *p) {
+  if (!p->base) return;
+  switch (p->info.backend) {
+  case GPB_BACKEND_HOST:
+  case GPB_BACKEND_VIRTUAL:
+    gpb__host_release(p->base, (size_t)p->info.pool_size, p->host_align);
+    break;
+  case GPB_BACKEND_DEVICE:
+  case GPB_BACKEND_PINNED:
+    gpb__cuda_release(p->info.backend, p->info.device, p->base);
+    break;
+  default:
+    break;
+  }
+  p->base = NULL;
+}
+
+int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
+  gpb_config_t defaults;
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!cfg_in) {
+    gpb_config_init(&defaults);
+    cfg_in = &defaults;
+  }
+  gpb_config_t cfg = *cfg_in;
+  if (cfg.min_block < 16 || (cfg.min_block & (cfg.min_block - 1)))
+    return gpb__fail(GPB_EINVAL, "min_block %zu is not a power of two >= 16",
+                     cfg.min_block);
+  if (cfg.pool_size < cfg.min_block)
+    return gpb__fail(GPB_EINVAL, "pool_size %zu is smaller than min_block %zu",
+                     cfg.pool_size, cfg.min_block);
+  if ((unsigned)cfg.policy > GPB_POLICY_TRIM)
+    return gpb__fail(GPB_EINVAL, "unknown policy %d", (int)cfg.policy);
+  if ((unsigned)cfg.backend > GPB_BACKEND_VIRTUAL)
+    return gpb__fail(GPB_EINVAL, "unknown backend %d", (int)cfg.backend);
+  if (!(cfg.flags & GPB_CFG_NO_ENV)) {
+    const char *e = getenv("GPB_PUBLISH");
+    if (!cfg.name && e && *e) cfg.name = e;
+    e = getenv("GPB_TRACE");
+    if (!cfg.trace_path && e && *e) cfg.trace_path = e;
+  }
+  if (cfg.name && (strlen(cfg.name) == 0 || strlen(cfg.name) >= GPB_NAME_MAX))
+    return gpb__fail(GPB_EINVAL, "name must be 1 to %d characters",
+                     GPB_NAME_MAX - 1);
+
+  gpb_pool_t *p = calloc(1, sizeof *p);
+  if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the pool");
+  if (cfg.backend == GPB_BACKEND_AUTO)
+    cfg.backend = gpb__cuda_usable(cfg.device) ? GPB_BACKEND_DEVICE
+                                               : GPB_BACKEND_HOST;
+  uint32_t shift = (uint32_t)__builtin_ctzll(cfg.min_block);
+  p->info.pool_size = cfg.pool_size;
+  p->info.min_block = cfg.min_block;
+  p->info.managed_size = (cfg.pool_size >> shift) << shift;
+  p->info.backend = cfg.backend;
+  p->info.policy = cfg.policy;
+  p->info.device = cfg.device;
+  if (cfg.name) strcpy(p->info.name, cfg.name);
+  p->debug = cfg.debug;
+
+  int rc = gpb__buddy_init(&p->core, cfg.pool_size >> shift, shift, cfg.policy);
+  if (rc) {
+    free(p);
+    return rc;
+  }
+  p->core.emit = pool_emit;
+  p->core.emit_ctx = p;
+  p->info.num_orders = p->core.norders;
+  p->info.num_roots = gpb__buddy_num_roots(&p->core);
+  gpb__stats_init(&p->stats, p->info.managed_size, cfg.min_block,
+                  p->core.norders);
+
+  rc = pool_reserve(p, &cfg);
+  if (rc) {
+    gpb__buddy_fini(&p->core);
+    free(p);
+    return rc;
+  }
+  p->info.base = p->base;
+  uintptr_t b = (uintptr_t)p->base;
+  p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
+  pthread_mutex_init(&p->lock, NULL);
+
+  if (cfg.trace_path && (rc = gpb_pool_trace_start(p, cfg.trace_path))) {
+    gpb_pool_destroy(p);
+    return rc;
+  }
+  if (cfg.name && (rc = gpb__pub_open(cfg.name, &p->info, &p->pub))) {
+    gpb_pool_destroy(p);
+    return rc;
+  }
+  pool_update_want_time(p);
+  *out = p;
+  return 0;
+}
+
+void gpb_pool_destroy(gpb_pool_t *p) {
+  if (!p) return;
+  if (p->trace) gpb_trace_writer_close(p->trace);
+  gpb__pub_close(p->pub);
+  pool_release(p);
+  gpb__buddy_fini(&p->core);
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}
+
+int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
+                 void *stream, void **out) {
+  if (!p || !out) return gpb__fail(GPB_EINVAL, "pool or out is NULL");
+  *out = NULL;
+  if (align & (align - 1))
+    return gpb__fail(GPB_EALIGN, "alignment %zu is not a power of two", align);
+  if (tag >= GPB_MAX_TAGS)
+    return gpb__fail(GPB_EINVAL, "tag %u is not below %d", tag, GPB_MAX_TAGS);
+  if (size == 0) return 0; /* like cudaMalloc: success, NULL, no event */
+  uint32_t align_order = 0;
+  if (align > p->info.min_block) {
+    if (align > p->base_align || align > p->info.managed_size)
+      return gpb__fail(GPB_EALIGN, "alignment %zu is larger than this pool "
+                       "can give (base aligned to %llu, %llu bytes managed)",
+                       align, (unsigned long long)p->base_align,
+                       (unsigned long long)p->info.managed_size);
+    align_order = (uint32_t)(__builtin_ctzll(align) - p->core.min_shift);
+  }
+  pthread_mutex_lock(&p->lock);
+  p->now = p->want_time ? gpb_now_ns() : 0;
+  uint64_t unit;
+  int rc = gpb__buddy_alloc(&p->core, size, align_order, tag,
+                            (uint64_t)(uintptr_t)stream, p->now, &unit);
+  if (rc == 0) {
+    *out = p->base + (unit << p->core.min_shift);
+    if (p->debug >= 1 && pool_host_visible(p))
+      memset(*out, 0xA5, size); /* mem5's habit: make stale reads visible */
+    if (p->debug >= 2 && (rc = gpb__buddy_check(&p->core)) != 0) *out = NULL;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int gpb_alloc(gpb_pool_t *p, size_t size, void **out) {
+  return gpb_alloc_ex(p, size, 0, 0, NULL, out);
+}
+
+int gpb_alloc_aligned(gpb_pool_t *p, size_t size, size_t align, void **out) {
+  return gpb_alloc_ex(p, size, align, 0, NULL, out);
+}
+
+int gpb_alloc_tagged(gpb_pool_t *p, size_t size, uint32_t tag, void **out) {
+  return gpb_alloc_ex(p, size, 0, tag, NULL, out);
+}
+
+/* Offset of ptr, or a misuse code. */
+static int pool_offset(const gpb_pool_t *p, const void *ptr, uint64_t *off) {
+  uintptr_t a = (uintptr_t)ptr, b = (uintptr_t)p->base;
+  if (a < b || a - b >= p->info.managed_size)
+    return gpb__fail(GPB_EFOREIGN, "pointer %p is outside the pool [%p, +%llu)",
+                     ptr, (void *)p->base,
+                     (unsigned long long)p->info.managed_size);
+  *off = a - b;
+  return 0;
+}
+
+static int pool_free(gpb_pool_t *p, void *ptr, void *stream) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  if (!ptr) return 0;
+  uint64_t off = 0;
+  int rc = pool_offset(p, ptr, &off);
+  if (rc) return rc;
+  pthread_mutex_lock(&p->lock);
+  p->now = p->want_time ? gpb_now_ns() : 0;
+  if (p->debug >= 1 && pool_host_visible(p)) {
+    const gpb__arec_t *r = gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
+    if (r && (off & (p->info.min_block - 1)) == 0)
+      memset(ptr, 0xDD, r->units << p->core.min_shift);
+  }
+  rc = gpb__buddy_free(&p->core, off, (uint64_t)(uintptr_t)stream);
+  if (rc == 0 && p->debug >= 2) rc = gpb__buddy_check(&p->core);
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int gpb_free(gpb_pool_t *p, void *ptr) { return pool_free(p, ptr, NULL); }
+
+int gpb_usable_size(const gpb_pool_t *cp, const void *ptr, size_t *out) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p || !ptr || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  uint64_t off = 0;
+  int rc = pool_offset(p, ptr, &off);
+  if (rc) return rc;
+  pthread_mutex_lock(&p->lock);
+  const gpb__arec_t *r = (off & (p->info.min_block - 1))
+                             ? NULL
+                             : gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
+  if (r) *out = (size_t)(r->units << p->core.min_shift);
+  pthread_mutex_unlock(&p->lock);
+  if (!r) return gpb__fail(GPB_EINTERIOR, "pointer %p is not the start of an "
+                           "allocation", (void *)ptr);
+  return 0;
+}
+
+int gpb_pool_check(const gpb_pool_t *cp) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  pthread_mutex_lock(&p->lock);
+  int rc = gpb__buddy_check(&p->core);
+  const gpb_stats_t *s = &p->stats;
+  for (uint32_t k = 0; rc == 0 && k < p->core.norders; k++)
+    if (s->free_blocks[k] != p->core.nfree[k])
+      rc = gpb__fail(GPB_ECORRUPT, "stats: order %u free count %llu, map has "
+                     "%llu", k, (unsigned long long)s->free_blocks[k],
+                     (unsigned long long)p->core.nfree[k]);
+  if (rc == 0 && s->live_allocs != gpb__atab_count(&p->core.atab))
+    rc = gpb__fail(GPB_ECORRUPT, "stats: %llu live allocations, table has %llu",
+                   (unsigned long long)s->live_allocs,
+                   (unsigned long long)gpb__atab_count(&p->core.atab));
+  if (rc == 0 && s->free_bytes + s->block_bytes != p->info.managed_size)
+    rc = gpb__fail(GPB_ECORRUPT, "stats: free + used bytes != managed size");
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int gpb_pool_info(const gpb_pool_t *p, gpb_pool_info_t *out) {
+  if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  *out = p->info;
+  return 0;
+}
+
+int gpb_pool_stats(const gpb_pool_t *cp, gpb_stats_t *out) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  pthread_mutex_lock(&p->lock);
+  *out = p->stats;
+  pthread_mutex_unlock(&p->lock);
+  gpb__stats_finish(out);
+  return 0;
+}
+
+int gpb_pool_set_hook(gpb_pool_t *p, gpb_hook_fn fn, void *user) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  pthread_mutex_lock(&p->lock);
+  p->hook = fn;
+  p->hook_user = user;
+  pool_update_want_time(p);
+  pthread_mutex_unlock(&p->lock);
+  return 0;
+}
+
+int gpb_pool_visit(const gpb_pool_t *cp, gpb_visit_fn fn, void *user) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p || !fn) return gpb__fail(GPB_EINVAL, "NULL argument");
+  pthread_mutex_lock(&p->lock);
+  int rc = gpb__buddy_visit(&p->core, fn, user);
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int gpb_pool_trace_start(gpb_pool_t *p, const char *path) {
+  if (!p || !path) return gpb__fail(GPB_EINVAL, "NULL argument");
+  gpb_trace_writer_t *w;
+  int rc = gpb_trace_writer_open(path, &w);
+  if (rc) return rc;
+  pthread_mutex_lock(&p->lock);
+  gpb_trace_writer_t *old = p->trace;
+  p->trace = w;
+  pool_update_want_time(p);
+  pthread_mutex_unlock(&p->lock);
+  if (old) gpb_trace_writer_close(old);
+  return 0;
+}
+
+int gpb_pool_trace_stop(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  pthread_mutex_lock(&p->lock);
+  gpb_trace_writer_t *w = p->trace;
+  p->trace = NULL;
+  pool_update_want_time(p);
+  pthread_mutex_unlock(&p->lock);
+  return w ? gpb_trace_writer_close(w) : 0;
+}
+
+const gpb__buddy_t *gpb__pool_core(const gpb_pool_t *p) { return &p->core; }
+const gpb_stats_t *gpb__pool_counters(const gpb_pool_t *p) { return &p->stats; }

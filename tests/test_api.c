@@ -1,0 +1,270 @@
+/*
+ * test_api.c: the public API on known layouts: roots of odd-sized pools,
+ * stats and fragmentation figures, the visitor, hooks and sequence numbers,
+ * debug fill patterns, tags, and the model (keyframe load, refusal of
+ * events that do not fit).
+ */
+#include "testutil.h"
+
+#include <math.h>
+
+static gpb_pool_t *make(size_t size, size_t min, gpb_policy_t pol, int debug) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.backend = GPB_BACKEND_HOST;
+  cfg.pool_size = size;
+  cfg.min_block = min;
+  cfg.policy = pol;
+  cfg.debug = debug;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  return p;
+}
+
+typedef struct list {
+  gpb_block_info_t b[256];
+  int n;
+} list_t;
+
+static int collect(const gpb_block_info_t *b, void *u) {
+  list_t *l = u;
+  if (l->n < 256) l->b[l->n] = *b;
+  l->n++;
+  return 0;
+}
+
+static void roots(void) {
+  /* 7 units of 256 B: roots of 4, 2 and 1 units. */
+  gpb_pool_t *p = make(7 * 256 + 100, 256, GPB_POLICY_BUDDY, 0);
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT_EQ(info.num_roots, 3);
+  ASSERT_EQ(info.num_orders, 3);
+  ASSERT_U64_EQ(info.managed_size, 7 * 256);
+  ASSERT_EQ(info.backend, GPB_BACKEND_HOST);
+  list_t l = {0};
+  ASSERT_OK(gpb_pool_visit(p, collect, &l));
+  ASSERT_EQ(l.n, 3);
+  ASSERT_U64_EQ(l.b[0].offset, 0);
+  ASSERT_EQ(l.b[0].order, 2);
+  ASSERT_U64_EQ(l.b[1].offset, 1024);
+  ASSERT_EQ(l.b[1].order, 1);
+  ASSERT_U64_EQ(l.b[2].offset, 1536);
+  ASSERT_EQ(l.b[2].order, 0);
+  /* The smallest order first: a 1-unit request takes the 1-unit root. */
+  void *a;
+  ASSERT_OK(gpb_alloc(p, 10, &a));
+  ASSERT((char *)a - (char *)info.base == 1536);
+  ASSERT((uintptr_t)info.base % 1024 == 0);
+  ASSERT_OK(gpb_free(p, a));
+  gpb_pool_destroy(p);
+}
+
+static void stats_known(void) {
+  /* 16 units of 256 B. Allocate 1 unit: splits 16 -> 8+4+2+1+1. */
+  gpb_pool_t *p = make(4096, 256, GPB_POLICY_BUDDY, 0);
+  void *a, *b;
+  ASSERT_OK(gpb_alloc_tagged(p, 100, 3, &a));
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_EQ(s.version, GPB_STATS_VERSION);
+  ASSERT_U64_EQ(s.free_blocks[0], 1);
+  ASSERT_U64_EQ(s.free_blocks[1], 1);
+  ASSERT_U64_EQ(s.free_blocks[2], 1);
+  ASSERT_U64_EQ(s.free_blocks[3], 1);
+  ASSERT_U64_EQ(s.free_blocks[4], 0);
+  ASSERT_U64_EQ(s.splits, 4);
+  ASSERT_U64_EQ(s.requested_bytes, 100);
+  ASSERT_U64_EQ(s.block_bytes, 256);
+  ASSERT_U64_EQ(s.internal_frag_bytes, 156);
+  ASSERT_U64_EQ(s.free_bytes, 3840);
+  ASSERT_U64_EQ(s.largest_free, 2048);
+  ASSERT_U64_EQ(s.tag_bytes[3], 256);
+  /* Unusable index for order 2 (1 KiB): free bytes in blocks < 1 KiB. */
+  ASSERT(fabs(s.unusable_index[0] - 0.0) < 1e-12);
+  ASSERT(fabs(s.unusable_index[2] - 768.0 / 3840) < 1e-12);
+  ASSERT(fabs(s.unusable_index[3] - 1792.0 / 3840) < 1e-12);
+  ASSERT(fabs(s.unusable_index[4] - 1.0) < 1e-12);
+  double sumsq = 256.0 * 256 + 512.0 * 512 + 1024.0 * 1024 + 2048.0 * 2048;
+  ASSERT(fabs(s.external_frag - (1 - sqrt(sumsq) / 3840)) < 1e-12);
+  /* Peaks stay after a free. */
+  ASSERT_OK(gpb_alloc(p, 2048, &b));
+  ASSERT_OK(gpb_free(p, b));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.block_peak, 2304);
+  ASSERT_U64_EQ(s.requested_peak, 2148);
+  ASSERT_U64_EQ(s.block_bytes, 256);
+  ASSERT_OK(gpb_free(p, a));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.free_blocks[4], 1);
+  ASSERT(s.external_frag == 0.0);
+  ASSERT_U64_EQ(s.tag_bytes[3], 0);
+  gpb_pool_destroy(p);
+}
+
+static void trim_policy(void) {
+  /* 5 units under trim: one 4-unit and one 1-unit block, tail freed. */
+  gpb_pool_t *p = make(8 * 256, 256, GPB_POLICY_TRIM, 0);
+  void *a;
+  ASSERT_OK(gpb_alloc(p, 5 * 256 - 10, &a));
+  size_t us;
+  ASSERT_OK(gpb_usable_size(p, a, &us));
+  ASSERT_U64_EQ(us, 5 * 256);
+  list_t l = {0};
+  ASSERT_OK(gpb_pool_visit(p, collect, &l));
+  ASSERT_EQ(l.n, 4);
+  ASSERT(l.b[0].used && l.b[0].order == 2 && l.b[0].alloc_size == 1280);
+  ASSERT(l.b[1].used && l.b[1].order == 0 && l.b[1].alloc_offset == 0);
+  ASSERT(!l.b[2].used && l.b[2].order == 0 && l.b[2].offset == 1280);
+  ASSERT(!l.b[3].used && l.b[3].order == 1 && l.b[3].offset == 1536);
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.internal_frag_bytes, 10);
+  ASSERT_OK(gpb_free(p, a));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.free_blocks[3], 1);
+  gpb_pool_destroy(p);
+}
+
+static void debug_fill(void) {
+  gpb_pool_t *p = make(1 << 16, 256, GPB_POLICY_BUDDY, 1);
+  unsigned char *a;
+  ASSERT_OK(gpb_alloc(p, 300, (void **)&a));
+  for (int i = 0; i < 300; i++) ASSERT_EQ(a[i], 0xA5);
+  ASSERT_OK(gpb_free(p, a));
+  for (int i = 0; i < 512; i++) ASSERT_EQ(a[i], 0xDD);
+  gpb_pool_destroy(p);
+}
+
+typedef struct seqcheck {
+  uint64_t last;
+  int counts[6];
+} seqcheck_t;
+
+static void on_event(const gpb_event_t *ev, void *u) {
+  seqcheck_t *s = u;
+  ASSERT_U64_EQ(ev->seq, s->last + 1);
+  ASSERT(ev->time_ns > 0);
+  s->last = ev->seq;
+  ASSERT(ev->type >= 1 && ev->type <= 5);
+  s->counts[ev->type]++;
+}
+
+static void hooks_and_model(void) {
+  gpb_pool_t *p = make(4 << 20, 256, GPB_POLICY_TRIM, 0);
+  seqcheck_t sc = {0};
+  ASSERT_OK(gpb_pool_set_hook(p, on_event, &sc));
+  void *v[40];
+  for (int i = 0; i < 40; i++) ASSERT_OK(gpb_alloc_tagged(p, 100 + 977 * (size_t)i, (uint32_t)(i % 5), &v[i]));
+  for (int i = 0; i < 40; i += 3) ASSERT_OK(gpb_free(p, v[i]));
+  void *x;
+  ASSERT_ERR(gpb_alloc(p, 1 << 23, &x), GPB_ETOOBIG);
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.seq, sc.last);
+  ASSERT_EQ(sc.counts[GPB_EV_ALLOC], 40);
+  ASSERT_EQ(sc.counts[GPB_EV_FREE], 14);
+  ASSERT_EQ(sc.counts[GPB_EV_FAIL], 1);
+  ASSERT_U64_EQ((uint64_t)sc.counts[GPB_EV_SPLIT], s.splits);
+  ASSERT_U64_EQ((uint64_t)sc.counts[GPB_EV_MERGE], s.merges);
+
+  /* A keyframe (the visitor's list) loads into a model that then matches. */
+  list_t l = {0};
+  ASSERT_OK(gpb_pool_visit(p, collect, &l));
+  ASSERT(l.n < 256);
+  gpb_model_t *m;
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT_OK(gpb_model_create(info.managed_size, info.min_block, &m));
+  ASSERT_OK(gpb_model_load(m, l.b, (size_t)l.n, s.seq));
+  ASSERT_OK(gpb_model_check(m));
+  list_t l2 = {0};
+  ASSERT_OK(gpb_model_visit(m, collect, &l2));
+  ASSERT_EQ(l2.n, l.n);
+  ASSERT(memcmp(l.b, l2.b, sizeof(gpb_block_info_t) * (size_t)l.n) == 0);
+  gpb_stats_t ms;
+  ASSERT_OK(gpb_model_stats(m, &ms));
+  ASSERT_U64_EQ(ms.free_bytes, s.free_bytes);
+  ASSERT_U64_EQ(ms.requested_bytes, s.requested_bytes);
+  for (int k = 0; k < GPB_MAX_ORDERS; k++) ASSERT_U64_EQ(ms.free_blocks[k], s.free_blocks[k]);
+  ASSERT_U64_EQ(gpb_model_seq(m), s.seq);
+
+  /* Lookup finds the block under any byte. */
+  gpb_block_info_t bi;
+  ASSERT_OK(gpb_model_lookup(m, (uint64_t)((char *)v[1] - (char *)info.base) + 5, &bi));
+  ASSERT(bi.used && bi.alloc_offset == (uint64_t)((char *)v[1] - (char *)info.base));
+  ASSERT_ERR(gpb_model_lookup(m, info.managed_size, &bi), GPB_ENOTFOUND);
+
+  /* Events that do not fit are refused, and the model is unchanged. */
+  gpb_event_t ev = {0};
+  ev.seq = s.seq + 1;
+  ev.type = GPB_EV_FREE;
+  ev.offset = (uint64_t)((char *)v[0] - (char *)info.base); /* freed already */
+  ev.size = 256;
+  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EFORMAT);
+  ev.type = GPB_EV_ALLOC;
+  ev.offset = (uint64_t)((char *)v[1] - (char *)info.base); /* in use */
+  ev.size = 256;
+  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EFORMAT);
+  ev.type = GPB_EV_SPLIT;
+  ev.order = 0;
+  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EFORMAT);
+  ev.type = 99;
+  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EFORMAT);
+  ev.type = GPB_EV_FAIL;
+  ev.seq = s.seq + 5;
+  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EAGAIN);
+  ev.offset = 3; /* not a multiple of min_block */
+  ev.seq = s.seq + 1;
+  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EFORMAT);
+  ASSERT_OK(gpb_model_check(m));
+  ASSERT_U64_EQ(gpb_model_seq(m), s.seq);
+
+  /* A keyframe with a hole, an overlap or unmerged buddies is refused. */
+  gpb_block_info_t bad[3] = {{0}};
+  bad[0].offset = 0; bad[0].order = 0; bad[0].size = 256;
+  bad[1].offset = 512; bad[1].order = 0; bad[1].size = 256;
+  ASSERT_ERR(gpb_model_load(m, bad, 2, 1), GPB_EFORMAT);
+  bad[1].offset = 256;
+  ASSERT_ERR(gpb_model_load(m, bad, 2, 1), GPB_EFORMAT); /* unmerged + short */
+  ASSERT_OK(gpb_model_check(m));
+  gpb_model_destroy(m);
+
+  for (int i = 0; i < 40; i++)
+    if (i % 3) ASSERT_OK(gpb_free(p, v[i]));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.free_bytes, 4 << 20);
+  ASSERT_U64_EQ(s.free_blocks[14], 1);
+  gpb_pool_destroy(p);
+}
+
+static void defaults(void) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  ASSERT_EQ(cfg.min_block, 256);
+  ASSERT_EQ(cfg.backend, GPB_BACKEND_AUTO);
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.pool_size = 1 << 20;
+  gpb_pool_t *p;
+  /* AUTO picks the device where a GPU is usable, the host otherwise. */
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT(info.backend == GPB_BACKEND_HOST || info.backend == GPB_BACKEND_DEVICE);
+  printf("auto backend chose %s\n", gpb_backend_name(info.backend));
+  gpb_pool_destroy(p);
+  gpb_pool_destroy(NULL);
+  ASSERT(strcmp(gpb_version(), GPB_VERSION_STRING) == 0);
+}
+
+int main(void) {
+  defaults();
+  roots();
+  stats_known();
+  trim_policy();
+  debug_fill();
+  hooks_and_model();
+  printf("api: all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,317 @@
+/*
+ * test_random.c: randomized differential test of the buddy allocator.
+ *
+ * A deliberately naive reference (one byte per unit, linear scans) runs
+ * the same placement rule as the library: the smallest sufficient order,
+ * lowest address first, trimming tails under GPB_POLICY_TRIM. Every
+ * allocation must land at the offset the reference picks, fail exactly
+ * when the reference fails, and leave the stats equal to the reference's
+ * counts. After every step gpb_pool_check() runs, live blocks are checked
+ * for overlap and alignment, and a block-map model fed by the pool's hook
+ * must agree with the pool. When all is freed the pool must be its roots.
+ */
+#include "testutil.h"
+
+#define MAXU 2048
+#define NONE 0xff
+
+typedef struct ref {
+  uint64_t n;          /* units */
+  uint32_t norders;
+  int trim;
+  uint8_t freeord[MAXU]; /* order of the free block starting here, or NONE */
+  uint64_t alen[MAXU];   /* units of the allocation starting here, or 0 */
+  uint64_t areq[MAXU];
+  uint8_t owner[MAXU];   /* 1 when the unit is in a live allocation */
+} ref_t;
+
+static void ref_init(ref_t *r, uint64_t n, int trim) {
+  memset(r, 0, sizeof *r);
+  r->n = n;
+  r->trim = trim;
+  memset(r->freeord, NONE, sizeof r->freeord);
+  uint32_t k = 0;
+  while ((2ull << k) <= n) k++;
+  r->norders = k + 1;
+  uint64_t s = 0;
+  for (int j = (int)k; j >= 0; j--)
+    if (n & (1ull << j)) {
+      r->freeord[s] = (uint8_t)j;
+      s += 1ull << j;
+    }
+}
+
+static uint32_t clog2(uint64_t x) {
+  uint32_t k = 0;
+  while ((1ull << k) < x) k++;
+  return k;
+}
+
+/* Returns the unit, or -1 when no block fits. */
+static int64_t ref_alloc(ref_t *r, uint64_t units, uint32_t align_order) {
+  uint32_t k = clog2(units);
+  if (align_order > k) k = align_order;
+  int64_t best = -1;
+  for (uint64_t u = 0; u < r->n; u++) {
+    if (r->freeord[u] == NONE || r->freeord[u] < k) continue;
+    if (best < 0 || r->freeord[u] < r->freeord[best]) best = (int64_t)u;
+  }
+  if (best < 0) return -1;
+  uint64_t u = (uint64_t)best;
+  uint32_t j = r->freeord[u];
+  while (j > k) { /* split, keep the left half */
+    j--;
+    r->freeord[u] = (uint8_t)j;
+    r->freeord[u + (1ull << j)] = (uint8_t)j;
+  }
+  uint64_t n = r->trim ? units : 1ull << k;
+  uint64_t s = u, rem = n;
+  while (rem != (1ull << j)) {
+    j--;
+    r->freeord[s] = (uint8_t)j;
+    r->freeord[s + (1ull << j)] = (uint8_t)j;
+    if (rem > (1ull << j)) {
+      rem -= 1ull << j;
+      s += 1ull << j;
+    }
+  }
+  for (uint64_t x = u; x < u + n; x++) {
+    r->freeord[x] = NONE;
+    if (r->owner[x]) FAILF("reference overlap at unit %" PRIu64, x);
+    r->owner[x] = 1;
+  }
+  r->alen[u] = n;
+  return (int64_t)u;
+}
+
+static void ref_free(ref_t *r, uint64_t u) {
+  uint64_t n = r->alen[u];
+  r->alen[u] = 0;
+  for (uint64_t x = u; x < u + n; x++) r->owner[x] = 0;
+  uint64_t st[64], cnt = 0;
+  uint32_t od[64];
+  for (uint64_t p = u, m = n; m;) {
+    uint32_t k = 0;
+    while ((2ull << k) <= m && (p % (2ull << k)) == 0) k++;
+    st[cnt] = p;
+    od[cnt++] = k;
+    p += 1ull << k;
+    m -= 1ull << k;
+  }
+  while (cnt--) {
+    uint64_t s = st[cnt];
+    uint32_t k = od[cnt];
+    r->freeord[s] = (uint8_t)k;
+    for (;;) {
+      uint64_t b = s ^ (1ull << k);
+      if (k + 1 >= r->norders || (s >> (k + 1)) >= (r->n >> (k + 1))) break;
+      if (r->freeord[b] != k) break;
+      uint64_t lo = s < b ? s : b;
+      r->freeord[s] = r->freeord[b] = NONE;
+      s = lo;
+      k++;
+      r->freeord[s] = (uint8_t)k;
+    }
+  }
+}
+
+typedef struct live {
+  void *p;
+  uint64_t unit, units, req;
+} live_t;
+
+static void check_against_ref(gpb_pool_t *pool, const ref_t *r,
+                              uint64_t min_block, uint64_t nlive,
+                              uint64_t allocs, uint64_t frees,
+                              uint64_t fails) {
+  ASSERT_OK(gpb_pool_check(pool));
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(pool, &s));
+  uint64_t want[GPB_MAX_ORDERS] = {0}, free_units = 0, used = 0, req = 0;
+  for (uint64_t u = 0; u < r->n; u++) {
+    if (r->freeord[u] != NONE) {
+      want[r->freeord[u]]++;
+      free_units += 1ull << r->freeord[u];
+    }
+    if (r->alen[u]) {
+      used += r->alen[u];
+      req += r->areq[u];
+    }
+  }
+  for (uint32_t k = 0; k < r->norders; k++) ASSERT_U64_EQ(s.free_blocks[k], want[k]);
+  ASSERT_U64_EQ(s.free_bytes, free_units * min_block);
+  ASSERT_U64_EQ(s.block_bytes, used * min_block);
+  ASSERT_U64_EQ(s.requested_bytes, req);
+  ASSERT_U64_EQ(s.internal_frag_bytes, used * min_block - req);
+  ASSERT_U64_EQ(s.live_allocs, nlive);
+  ASSERT_U64_EQ(s.allocs, allocs);
+  ASSERT_U64_EQ(s.frees, frees);
+  ASSERT_U64_EQ(s.failures, fails);
+}
+
+/* The model fed by the hook must list exactly the pool's blocks. */
+typedef struct cmp {
+  gpb_block_info_t *v;
+  size_t n, cap, pos;
+  int bad;
+} cmp_t;
+
+static int collect(const gpb_block_info_t *b, void *u) {
+  cmp_t *c = u;
+  if (c->n == c->cap) {
+    c->cap = c->cap ? 2 * c->cap : 256;
+    c->v = realloc(c->v, c->cap * sizeof *c->v);
+  }
+  c->v[c->n++] = *b;
+  return 0;
+}
+
+static int compare(const gpb_block_info_t *b, void *u) {
+  cmp_t *c = u;
+  if (c->pos >= c->n || memcmp(&c->v[c->pos], b, sizeof *b) != 0) {
+    c->bad = 1;
+    return 1;
+  }
+  c->pos++;
+  return 0;
+}
+
+static void hook_to_model(const gpb_event_t *ev, void *user) {
+  int rc = gpb_model_apply(user, ev);
+  if (rc) FAILF("model refused event %" PRIu64 " (%s): %s", ev->seq,
+                gpb_event_type_name(ev->type), gpb_last_error_detail());
+}
+
+static void check_model(gpb_pool_t *pool, gpb_model_t *m) {
+  ASSERT_OK(gpb_model_check(m));
+  cmp_t c = {0};
+  ASSERT_OK(gpb_pool_visit(pool, collect, &c));
+  gpb_model_visit(m, compare, &c);
+  if (c.bad || c.pos != c.n) FAILF("model and pool block maps differ at block %zu", c.pos);
+  gpb_stats_t a, b;
+  gpb_pool_stats(pool, &a);
+  gpb_model_stats(m, &b);
+  if (memcmp(&a, &b, sizeof a) != 0) FAILF("model and pool stats differ");
+  free(c.v);
+}
+
+static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
+  static ref_t ref;
+  static const uint64_t mins[] = {16, 64, 256, 4096};
+  uint64_t min_block = mins[rng_below(rng, 4)];
+  uint64_t nunits = 1 + rng_below(rng, rng_below(rng, 2) ? MAXU : 64);
+  int trim = (int)rng_below(rng, 2);
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.backend = rng_below(rng, 8) == 0 ? GPB_BACKEND_HOST : GPB_BACKEND_VIRTUAL;
+  cfg.min_block = min_block;
+  /* Sometimes leave a ragged tail shorter than a block. */
+  cfg.pool_size = nunits * min_block + rng_below(rng, 2) * rng_below(rng, min_block);
+  cfg.policy = trim ? GPB_POLICY_TRIM : GPB_POLICY_BUDDY;
+  gpb_pool_t *pool;
+  ASSERT_OK(gpb_pool_create(&cfg, &pool));
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(pool, &info));
+  ASSERT_U64_EQ(info.managed_size, nunits * min_block);
+  gpb_model_t *model;
+  ASSERT_OK(gpb_model_create(info.managed_size, min_block, &model));
+  ASSERT_OK(gpb_pool_set_hook(pool, hook_to_model, model));
+  ref_init(&ref, nunits, trim);
+  char *base = info.base;
+
+  live_t *live = calloc(MAXU, sizeof *live);
+  uint64_t nlive = 0, allocs = 0, frees = 0, fails = 0;
+  uint32_t norders = info.num_orders;
+  int bias = (int)rng_below(rng, 3); /* 0 balanced, 1 fill-heavy, 2 free-heavy */
+  for (uint64_t op = 0; op < ops; op++) {
+    uint64_t r = rng_below(rng, 100);
+    int do_alloc = nlive == 0 || r < (bias == 1 ? 70u : bias == 2 ? 35u : 52u);
+    if (do_alloc) {
+      /* A size in a random order, 1 byte to 2x the pool. */
+      uint32_t k = (uint32_t)rng_below(rng, norders + 1);
+      uint64_t hi = min_block << k, lo = k ? (min_block << (k - 1)) : 0;
+      uint64_t size = lo + 1 + rng_below(rng, hi - lo);
+      if (rng_below(rng, 16) == 0) size = hi;
+      uint64_t align = 0;
+      uint32_t aorder = 0;
+      if (rng_below(rng, 8) == 0) {
+        align = (uint64_t)1 << rng_below(rng, 64 - __builtin_clzll(min_block << (norders - 1)));
+        if (align > min_block) aorder = (uint32_t)(__builtin_ctzll(align) - __builtin_ctzll(min_block));
+      }
+      void *p = NULL;
+      int rc = gpb_alloc_ex(pool, size, align, (uint32_t)rng_below(rng, 4), NULL, &p);
+      uint64_t units = (size + min_block - 1) / min_block;
+      int64_t want = size > info.managed_size ? -1 : ref_alloc(&ref, units, aorder);
+      if (want < 0) {
+        if (rc != GPB_ENOMEM && rc != GPB_ETOOBIG)
+          FAILF("op %" PRIu64 ": alloc(%" PRIu64 ") gave %s, reference had no room",
+                op, size, gpb_err_name(rc));
+        if (size > info.managed_size) ASSERT_EQ(rc, GPB_ETOOBIG);
+        ASSERT(p == NULL);
+        fails++;
+      } else {
+        if (rc) FAILF("op %" PRIu64 ": alloc(%" PRIu64 ") failed with %s: %s; "
+                      "reference placed it at unit %" PRId64,
+                      op, size, gpb_err_name(rc), gpb_last_error_detail(), want);
+        uint64_t unit = (uint64_t)((char *)p - base) / min_block;
+        if ((uint64_t)((char *)p - base) % min_block)
+          FAILF("op %" PRIu64 ": unaligned offset", op);
+        if (unit != (uint64_t)want)
+          FAILF("op %" PRIu64 ": placed at unit %" PRIu64 ", reference %" PRId64,
+                op, unit, want);
+        if (align && ((uintptr_t)p % align)) FAILF("op %" PRIu64 ": not %" PRIu64 "-aligned", op, align);
+        uint64_t first = 1;
+        while ((first << 1) <= ref.alen[unit] && unit % (first << 1) == 0) first <<= 1;
+        if (unit % first) FAILF("block not aligned to its size");
+        size_t us;
+        ASSERT_OK(gpb_usable_size(pool, p, &us));
+        ASSERT_U64_EQ(us, ref.alen[unit] * min_block);
+        ASSERT(us >= size);
+        ref.areq[unit] = size;
+        live[nlive++] = (live_t){p, unit, ref.alen[unit], size};
+        allocs++;
+      }
+    } else {
+      uint64_t i = rng_below(rng, nlive);
+      ASSERT_OK(gpb_free(pool, live[i].p));
+      ref_free(&ref, live[i].unit);
+      live[i] = live[--nlive];
+      frees++;
+    }
+    check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
+    if ((op & 31) == 0) check_model(pool, model);
+  }
+  while (nlive) {
+    ASSERT_OK(gpb_free(pool, live[--nlive].p));
+    ref_free(&ref, live[nlive].unit);
+    frees++;
+    check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
+  }
+  check_model(pool, model);
+  /* Everything coalesced back to the roots. */
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(pool, &s));
+  for (uint32_t k = 0; k < norders; k++)
+    ASSERT_U64_EQ(s.free_blocks[k], (nunits >> k) & 1);
+  ASSERT_U64_EQ(s.free_bytes, info.managed_size);
+  *total_ops += ops;
+  free(live);
+  gpb_pool_destroy(pool);
+  gpb_model_destroy(model);
+}
+
+int main(void) {
+  uint64_t seed = test_seed();
+  uint64_t rng = seed ? seed : 1;
+  uint64_t target = (uint64_t)(2000000 * test_scale());
+  uint64_t done = 0;
+  int rounds = 0;
+  while (done < target) {
+    uint64_t ops = 2000 + rng_below(&rng, 30000);
+    run_round(&rng, ops, &done);
+    rounds++;
+  }
+  printf("%" PRIu64 " operations in %d pools: pool matched the reference\n", done, rounds);
+  return 0;
+}

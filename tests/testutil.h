@@ -1,0 +1,97 @@
+/*
+ * testutil.h: assertions and helpers shared by the test programs.
+ *
+ * Each ASSERT prints file, line and both values, then exits 1. A test that
+ * needs something absent (a GPU) calls SKIP(), which exits 77 so automake
+ * reports SKIP. Seeded tests print their seed; GPB_TEST_SEED replays one
+ * and GPB_TEST_SCALE scales the amount of work (sanitizer builds use < 1).
+ */
+#ifndef GPB_TESTUTIL_H
+#define GPB_TESTUTIL_H
+
+#include "gpubuddy.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAILF(...)                                          \
+  do {                                                      \
+    fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);   \
+    fprintf(stderr, __VA_ARGS__);                           \
+    fprintf(stderr, "\n");                                  \
+    exit(1);                                                \
+  } while (0)
+
+#define ASSERT(c) \
+  do { if (!(c)) FAILF("assertion failed: %s", #c); } while (0)
+
+#define ASSERT_EQ(a, b)                                                     \
+  do {                                                                      \
+    long long a_ = (long long)(a), b_ = (long long)(b);                     \
+    if (a_ != b_) FAILF("%s == %s: %lld != %lld", #a, #b, a_, b_);          \
+  } while (0)
+
+#define ASSERT_U64_EQ(a, b)                                                 \
+  do {                                                                      \
+    uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                        \
+    if (a_ != b_)                                                           \
+      FAILF("%s == %s: %" PRIu64 " != %" PRIu64, #a, #b, a_, b_);           \
+  } while (0)
+
+/* A library call that must succeed. */
+#define ASSERT_OK(call)                                                     \
+  do {                                                                      \
+    int rc_ = (call);                                                       \
+    if (rc_ != 0)                                                           \
+      FAILF("%s returned %s (%s): %s", #call, gpb_err_name(rc_),            \
+            gpb_strerror(rc_), gpb_last_error_detail());                    \
+  } while (0)
+
+/* A library call that must fail with `code`. */
+#define ASSERT_ERR(call, code)                                              \
+  do {                                                                      \
+    int rc_ = (call);                                                       \
+    if (rc_ != (code))                                                      \
+      FAILF("%s returned %s, expected %s", #call, gpb_err_name(rc_),        \
+            gpb_err_name(code));                                            \
+  } while (0)
+
+#define SKIP(...)                                 \
+  do {                                            \
+    fprintf(stderr, "SKIP: ");                    \
+    fprintf(stderr, __VA_ARGS__);                 \
+    fprintf(stderr, "\n");                        \
+    exit(77);                                     \
+  } while (0)
+
+static inline uint64_t test_seed(void) {
+  const char *s = getenv("GPB_TEST_SEED");
+  uint64_t seed = s ? strtoull(s, NULL, 0) : (uint64_t)gpb_now_ns();
+  printf("seed %" PRIu64 " (replay with GPB_TEST_SEED=%" PRIu64 ")\n", seed, seed);
+  fflush(stdout);
+  return seed;
+}
+
+static inline double test_scale(void) {
+  const char *s = getenv("GPB_TEST_SCALE");
+  double v = s ? atof(s) : 1.0;
+  return v > 0 ? v : 1.0;
+}
+
+/* xorshift64*: small, seedable, good enough for test workloads. */
+static inline uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+static inline uint64_t rng_below(uint64_t *s, uint64_t n) {
+  return n ? rng_next(s) % n : 0;
+}
+
+#endif
