@@ -209,6 +209,23 @@ GPB__HIDDEN void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev,
                                 const gpb_pool_t *pool);
 GPB__HIDDEN void gpb__pub_close(gpb__pub_t *p);
 
+/* A live reader. Transports (shared memory in publish.c, TCP in remote.c)
+ * fill `model` and `info`; attach.c dispatches the public calls. */
+typedef struct gpb__attach_ops {
+  int (*poll)(gpb_attach_t *a);  /* as gpb_attach_poll */
+  void (*close)(gpb_attach_t *a); /* frees impl, not the model */
+} gpb__attach_ops_t;
+
+struct gpb_attach {
+  const gpb__attach_ops_t *ops;
+  gpb_model_t *model;
+  gpb_pool_info_t info;
+  void *impl;
+};
+
+/* Shared-memory transport behind gpb_attach_open (publish.c). */
+GPB__HIDDEN int gpb__attach_shm_open(const char *name, gpb_attach_t *a);
+
 /* Trace recording: the pool turns ALLOC/FREE events into trace ops. */
 GPB__HIDDEN void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev);
 

@@ -11,13 +11,8 @@ void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev, const gpb_pool_t *pool
   (void)p, (void)ev, (void)pool;
 }
 void gpb__pub_close(gpb__pub_t *p) { (void)p; }
-int gpb_attach_open(const char *name, gpb_attach_t **out) {
-  (void)name;
-  *out = NULL;
+int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
+  (void)name, (void)a;
   return GPB_ENOTFOUND;
 }
-int gpb_attach_poll(gpb_attach_t *a) { (void)a; return GPB_ENOTFOUND; }
-const gpb_model_t *gpb_attach_model(const gpb_attach_t *a) { (void)a; return NULL; }
-int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out) { (void)a, (void)out; return GPB_ENOTFOUND; }
-void gpb_attach_close(gpb_attach_t *a) { (void)a; }
 int gpb_list_pools(void (*fn)(const char *, void *), void *user) { (void)fn, (void)user; return 0; }

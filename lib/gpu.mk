@@ -1,0 +1,1 @@
+# lib/gpu.mk: build rules (included from Makefile.am).

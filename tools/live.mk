@@ -1,0 +1,1 @@
+# tools/live.mk: build rules (included from Makefile.am).

@@ -1,0 +1,1 @@
+# tools/relay.mk: build rules (included from Makefile.am).

@@ -1,0 +1,1 @@
+# tools/trace.mk: build rules (included from Makefile.am).
