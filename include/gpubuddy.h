@@ -338,6 +338,15 @@ GPB_API int gpb_attach_open(const char *name, gpb_attach_t **out);
  * model keeps the last state), or another error for a garbled segment. */
 GPB_API int gpb_attach_poll(gpb_attach_t *a);
 GPB_API const gpb_model_t *gpb_attach_model(const gpb_attach_t *a);
+/* Called by gpb_attach_poll for each event it applies, after the model has
+ * taken it; after a resync from a keyframe, once with ev == NULL. */
+typedef void (*gpb_attach_hook_fn)(const gpb_event_t *ev, void *user);
+GPB_API int gpb_attach_set_hook(gpb_attach_t *a, gpb_attach_hook_fn fn,
+                                void *user);
+/* A reader of a pool served by gpubuddy-relay at "HOST:PORT". token may be
+ * NULL for a relay that needs none (loopback). Same calls as above after. */
+GPB_API int gpb_attach_connect(const char *hostport, const char *token,
+                               gpb_attach_t **out);
 GPB_API int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out);
 GPB_API void gpb_attach_close(gpb_attach_t *a);
 /* Calls fn once per published pool that can be attached now. */

@@ -32,6 +32,13 @@ const gpb_model_t *gpb_attach_model(const gpb_attach_t *a) {
   return a ? a->model : NULL;
 }
 
+int gpb_attach_set_hook(gpb_attach_t *a, gpb_attach_hook_fn fn, void *user) {
+  if (!a) return gpb__fail(GPB_EINVAL, "reader is NULL");
+  a->hook = fn;
+  a->hook_user = user;
+  return 0;
+}
+
 int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out) {
   if (!a || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
   *out = a->info;

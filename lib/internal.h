@@ -221,7 +221,15 @@ struct gpb_attach {
   gpb_model_t *model;
   gpb_pool_info_t info;
   void *impl;
+  gpb_attach_hook_fn hook;
+  void *hook_user;
 };
+
+/* Transports call this after each event the model took (ev), and with NULL
+ * after loading a keyframe. */
+static inline void gpb__attach_notify(gpb_attach_t *a, const gpb_event_t *ev) {
+  if (a->hook) a->hook(ev, a->hook_user);
+}
 
 /* Shared-memory transport behind gpb_attach_open (publish.c). */
 GPB__HIDDEN int gpb__attach_shm_open(const char *name, gpb_attach_t *a);
