@@ -89,9 +89,13 @@ typedef enum gpb_backend {
 
 typedef enum gpb_policy {
   GPB_POLICY_BUDDY = 0, /* classic: one block of the next power of two */
-  GPB_POLICY_TRIM       /* take that block, give its unused tail back as
+  GPB_POLICY_TRIM,      /* take that block, give its unused tail back as
                            smaller buddy blocks: waste < min_block */
+  GPB_POLICY_BESTFIT    /* place the request at the start of the best-
+                           fitting free run, as a run of buddy blocks; an
+                           aligned request needs a run of size+align-1 */
 } gpb_policy_t;
+#define GPB_NUM_POLICIES 3
 
 #define GPB_NAME_MAX 64   /* publish names, including the NUL */
 #define GPB_MAX_ORDERS 48 /* orders 0..47 above min_block */
@@ -120,7 +124,7 @@ GPB_API const char *gpb_backend_name(gpb_backend_t b);
 GPB_API const char *gpb_policy_name(gpb_policy_t p);
 /* Parses "auto", "device", "pinned", "host", "virtual" (GPB_EINVAL if none). */
 GPB_API int gpb_backend_parse(const char *s, gpb_backend_t *out);
-/* Parses "buddy", "trim". */
+/* Parses "buddy", "trim", "bestfit". */
 GPB_API int gpb_policy_parse(const char *s, gpb_policy_t *out);
 /* Parses "64M", "1.5GiB", "4096", "16k" into bytes. */
 GPB_API int gpb_size_parse(const char *s, size_t *out);

@@ -101,3 +101,31 @@ size_t gpb__bits_bytes(const gpb__bits_t *b) {
   for (int l = 0; l < b->nlev; l++) n += b->nwords[l] * sizeof(uint64_t);
   return n;
 }
+
+uint64_t gpb__bits_prev(const gpb__bits_t *b, uint64_t i) {
+  if (b->nbits == 0) return UINT64_MAX;
+  if (i >= b->nbits) i = b->nbits - 1;
+  /* Climb until a word holds a set bit at or below the position, then
+   * descend taking the highest set bit at each level. */
+  int l = 0;
+  uint64_t pos = i;
+  for (;;) {
+    uint64_t w = b->w[l][pos >> 6];
+    uint64_t bit = pos & 63;
+    uint64_t mask = bit == 63 ? ~0ull : ((2ull << bit) - 1);
+    w &= mask;
+    if (w) {
+      pos = (pos & ~63ull) | (uint64_t)(63 - __builtin_clzll(w));
+      break;
+    }
+    if (l + 1 >= b->nlev || (pos >> 6) == 0) return UINT64_MAX;
+    pos = (pos >> 6) - 1; /* words strictly before this one */
+    l++;
+  }
+  while (l > 0) {
+    l--;
+    uint64_t w = b->w[l][pos];
+    pos = (pos << 6) | (uint64_t)(63 - __builtin_clzll(w));
+  }
+  return pos;
+}

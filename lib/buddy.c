@@ -22,10 +22,18 @@
  * blocks of its range: maximal aligned power-of-two blocks, left to right.
  * Freeing releases them from the smallest (last) up, so the whole run
  * coalesces back.
+ *
+ * GPB_POLICY_BESTFIT goes further: the request, rounded to whole units, is
+ * placed at the start of a well-fitting maximal free run (extents.c) and
+ * carved out of the buddy blocks there as its canonical run. Waste is then
+ * below one min_block per allocation and placement approaches best fit,
+ * while blocks, buddies, splits and merges stay as in any buddy pool.
+ * A bitset of allocation starts lets any unit find its allocation.
  */
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline int node_valid(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
@@ -102,9 +110,18 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
       return gpb__fail(rc, "no host memory for the order-%u bitset", k);
     }
   }
-  if (gpb__atab_init(&b->atab, 1024)) {
+  if (gpb__bits_init(&b->starts, nunits) || gpb__atab_init(&b->atab, 1024)) {
     gpb__buddy_fini(b);
     return gpb__fail(GPB_EHOSTMEM, "no host memory for the allocation table");
+  }
+  if (policy == GPB_POLICY_BESTFIT) {
+    b->exts = calloc(1, sizeof *b->exts);
+    if (!b->exts || gpb__exts_init(b->exts)) {
+      free(b->exts);
+      b->exts = NULL;
+      gpb__buddy_fini(b);
+      return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
+    }
   }
   gpb__buddy_reset(b);
   return 0;
@@ -113,7 +130,12 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
 void gpb__buddy_fini(gpb__buddy_t *b) {
   for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++)
     if (b->freeb[k].nlev) gpb__bits_fini(&b->freeb[k]);
+  if (b->starts.nlev) gpb__bits_fini(&b->starts);
   gpb__atab_fini(&b->atab);
+  if (b->exts) {
+    gpb__exts_fini(b->exts);
+    free(b->exts);
+  }
   memset(b, 0, sizeof *b);
 }
 
@@ -123,6 +145,11 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
     b->nfree[k] = 0;
   }
   gpb__atab_clear(&b->atab);
+  gpb__bits_zero(&b->starts);
+  if (b->exts) {
+    gpb__exts_clear(b->exts);
+    gpb__exts_add(b->exts, 0, b->nunits); /* the roots are one run */
+  }
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {
     if (b->nunits & (1ull << k)) {
@@ -133,7 +160,11 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
 }
 
 size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b) {
-  size_t n = sizeof *b + gpb__atab_bytes(&b->atab);
+  size_t n = sizeof *b + gpb__atab_bytes(&b->atab) + gpb__bits_bytes(&b->starts);
+  if (b->exts)
+    n += sizeof *b->exts + gpb__atab_bytes(&b->exts->by_start) +
+         gpb__atab_bytes(&b->exts->by_end) +
+         (size_t)b->exts->nchunks * 4096 * sizeof(gpb__ext_t);
   for (uint32_t k = 0; k < b->norders; k++) n += gpb__bits_bytes(&b->freeb[k]);
   return n;
 }
@@ -146,14 +177,59 @@ static uint32_t ceil_log2(uint64_t n) {
   return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
 }
 
+/* Splits the free block containing node (k, i) down until (k, i) is a free
+ * block. -1 when no free block contains it. */
+static int buddy_carve(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
+  uint32_t j = k;
+  while (j < b->norders && !is_free(b, j, i >> (j - k))) j++;
+  if (j == b->norders) return -1;
+  while (j > k) {
+    buddy_split(b, j, i >> (j - k), emit);
+    j--;
+  }
+  return 0;
+}
+
 /* Clears the free bits of the canonical blocks of [u, u+n). */
 static void buddy_take_range(gpb__buddy_t *b, uint64_t u, uint64_t n) {
+  gpb__bits_set(&b->starts, u);
   while (n) {
     uint32_t k = gpb__canon_order(u, n);
     clear_free(b, k, u >> k);
     u += 1ull << k;
     n -= 1ull << k;
   }
+}
+
+/* GPB_POLICY_BESTFIT: a run of `units` at the start of a fitting extent. */
+static int buddy_alloc_fit(gpb__buddy_t *b, uint64_t units, uint64_t requested,
+                           uint32_t align_order, uint32_t tag, uint64_t stream,
+                           uint64_t time_ns, uint64_t *unit) {
+  uint64_t u0;
+  int rc = gpb__exts_take(b->exts, units, align_order, &u0);
+  gpb__arec_t rec = {0, units, requested, time_ns, tag, 0};
+  if (rc == 0 && gpb__atab_insert(&b->atab, u0, &rec)) {
+    gpb__exts_add(b->exts, u0, units);
+    rc = GPB_EHOSTMEM;
+  }
+  if (rc) {
+    buddy_emit(b, GPB_EV_FAIL, 0, 0, ceil_log2(units), requested, tag, stream);
+    if (rc == GPB_EHOSTMEM)
+      return gpb__fail(rc, "no host memory to record the allocation");
+    return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
+                     (unsigned long long)units, (unsigned long long)requested);
+  }
+  for (uint64_t p = u0, m = units; m;) {
+    uint32_t k = gpb__canon_order(p, m);
+    buddy_carve(b, k, p >> k, 1); /* the run is free: cannot fail */
+    p += 1ull << k;
+    m -= 1ull << k;
+  }
+  buddy_take_range(b, u0, units);
+  buddy_emit(b, GPB_EV_ALLOC, u0, units, gpb__canon_order(u0, units),
+             requested, tag, stream);
+  *unit = u0;
+  return 0;
 }
 
 int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
@@ -165,6 +241,9 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
                        : (requested + (1ull << b->min_shift) - 1) >> b->min_shift;
   uint32_t k = units ? ceil_log2(units) : 0;
   if (align_order > k) k = align_order;
+  if (units && b->exts)
+    return buddy_alloc_fit(b, units, requested, align_order, tag, stream,
+                           time_ns, unit);
   if (units == 0 || k >= b->norders) {
     buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
     if (units == 0)
@@ -230,16 +309,12 @@ static int buddy_free_containing(const gpb__buddy_t *b, uint64_t u,
   return -1;
 }
 
-/* The allocation containing unit u. Every allocation starts on a multiple
- * of a power of two at least its length, so its start is u with some low
- * bits cleared: at most `norders` lookups. */
+/* The allocation containing unit u: the nearest start at or below u. */
 static gpb__arec_t *buddy_alloc_containing(const gpb__buddy_t *b, uint64_t u) {
-  for (uint32_t k = 0; k <= b->norders; k++) {
-    uint64_t s = (u >> k) << k;
-    gpb__arec_t *r = gpb__atab_find(&b->atab, s);
-    if (r && s + r->units > u) return r;
-  }
-  return NULL;
+  uint64_t s = gpb__bits_prev(&b->starts, u);
+  if (s == UINT64_MAX) return NULL;
+  gpb__arec_t *r = gpb__atab_find(&b->atab, s);
+  return r && s + r->units > u ? r : NULL;
 }
 
 int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
@@ -265,6 +340,8 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
   uint64_t n = r->units, requested = r->requested;
   uint32_t tag = r->tag;
   gpb__atab_remove(&b->atab, u);
+  gpb__bits_clear(&b->starts, u);
+  if (b->exts) gpb__exts_add(b->exts, u, n);
   buddy_emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), requested, tag,
              stream);
   /* Release the canonical blocks last to first: each smaller block meets
@@ -367,9 +444,18 @@ int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) 
 
 #define CORRUPT(...) gpb__fail(GPB_ECORRUPT, __VA_ARGS__)
 
+/* The free run [s, s+len) must be recorded as one extent. */
+static int buddy_check_run(const gpb__buddy_t *b, uint64_t s, uint64_t len) {
+  const gpb__arec_t *r = gpb__atab_find(&b->exts->by_start, s);
+  if (!r || b->exts->chunks[r->units / 4096][r->units % 4096].len != len)
+    return CORRUPT("free run of %llu units at unit %llu is not an extent",
+                   (unsigned long long)len, (unsigned long long)s);
+  return 0;
+}
+
 int gpb__buddy_check(const gpb__buddy_t *b) {
   uint64_t seen_free[GPB_MAX_ORDERS] = {0};
-  uint64_t seen_allocs = 0;
+  uint64_t seen_allocs = 0, runs = 0, run_start = 0, run_len = 0;
   for (uint32_t k = 0; k < b->norders; k++) {
     if (gpb__bits_check(&b->freeb[k]))
       return CORRUPT("order %u: summary bits disagree with the bitset", k);
@@ -378,6 +464,8 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
                      (unsigned long long)gpb__bits_count(&b->freeb[k]),
                      (unsigned long long)b->nfree[k]);
   }
+  if (gpb__bits_check(&b->starts))
+    return CORRUPT("start bits: summary disagrees with the bitset");
   for (uint64_t u = 0; u < b->nunits;) {
     const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
     int k = buddy_free_at(b, u);
@@ -405,6 +493,14 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
         if (gpb__atab_find(&b->atab, p))
           return CORRUPT("allocations at units %llu and %llu overlap",
                          (unsigned long long)u, (unsigned long long)p);
+      if (!gpb__bits_test(&b->starts, u))
+        return CORRUPT("allocation at unit %llu has no start bit",
+                       (unsigned long long)u);
+      if (b->exts && run_len) {
+        if (buddy_check_run(b, run_start, run_len)) return GPB_ECORRUPT;
+        runs++;
+        run_len = 0;
+      }
       seen_allocs++;
       u += r->units;
       continue;
@@ -417,8 +513,24 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
                      k, (unsigned long long)u,
                      (unsigned long long)((i ^ 1) << k));
     seen_free[k]++;
+    if (!run_len) run_start = u;
+    run_len += 1ull << k;
     u += 1ull << k;
   }
+  if (b->exts) {
+    if (run_len) {
+      if (buddy_check_run(b, run_start, run_len)) return GPB_ECORRUPT;
+      runs++;
+    }
+    if (runs != gpb__exts_count(b->exts))
+      return CORRUPT("%llu free runs, %llu extents recorded",
+                     (unsigned long long)runs,
+                     (unsigned long long)gpb__exts_count(b->exts));
+  }
+  if (gpb__bits_count(&b->starts) != gpb__atab_count(&b->atab))
+    return CORRUPT("%llu start bits for %llu allocations",
+                   (unsigned long long)gpb__bits_count(&b->starts),
+                   (unsigned long long)gpb__atab_count(&b->atab));
   for (uint32_t k = 0; k < b->norders; k++)
     if (seen_free[k] != b->nfree[k])
       return CORRUPT("order %u: %llu free blocks reachable, %llu marked "
@@ -440,15 +552,9 @@ int gpb__buddy_carve_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   if (!node_valid(b, k, i)) return BADEV("block (order %u, index %llu) is "
                                          "outside the pool", k,
                                          (unsigned long long)i);
-  uint32_t j = k;
-  while (j < b->norders && !is_free(b, j, i >> (j - k))) j++;
-  if (j == b->norders)
+  if (buddy_carve(b, k, i, 0))
     return BADEV("no free block contains (order %u, index %llu)", k,
                  (unsigned long long)i);
-  while (j > k) {
-    buddy_split(b, j, i >> (j - k), 0);
-    j--;
-  }
   return 0;
 }
 
@@ -517,6 +623,7 @@ int gpb__buddy_apply(gpb__buddy_t *b, const gpb_event_t *ev) {
                    (unsigned long long)ev->size);
     uint64_t n = r->units;
     gpb__atab_remove(&b->atab, u);
+    gpb__bits_clear(&b->starts, u);
     for (uint64_t p = u, m = n; m;) {
       uint32_t kk = gpb__canon_order(p, m);
       set_free(b, kk, p >> kk);

@@ -60,6 +60,8 @@ GPB__HIDDEN void gpb__bits_set(gpb__bits_t *b, uint64_t i);
 GPB__HIDDEN void gpb__bits_clear(gpb__bits_t *b, uint64_t i);
 /* Lowest set bit, or UINT64_MAX when empty. */
 GPB__HIDDEN uint64_t gpb__bits_first(const gpb__bits_t *b);
+/* Highest set bit at or below i, or UINT64_MAX. */
+GPB__HIDDEN uint64_t gpb__bits_prev(const gpb__bits_t *b, uint64_t i);
 /* 0 when the summary levels agree with the bits. */
 GPB__HIDDEN int gpb__bits_check(const gpb__bits_t *b);
 GPB__HIDDEN uint64_t gpb__bits_count(const gpb__bits_t *b);
@@ -103,6 +105,38 @@ GPB__HIDDEN void gpb__atab_remove(gpb__atab_t *t, uint64_t unit);
 GPB__HIDDEN uint64_t gpb__atab_count(const gpb__atab_t *t);
 GPB__HIDDEN size_t gpb__atab_bytes(const gpb__atab_t *t);
 
+/* ---------------------------------------------------------------- extents */
+
+#define GPB__EXT_SLBITS 4
+#define GPB__EXT_SL (1u << GPB__EXT_SLBITS)
+#define GPB__EXT_BINS ((64u - GPB__EXT_SLBITS + 1) * GPB__EXT_SL)
+
+typedef struct gpb__ext {
+  uint64_t start, len; /* units */
+  uint32_t prev, next; /* bin list, or free list (next) */
+  uint32_t bin;
+} gpb__ext_t;
+
+/* Maximal free runs, binned by length (extents.c). */
+typedef struct gpb__exts {
+  gpb__ext_t **chunks;
+  uint32_t nchunks, made, free_head;
+  uint64_t count;
+  gpb__atab_t by_start, by_end; /* unit -> record id (in .units) */
+  uint32_t head[GPB__EXT_BINS];
+  uint64_t binmap[(GPB__EXT_BINS + 63) / 64];
+} gpb__exts_t;
+
+GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x);
+GPB__HIDDEN void gpb__exts_fini(gpb__exts_t *x);
+GPB__HIDDEN void gpb__exts_clear(gpb__exts_t *x);
+/* Returns [start, start+len) to the free runs, merging with neighbours. */
+GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len);
+/* Takes n units aligned to 2^align_order from a well-fitting run. */
+GPB__HIDDEN int gpb__exts_take(gpb__exts_t *x, uint64_t n,
+                               uint32_t align_order, uint64_t *out);
+GPB__HIDDEN uint64_t gpb__exts_count(const gpb__exts_t *x);
+
 /* ------------------------------------------------------------- buddy core */
 
 typedef void (*gpb__emit_fn)(void *ctx, gpb_event_t *ev);
@@ -119,7 +153,9 @@ typedef struct gpb__buddy {
   gpb_policy_t policy;
   uint64_t nfree[GPB_MAX_ORDERS];
   gpb__bits_t freeb[GPB_MAX_ORDERS];
+  gpb__bits_t starts; /* first unit of every live allocation */
   gpb__atab_t atab;
+  gpb__exts_t *exts;  /* free runs, for GPB_POLICY_BESTFIT only */
   gpb__emit_fn emit; /* receives every event; may be NULL */
   void *emit_ctx;
 } gpb__buddy_t;

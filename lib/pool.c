@@ -107,7 +107,7 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   if (cfg.pool_size < cfg.min_block)
     return gpb__fail(GPB_EINVAL, "pool_size %zu is smaller than min_block %zu",
                      cfg.pool_size, cfg.min_block);
-  if ((unsigned)cfg.policy > GPB_POLICY_TRIM)
+  if ((unsigned)cfg.policy >= GPB_NUM_POLICIES)
     return gpb__fail(GPB_EINVAL, "unknown policy %d", (int)cfg.policy);
   if ((unsigned)cfg.backend > GPB_BACKEND_VIRTUAL)
     return gpb__fail(GPB_EINVAL, "unknown backend %d", (int)cfg.backend);

@@ -22,14 +22,14 @@ void gpb_config_init(gpb_config_t *cfg) {
 
 static const char *const backend_names[] = {"auto", "device", "pinned", "host",
                                              "virtual"};
-static const char *const policy_names[] = {"buddy", "trim"};
+static const char *const policy_names[] = {"buddy", "trim", "bestfit"};
 
 const char *gpb_backend_name(gpb_backend_t b) {
   return (unsigned)b < 5 ? backend_names[b] : "?";
 }
 
 const char *gpb_policy_name(gpb_policy_t p) {
-  return (unsigned)p < 2 ? policy_names[p] : "?";
+  return (unsigned)p < GPB_NUM_POLICIES ? policy_names[p] : "?";
 }
 
 int gpb_backend_parse(const char *s, gpb_backend_t *out) {
@@ -43,12 +43,12 @@ int gpb_backend_parse(const char *s, gpb_backend_t *out) {
 }
 
 int gpb_policy_parse(const char *s, gpb_policy_t *out) {
-  for (int i = 0; s && i < 2; i++)
+  for (int i = 0; s && i < GPB_NUM_POLICIES; i++)
     if (strcasecmp(s, policy_names[i]) == 0) {
       *out = (gpb_policy_t)i;
       return 0;
     }
-  return gpb__fail(GPB_EINVAL, "unknown policy '%s' (buddy, trim)", s ? s : "");
+  return gpb__fail(GPB_EINVAL, "unknown policy '%s' (buddy, trim, bestfit)", s ? s : "");
 }
 
 int gpb_size_parse(const char *s, size_t *out) {

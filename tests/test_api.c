@@ -127,6 +127,36 @@ static void trim_policy(void) {
   gpb_pool_destroy(p);
 }
 
+static void bestfit_policy(void) {
+  /* 6 units (roots of 4 and 2): a 5-unit run spans both roots. */
+  gpb_pool_t *p = make(6 * 256, 256, GPB_POLICY_BESTFIT, 0);
+  void *a, *b, *c, *d, *e;
+  ASSERT_OK(gpb_alloc(p, 5 * 256, &a));
+  ASSERT_OK(gpb_pool_check(p));
+  ASSERT_OK(gpb_free(p, a));
+  /* Make free runs of 1 and 3 units; a 1-unit request takes the 1-run. */
+  ASSERT_OK(gpb_alloc(p, 256, &a));     /* [0,1) */
+  ASSERT_OK(gpb_alloc(p, 256, &b));     /* [1,2) */
+  ASSERT_OK(gpb_alloc(p, 256, &c));     /* [2,3) */
+  ASSERT_OK(gpb_free(p, b));            /* run [1,2) */
+  ASSERT_OK(gpb_alloc(p, 256, &d));
+  ASSERT(d == b);                       /* exact fit, not the 3-unit tail */
+  ASSERT_OK(gpb_alloc(p, 3 * 256, &e)); /* [3,6) crosses the roots */
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.free_bytes, 0);
+  ASSERT_U64_EQ(s.internal_frag_bytes, 0);
+  ASSERT_OK(gpb_pool_check(p));
+  ASSERT_OK(gpb_free(p, a));
+  ASSERT_OK(gpb_free(p, c));
+  ASSERT_OK(gpb_free(p, d));
+  ASSERT_OK(gpb_free(p, e));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.free_blocks[2], 1);
+  ASSERT_U64_EQ(s.free_blocks[1], 1);
+  gpb_pool_destroy(p);
+}
+
 static void debug_fill(void) {
   gpb_pool_t *p = make(1 << 16, 256, GPB_POLICY_BUDDY, 1);
   unsigned char *a;
@@ -263,6 +293,7 @@ int main(void) {
   roots();
   stats_known();
   trim_policy();
+  bestfit_policy();
   debug_fill();
   hooks_and_model();
   printf("api: all checks passed\n");

@@ -6,7 +6,10 @@
  * lowest address first, trimming tails under GPB_POLICY_TRIM. Every
  * allocation must land at the offset the reference picks, fail exactly
  * when the reference fails, and leave the stats equal to the reference's
- * counts. After every step gpb_pool_check() runs, live blocks are checked
+ * counts. Under GPB_POLICY_BESTFIT, whose bins the reference does not
+ * mirror, the pool's choice must be the start of a free run (or its first
+ * aligned unit) long enough, and a failure must mean no such run exists;
+ * the reference then carves the same run and the stats must agree. After every step gpb_pool_check() runs, live blocks are checked
  * for overlap and alignment, and a block-map model fed by the pool's hook
  * must agree with the pool. When all is freed the pool must be its roots.
  */
@@ -115,6 +118,55 @@ static void ref_free(ref_t *r, uint64_t u) {
   }
 }
 
+/* Bestfit: checks the pool's choice and carves it in the reference. A
+ * negative `got` means the pool failed: no fitting run may exist. */
+static int64_t ref_fit(ref_t *r, uint64_t units, uint32_t a, int64_t got, int got_rc) {
+  if (got < 0) {
+    /* An aligned request is promised a run long enough for any start. */
+    uint64_t need = units + (1ull << a) - 1;
+    for (uint64_t u = 0; u < r->n; u++) {
+      if (r->owner[u]) continue;
+      uint64_t x = u;
+      while (x < r->n && x < u + need && !r->owner[x]) x++;
+      if (x == u + need)
+        FAILF("pool failed (%s: %s) but units [%" PRIu64 ", +%" PRIu64 ") are free",
+              gpb_err_name(got_rc), gpb_last_error_detail(), u, units);
+    }
+    return -1;
+  }
+  uint64_t u = (uint64_t)got;
+  if (u & ((1ull << a) - 1)) FAILF("bestfit start %" PRIu64 " not aligned", u);
+  if (u + units > r->n) FAILF("bestfit run past the end");
+  for (uint64_t x = u; x < u + units; x++)
+    if (r->owner[x]) FAILF("bestfit run at %" PRIu64 " overlaps a live block", u);
+  /* The start of a free run, unless alignment pushed it in. */
+  if (a == 0 && u > 0 && !r->owner[u - 1])
+    FAILF("bestfit run at %" PRIu64 " does not start its free run", u);
+  for (uint64_t p = u, m = units; m;) { /* carve each canonical block */
+    uint32_t k = 0;
+    while ((2ull << k) <= m && (p % (2ull << k)) == 0) k++;
+    uint32_t j = k;
+    uint64_t s;
+    for (;; j++) {
+      if (j >= r->norders) FAILF("reference: no free block holds unit %" PRIu64, p);
+      s = (p >> j) << j;
+      if (r->freeord[s] == j) break;
+    }
+    while (j > k) {
+      j--;
+      r->freeord[s] = (uint8_t)j;
+      r->freeord[s + (1ull << j)] = (uint8_t)j;
+      if (p >= s + (1ull << j)) s += 1ull << j;
+    }
+    r->freeord[p] = NONE;
+    p += 1ull << k;
+    m -= 1ull << k;
+  }
+  for (uint64_t x = u; x < u + units; x++) r->owner[x] = 1;
+  r->alen[u] = units;
+  return (int64_t)u;
+}
+
 typedef struct live {
   void *p;
   uint64_t unit, units, req;
@@ -200,7 +252,8 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
   static const uint64_t mins[] = {16, 64, 256, 4096};
   uint64_t min_block = mins[rng_below(rng, 4)];
   uint64_t nunits = 1 + rng_below(rng, rng_below(rng, 2) ? MAXU : 64);
-  int trim = (int)rng_below(rng, 2);
+  int policy = (int)rng_below(rng, GPB_NUM_POLICIES);
+  int trim = policy == GPB_POLICY_TRIM;
   gpb_config_t cfg;
   gpb_config_init(&cfg);
   cfg.flags = GPB_CFG_NO_ENV;
@@ -208,7 +261,7 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
   cfg.min_block = min_block;
   /* Sometimes leave a ragged tail shorter than a block. */
   cfg.pool_size = nunits * min_block + rng_below(rng, 2) * rng_below(rng, min_block);
-  cfg.policy = trim ? GPB_POLICY_TRIM : GPB_POLICY_BUDDY;
+  cfg.policy = (gpb_policy_t)policy;
   gpb_pool_t *pool;
   ASSERT_OK(gpb_pool_create(&cfg, &pool));
   gpb_pool_info_t info;
@@ -242,7 +295,13 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
       void *p = NULL;
       int rc = gpb_alloc_ex(pool, size, align, (uint32_t)rng_below(rng, 4), NULL, &p);
       uint64_t units = (size + min_block - 1) / min_block;
-      int64_t want = size > info.managed_size ? -1 : ref_alloc(&ref, units, aorder);
+      int64_t want;
+      if (size > info.managed_size)
+        want = -1;
+      else if (policy == GPB_POLICY_BESTFIT)
+        want = ref_fit(&ref, units, aorder, rc ? -1 : (int64_t)(((char *)p - base) / (int64_t)min_block), rc);
+      else
+        want = ref_alloc(&ref, units, aorder);
       if (want < 0) {
         if (rc != GPB_ENOMEM && rc != GPB_ETOOBIG)
           FAILF("op %" PRIu64 ": alloc(%" PRIu64 ") gave %s, reference had no room",
@@ -261,9 +320,10 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
           FAILF("op %" PRIu64 ": placed at unit %" PRIu64 ", reference %" PRId64,
                 op, unit, want);
         if (align && ((uintptr_t)p % align)) FAILF("op %" PRIu64 ": not %" PRIu64 "-aligned", op, align);
-        uint64_t first = 1;
+        uint64_t first = 1; /* the first block's size */
         while ((first << 1) <= ref.alen[unit] && unit % (first << 1) == 0) first <<= 1;
         if (unit % first) FAILF("block not aligned to its size");
+        if (policy != GPB_POLICY_BESTFIT && unit % (first << 0) != 0) FAILF("misaligned");
         size_t us;
         ASSERT_OK(gpb_usable_size(pool, p, &us));
         ASSERT_U64_EQ(us, ref.alen[unit] * min_block);
