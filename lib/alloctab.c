@@ -83,6 +83,7 @@ static void atab_migrate(gpb__atab_t *t, int n) {
     if (r->key != 0 && r->key != ATAB_TOMB) {
       atab_put(t, r);
       t->old_live--;
+      r->key = ATAB_TOMB; /* moved: remove must not find this stale copy */
     }
     if (t->old_pos == t->old_cap) {
       free(t->old);
