@@ -71,6 +71,8 @@ static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
 }
 
 /* Caller guarantees (k, i) is a free block and k >= 1. */
+static void buddy_set_roots(gpb__buddy_t *b);
+
 static void buddy_split(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
   clear_free(b, k, i);
   set_free(b, k - 1, 2 * i);
@@ -123,7 +125,9 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
       return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
     }
   }
-  gpb__buddy_reset(b);
+  /* calloc'ed bitsets are zero already; not touching them keeps creating
+   * even an 80 GiB pool's metadata to a few page faults. */
+  buddy_set_roots(b);
   return 0;
 }
 
@@ -139,17 +143,9 @@ void gpb__buddy_fini(gpb__buddy_t *b) {
   memset(b, 0, sizeof *b);
 }
 
-void gpb__buddy_reset(gpb__buddy_t *b) {
-  for (uint32_t k = 0; k < b->norders; k++) {
-    gpb__bits_zero(&b->freeb[k]);
-    b->nfree[k] = 0;
-  }
-  gpb__atab_clear(&b->atab);
-  gpb__bits_zero(&b->starts);
-  if (b->exts) {
-    gpb__exts_clear(b->exts);
-    gpb__exts_add(b->exts, 0, b->nunits); /* the roots are one run */
-  }
+/* Marks the roots free. The bitsets must be all zero. */
+static void buddy_set_roots(gpb__buddy_t *b) {
+  if (b->exts) gpb__exts_add(b->exts, 0, b->nunits); /* the roots are one run */
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {
     if (b->nunits & (1ull << k)) {
@@ -157,6 +153,17 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
       start += 1ull << k;
     }
   }
+}
+
+void gpb__buddy_reset(gpb__buddy_t *b) {
+  for (uint32_t k = 0; k < b->norders; k++) {
+    gpb__bits_zero(&b->freeb[k]);
+    b->nfree[k] = 0;
+  }
+  gpb__atab_clear(&b->atab);
+  gpb__bits_zero(&b->starts);
+  if (b->exts) gpb__exts_clear(b->exts);
+  buddy_set_roots(b);
 }
 
 size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b) {

@@ -33,7 +33,9 @@ int gpb_model_create(uint64_t managed_size, uint64_t min_block,
     free(m);
     return rc;
   }
-  gpb_model_reset(m);
+  /* The core starts with its roots free: only the stats need setting. */
+  gpb__stats_init(&m->stats, m->core.nunits << m->core.min_shift,
+                  1ull << m->core.min_shift, m->core.norders);
   *out = m;
   return 0;
 }
