@@ -166,6 +166,10 @@ GPB_API int gpb_free(gpb_pool_t *pool, void *ptr);
  * `stream` before this call has completed (a CUDA event, never a device
  * synchronization). Host and virtual backends free at once. */
 GPB_API int gpb_free_async(gpb_pool_t *pool, void *ptr, void *stream);
+/* Waits for the work behind every pending gpb_free_async and returns
+ * those blocks to the pool now (their FREE events go out). A no-op for
+ * host and virtual pools. See docs/GPU.md. */
+GPB_API int gpb_pool_drain(gpb_pool_t *pool);
 /* Bytes usable at ptr (the allocation's blocks, >= the size asked for). */
 GPB_API int gpb_usable_size(const gpb_pool_t *pool, const void *ptr,
                             size_t *out);
@@ -355,6 +359,32 @@ GPB_API int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out);
 GPB_API void gpb_attach_close(gpb_attach_t *a);
 /* Calls fn once per published pool that can be attached now. */
 GPB_API int gpb_list_pools(void (*fn)(const char *name, void *user), void *user);
+
+/* ----------------------------------------------------------------- PyTorch */
+
+/* Entry points for torch.cuda.memory.CUDAPluggableAllocator: ptrdiff_t is
+ * ssize_t and void * is cudaStream_t on the ABI, so these match
+ * `void *(ssize_t, int, cudaStream_t)` and
+ * `void (void *, ssize_t, int, cudaStream_t)`. One pool per device is made
+ * at the first call for that device, configured by GPB_TORCH_POOL_SIZE
+ * (bytes like "20G", or "90%" of the free memory; default 90%),
+ * GPB_TORCH_MIN_BLOCK (default 512), GPB_TORCH_POLICY (default trim) and
+ * GPB_TORCH_PUBLISH (publish as "NAME.DEVICE"). Frees are gpb_free_async
+ * on the given stream. gpb_torch_malloc returns NULL when out of memory
+ * (PyTorch then raises OutOfMemoryError). See docs/GPU.md. */
+GPB_API void *gpb_torch_malloc(ptrdiff_t size, int device, void *stream);
+GPB_API void gpb_torch_free(void *ptr, ptrdiff_t size, int device,
+                            void *stream);
+/* Stats of the device's pool: GPB_ENOTFOUND when it has no pool yet. */
+GPB_API int gpb_torch_stats(int device, gpb_stats_t *out);
+/* Calls the entry points received for the device: successful mallocs,
+ * failed mallocs, frees (non-NULL). Any out pointer may be NULL. */
+GPB_API int gpb_torch_calls(int device, uint64_t *mallocs, uint64_t *failures,
+                            uint64_t *frees);
+/* gpb_pool_drain on the device's pool. */
+GPB_API int gpb_torch_drain(int device);
+/* The device's pool (NULL when none yet), for gpb_pool_info/visit. */
+GPB_API gpb_pool_t *gpb_torch_pool(int device);
 
 /* ------------------------------------------------------------------ misc */
 

@@ -37,8 +37,11 @@ GPB__HIDDEN int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core,
  * the lock. */
 GPB__HIDDEN int gpb__gpu_free(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t off,
                               void *stream, int async);
-/* 1 when the block at `off` is waiting for its async free to complete. */
-GPB__HIDDEN int gpb__gpu_pending(const gpb__gpu_t *g, uint64_t off);
+/* 1 when the block starting at `unit` waits for its async free. */
+GPB__HIDDEN int gpb__gpu_pending(const gpb__gpu_t *g, uint64_t unit);
+/* Waits for every pending async free and returns the blocks (FREE events
+ * go out). NULL-safe. Caller holds the lock. */
+GPB__HIDDEN int gpb__gpu_drain(gpb__gpu_t *g, gpb__buddy_t *core);
 /* Number of blocks waiting for their async free to complete. */
 GPB__HIDDEN uint64_t gpb__gpu_npending(const gpb__gpu_t *g);
 

@@ -199,4 +199,12 @@ GPB__NP_HIDDEN int gpb__np_token_eq(const char *a, const char *b);
 
 GPB__NP_HIDDEN const char *gpb__np_type_name(int type);
 
+/* ------------------------------------------------------------ TCP reader */
+
+/* remote.c: runs bytes through a reader's frame handling as if a relay had
+ * sent them, `chunk` bytes at a time (fuzzing). 0 or the error the reader
+ * dropped the stream with. */
+GPB__NP_HIDDEN int gpb__remote_feed(const uint8_t *data, size_t n,
+                                    size_t chunk);
+
 #endif /* GPB_NETPROTO_H */

@@ -10,6 +10,7 @@
  * vDSO, and only when a consumer wants times).
  */
 #include "internal.h"
+#include "gpu.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ struct gpb_pool {
   void *hook_user;
   gpb__pub_t *pub;
   gpb_trace_writer_t *trace;
+  gpb__gpu_t *gpu; /* device/pinned pools: async frees, NVTX (stream.c) */
 };
 
 /* Caller holds the lock. */
@@ -158,6 +160,11 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   uintptr_t b = (uintptr_t)p->base;
   p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
   pthread_mutex_init(&p->lock, NULL);
+  if ((rc = gpb__gpu_open(p->info.backend, p->info.device, p->base,
+                          (size_t)p->info.pool_size, &p->gpu))) {
+    gpb_pool_destroy(p);
+    return rc;
+  }
 
   if (cfg.trace_path && (rc = gpb_pool_trace_start(p, cfg.trace_path))) {
     gpb_pool_destroy(p);
@@ -176,6 +183,7 @@ void gpb_pool_destroy(gpb_pool_t *p) {
   if (!p) return;
   if (p->trace) gpb_trace_writer_close(p->trace);
   gpb__pub_close(p->pub);
+  gpb__gpu_close(p->gpu);
   pool_release(p);
   gpb__buddy_fini(&p->core);
   pthread_mutex_destroy(&p->lock);
@@ -203,11 +211,16 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
   pthread_mutex_lock(&p->lock);
   p->now = p->want_time ? gpb_now_ns() : 0;
   uint64_t unit;
-  int rc = gpb__buddy_alloc(&p->core, size, align_order, tag,
-                            (uint64_t)(uintptr_t)stream, p->now, &unit);
+  int rc = p->gpu ? gpb__gpu_alloc(p->gpu, &p->core, size, align_order, tag,
+                                   stream, p->now, &unit)
+                  : gpb__buddy_alloc(&p->core, size, align_order, tag,
+                                     (uint64_t)(uintptr_t)stream, p->now,
+                                     &unit);
   if (rc == 0) {
     *out = p->base + (unit << p->core.min_shift);
-    if (p->debug >= 1 && pool_host_visible(p))
+    /* Not for pinned pools: a block reused from a pending async free may
+     * still be in use by earlier work on its stream. */
+    if (p->debug >= 1 && p->info.backend == GPB_BACKEND_HOST)
       memset(*out, 0xA5, size); /* mem5's habit: make stale reads visible */
     if (p->debug >= 2 && (rc = gpb__buddy_check(&p->core)) != 0) *out = NULL;
   }
@@ -238,7 +251,7 @@ static int pool_offset(const gpb_pool_t *p, const void *ptr, uint64_t *off) {
   return 0;
 }
 
-static int pool_free(gpb_pool_t *p, void *ptr, void *stream) {
+static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
   if (!ptr) return 0;
   uint64_t off = 0;
@@ -246,18 +259,33 @@ static int pool_free(gpb_pool_t *p, void *ptr, void *stream) {
   if (rc) return rc;
   pthread_mutex_lock(&p->lock);
   p->now = p->want_time ? gpb_now_ns() : 0;
-  if (p->debug >= 1 && pool_host_visible(p)) {
+  if (p->debug >= 1 && pool_host_visible(p) && !async &&
+      !(p->gpu && gpb__gpu_pending(p->gpu, off >> p->core.min_shift))) {
     const gpb__arec_t *r = gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
     if (r && (off & (p->info.min_block - 1)) == 0)
       memset(ptr, 0xDD, r->units << p->core.min_shift);
   }
-  rc = gpb__buddy_free(&p->core, off, (uint64_t)(uintptr_t)stream);
+  rc = p->gpu ? gpb__gpu_free(p->gpu, &p->core, off, stream, async)
+              : gpb__buddy_free(&p->core, off, (uint64_t)(uintptr_t)stream);
   if (rc == 0 && p->debug >= 2) rc = gpb__buddy_check(&p->core);
   pthread_mutex_unlock(&p->lock);
   return rc;
 }
 
-int gpb_free(gpb_pool_t *p, void *ptr) { return pool_free(p, ptr, NULL); }
+int gpb_free(gpb_pool_t *p, void *ptr) { return pool_free(p, ptr, NULL, 0); }
+
+int gpb_free_async(gpb_pool_t *p, void *ptr, void *stream) {
+  return pool_free(p, ptr, stream, 1);
+}
+
+int gpb_pool_drain(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  pthread_mutex_lock(&p->lock);
+  p->now = p->want_time ? gpb_now_ns() : 0;
+  int rc = gpb__gpu_drain(p->gpu, &p->core);
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
 
 int gpb_usable_size(const gpb_pool_t *cp, const void *ptr, size_t *out) {
   gpb_pool_t *p = (gpb_pool_t *)cp;

@@ -20,7 +20,8 @@
  * Reuse rule: an allocation on stream s takes a block pending on the same
  * s at once, with no event check, when that block has exactly the number
  * of units the allocation would take from the buddy core (with the buddy
- * policy: the same order) and meets the alignment asked for. Work queued
+ * policy: the same order; with trim and best-fit: the same number of
+ * min_block units) and meets the alignment asked for. Work queued
  * on s after the allocation runs after the work queued before the free, so
  * this is safe without waiting. The pool then emits FREE for the old
  * allocation followed by ALLOC for the new one on the same range (no
@@ -301,7 +302,264 @@ void gpb__gpu_close(gpb__gpu_t *g) {
   free(g);
 }
 
-int gpb__gpu_pending(const gpb__gpu_t *g, uint64_t off) {
-  (void)off;
-  return g->npending != 0 && 0; /* replaced below; see gpb__gpu_pending_at */
+int gpb__gpu_pending(const gpb__gpu_t *g, uint64_t unit) {
+  return g->npending != 0 && stream_lookup(g, unit) != NULL;
 }
+
+uint64_t gpb__gpu_npending(const gpb__gpu_t *g) { return g->npending; }
+
+/* Forwards every event but FAIL to the pool (see the header comment). */
+static void stream_mute_fail(void *ctx, gpb_event_t *ev) {
+  gpb__gpu_t *g = ctx;
+  if (ev->type != GPB_EV_FAIL) g->emit(g->emit_ctx, ev);
+}
+
+static int stream_try(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
+                      uint32_t align_order, uint32_t tag, void *stream,
+                      uint64_t time_ns, uint64_t *unit, int mute) {
+  if (mute) {
+    g->emit = core->emit;
+    g->emit_ctx = core->emit_ctx;
+    core->emit = stream_mute_fail;
+    core->emit_ctx = g;
+  }
+  int rc = gpb__buddy_alloc(core, requested, align_order, tag,
+                            (uint64_t)(uintptr_t)stream, time_ns, unit);
+  if (mute) {
+    core->emit = g->emit;
+    core->emit_ctx = g->emit_ctx;
+  }
+  return rc;
+}
+
+/* The units gpb__buddy_alloc would take for this request, or 0 when it
+ * would fail whatever is free. Mirrors its arithmetic. */
+static uint64_t stream_units(const gpb__buddy_t *core, uint64_t requested,
+                             uint32_t align_order) {
+  if (requested == 0 || requested > (core->nunits << core->min_shift)) return 0;
+  uint64_t units = (requested + (1ull << core->min_shift) - 1) >> core->min_shift;
+  if (core->policy == GPB_POLICY_BESTFIT) return units; /* any run length */
+  uint32_t k = units <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(units - 1);
+  if (align_order > k) k = align_order;
+  if (k >= core->norders) return 0;
+  return core->policy == GPB_POLICY_TRIM ? units : 1ull << k;
+}
+
+static void stream_emit(gpb__buddy_t *core, int type, uint64_t unit,
+                        uint64_t units, uint64_t requested, uint32_t tag,
+                        void *stream) {
+  if (!core->emit) return;
+  gpb_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  ev.type = (uint8_t)type;
+  ev.offset = unit << core->min_shift;
+  ev.size = units << core->min_shift;
+  ev.order = (uint8_t)gpb__canon_order(unit, units);
+  ev.requested = requested;
+  ev.tag = tag;
+  ev.stream = (uint64_t)(uintptr_t)stream;
+  core->emit(core->emit_ctx, &ev);
+}
+
+/* The reuse rule: a block pending on the same stream with exactly the
+ * units this request takes. 1 with *unit set when one was taken. */
+static int stream_reuse(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
+                        uint32_t align_order, uint32_t tag, void *stream,
+                        uint64_t time_ns, uint64_t *unit) {
+  int qi = stream_q_find(g, stream);
+  if (qi < 0) return 0;
+  uint64_t n = stream_units(core, requested, align_order);
+  if (n == 0) return 0;
+  uint64_t amask = (1ull << align_order) - 1;
+  stream_pend_t *e = g->q[qi].cls[stream_class(n)];
+  while (e && (e->units != n || (e->unit & amask))) e = e->bnext;
+  if (!e) return 0;
+  gpb__arec_t *r = gpb__atab_find(&core->atab, e->unit);
+  if (!r) return 0; /* cannot happen: pending blocks stay allocated */
+  uint64_t u = e->unit;
+  void *freed_on = e->stream;
+  stream_unlink(g, (uint32_t)qi, e);
+  stream_recycle(g, e);
+  stream_emit(core, GPB_EV_FREE, u, n, r->requested, r->tag, freed_on);
+  r->requested = requested;
+  r->tag = tag;
+  r->time_ns = time_ns;
+  stream_emit(core, GPB_EV_ALLOC, u, n, requested, tag, stream);
+  void *p = g->base + (u << core->min_shift);
+  gpb__nvtx_region_remove(g->heap, p);
+  gpb__nvtx_region_add(g->heap, p, requested);
+  *unit = u;
+  return 1;
+}
+
+int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
+                   uint32_t align_order, uint32_t tag, void *stream,
+                   uint64_t time_ns, uint64_t *unit) {
+  int rc;
+  if (g->npending == 0) {
+    rc = gpb__buddy_alloc(core, requested, align_order, tag,
+                          (uint64_t)(uintptr_t)stream, time_ns, unit);
+  } else {
+    int saved = stream_enter(g);
+    stream_reap(g, core, REAP_QUERIES, REAP_STREAMS);
+    if (stream_reuse(g, core, requested, align_order, tag, stream, time_ns,
+                     unit)) {
+      stream_leave(g, saved);
+      return 0; /* the region was re-registered */
+    }
+    for (;;) {
+      int mute = g->npending != 0;
+      rc = stream_try(g, core, requested, align_order, tag, stream, time_ns,
+                      unit, mute);
+      if (rc == 0) break;
+      if (rc != GPB_ENOMEM || g->npending == 0) {
+        /* A real failure: run it again unmuted so FAIL goes out once. */
+        if (mute)
+          rc = stream_try(g, core, requested, align_order, tag, stream,
+                          time_ns, unit, 0);
+        break;
+      }
+      if (stream_reap(g, core, UINT64_MAX, UINT32_MAX) == 0)
+        stream_wait_oldest(g, core);
+    }
+    stream_leave(g, saved);
+  }
+  if (rc == 0)
+    gpb__nvtx_region_add(g->heap, g->base + (*unit << core->min_shift),
+                         requested);
+  return rc;
+}
+
+int gpb__gpu_free(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t off,
+                  void *stream, int async) {
+  uint64_t u = off >> core->min_shift;
+  int aligned = (off & ((1ull << core->min_shift) - 1)) == 0;
+  int saved = -2; /* -2: the device was not switched */
+  int rc = 0;
+  if (g->npending) {
+    saved = stream_enter(g);
+    stream_reap(g, core, REAP_QUERIES, REAP_STREAMS);
+  }
+  if (aligned && gpb__gpu_pending(g, u)) {
+    rc = gpb__fail(GPB_EDOUBLEFREE, "offset %llu was already freed with "
+                   "gpb_free_async (its stream's work is not done yet)",
+                   (unsigned long long)off);
+  } else if (!async) {
+    rc = gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
+    if (rc == 0) gpb__nvtx_region_remove(g->heap, g->base + off);
+  } else {
+    const gpb__arec_t *r = aligned ? gpb__atab_find(&core->atab, u) : NULL;
+    if (!r) {
+      /* Not a live allocation: let the core name the misuse. It changes
+       * nothing when it finds no allocation at off. */
+      rc = gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
+    } else {
+      if (saved == -2) saved = stream_enter(g);
+      stream_pend_t *e = g->spare;
+      if (e) g->spare = e->hnext;
+      else e = calloc(1, sizeof *e);
+      cudaEvent_t ev = NULL;
+      cudaError_t ce = cudaSuccess;
+      if (!e) {
+        rc = gpb__fail(GPB_EHOSTMEM, "no host memory for a pending free");
+      } else if (g->nevs) {
+        ev = g->evs[--g->nevs];
+      } else if ((ce = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)) !=
+                 cudaSuccess) {
+        cudaGetLastError();
+        rc = gpb__fail(GPB_EBACKEND, "cudaEventCreateWithFlags on device %d: "
+                       "%s", g->device, cudaGetErrorString(ce));
+      }
+      if (rc == 0 && (ce = cudaEventRecord(ev, (cudaStream_t)stream)) !=
+                         cudaSuccess) {
+        cudaGetLastError();
+        rc = gpb__fail(GPB_EINVAL, "cudaEventRecord on stream %p for device "
+                       "%d: %s (is the stream on another device?)", stream,
+                       g->device, cudaGetErrorString(ce));
+      }
+      if (rc == 0) {
+        e->unit = u;
+        e->units = r->units;
+        e->seq = ++g->seq;
+        e->stream = stream;
+        e->ev = ev;
+        int qi = stream_q_find(g, stream);
+        if (qi < 0 && g->nq == g->capq) {
+          uint32_t cap = g->capq ? g->capq * 2 : 4;
+          stream_q_t *q = realloc(g->q, cap * sizeof *q);
+          if (q) {
+            g->q = q;
+            g->capq = cap;
+          }
+        }
+        if (qi < 0 && g->nq < g->capq) {
+          qi = (int)g->nq++;
+          memset(&g->q[qi], 0, sizeof g->q[qi]);
+          g->q[qi].stream = stream;
+        }
+        if (qi < 0) {
+          rc = gpb__fail(GPB_EHOSTMEM, "no host memory for a stream queue");
+        } else {
+          stream_link(g, &g->q[qi], e);
+          if (g->npending > g->hmask + 1) stream_hash_grow(g);
+          e = NULL;
+          ev = NULL;
+        }
+      }
+      if (ev) {
+        e->ev = ev;
+        e->hnext = NULL;
+        stream_recycle(g, e); /* keeps the event, shelves the entry */
+      } else if (e) {
+        e->hnext = g->spare;
+        g->spare = e;
+      }
+    }
+  }
+  if (saved != -2) stream_leave(g, saved);
+  return rc;
+}
+
+int gpb__gpu_drain(gpb__gpu_t *g, gpb__buddy_t *core) {
+  if (!g || g->npending == 0) return 0;
+  int saved = stream_enter(g);
+  while (g->npending) stream_wait_oldest(g, core);
+  stream_leave(g, saved);
+  return 0;
+}
+
+#else /* !GPB_HAVE_CUDA: no device or pinned pool can exist. */
+
+int gpb__gpu_open(gpb_backend_t backend, int device, void *base, size_t size,
+                  gpb__gpu_t **out) {
+  (void)backend, (void)device, (void)base, (void)size;
+  *out = NULL;
+  return 0;
+}
+void gpb__gpu_close(gpb__gpu_t *g) { (void)g; }
+int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
+                   uint32_t align_order, uint32_t tag, void *stream,
+                   uint64_t time_ns, uint64_t *unit) {
+  (void)g;
+  return gpb__buddy_alloc(core, requested, align_order, tag,
+                          (uint64_t)(uintptr_t)stream, time_ns, unit);
+}
+int gpb__gpu_free(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t off,
+                  void *stream, int async) {
+  (void)g, (void)async;
+  return gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
+}
+int gpb__gpu_pending(const gpb__gpu_t *g, uint64_t unit) {
+  (void)g, (void)unit;
+  return 0;
+}
+uint64_t gpb__gpu_npending(const gpb__gpu_t *g) {
+  (void)g;
+  return 0;
+}
+int gpb__gpu_drain(gpb__gpu_t *g, gpb__buddy_t *core) {
+  (void)g, (void)core;
+  return 0;
+}
+
+#endif

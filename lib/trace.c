@@ -166,6 +166,8 @@ static int trace_u64(const char *s, size_t n, int hex_only, uint64_t *out) {
   }
   if (n == 0 || n > 64) return -1;
   uint64_t v = 0;
+  unsigned base = hex ? 16u : 10u;
+  size_t safe = hex ? 15 : 19; /* digits that can never overflow */
   for (size_t i = 0; i < n; i++) {
     unsigned d;
     char c = s[i];
@@ -173,8 +175,7 @@ static int trace_u64(const char *s, size_t n, int hex_only, uint64_t *out) {
     else if (hex && c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
     else if (hex && c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
     else return -1;
-    unsigned base = hex ? 16u : 10u;
-    if (v > (UINT64_MAX - d) / base) return -1;
+    if (i >= safe && v > (UINT64_MAX - d) / base) return -1;
     v = v * base + d;
   }
   *out = v;

@@ -1,0 +1,787 @@
+/*
+ * main.c: gpubuddy-bench, the side-by-side benchmark of gpubuddy against
+ * the allocators users would otherwise pick.
+ *
+ * --host compares gpubuddy's host backend with glibc malloc; --gpu
+ * compares its device backend with cudaMalloc and cudaMallocAsync in the
+ * same run. Suites: fixed-size latency, churn latency, threads, trace
+ * replays (latency and smallest pool per policy), metadata. Results go to
+ * stdout, and with --out DIR also to DIR/results.txt, DIR/results.json,
+ * DIR/summary.md (markdown tables for docs/PERFORMANCE.md) and PNG plots.
+ * Each target of issue 6 is printed with pass or miss next to it; nothing
+ * here fails a run for a missed target (CI runs --quick for the harness).
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <glob.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#ifndef BENCH_SAMPLES_DIR
+#define BENCH_SAMPLES_DIR "samples/traces"
+#endif
+
+static const char *out_dir_g;
+
+/* Freed at exit, so every early return of main leaves nothing behind. */
+static const char **traces_g;
+static glob_t glob_g;
+static int have_glob_g;
+
+static void main_cleanup(void) {
+  free(traces_g);
+  if (have_glob_g) globfree(&glob_g);
+}
+
+/* --------------------------------------------------------------- output */
+
+void bench_out(bench_ctx_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stdout, fmt, ap);
+  va_end(ap);
+  if (c->txt) {
+    va_start(ap, fmt);
+    vfprintf(c->txt, fmt, ap);
+    va_end(ap);
+  }
+  fflush(stdout);
+}
+
+void bench_progress(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "[bench] ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+char *bench_out_path(const bench_ctx_t *c, const char *name) {
+  (void)c;
+  if (!out_dir_g) return NULL;
+  size_t n = strlen(out_dir_g) + (name ? strlen(name) : 0) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", out_dir_g, name ? name : "");
+  return p;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+"usage: gpubuddy-bench [--host | --gpu] [options]\n"
+"\n"
+"Measures gpubuddy side by side with the allocators it replaces:\n"
+"  --host        host backend vs glibc malloc/free (default)\n"
+"  --gpu         device backend vs cudaMalloc and cudaMallocAsync (pool\n"
+"                with release threshold UINT64_MAX); needs a CUDA build\n"
+"Suites: per-call latency at 256 B..256 MiB and on a churn mix, threads\n"
+"(1..16), trace replays (latency, smallest pool per policy) and metadata\n"
+"size / creation time of 1, 16 and 80 GiB pools.\n"
+"\n"
+"options:\n"
+"  --quick             small counts (checks the harness; for CI)\n"
+"  --out DIR           write results.txt, results.json, summary.md, *.png\n"
+"  --json FILE         write the results as JSON\n"
+"  --trace FILE        replay this trace (repeatable); default: every\n"
+"                      samples/traces/*.gz found, else a synthetic trace\n"
+"  --synthetic         also replay a generated trace\n"
+"  --save-synthetic FILE  write that generated trace to FILE (native format,\n"
+"                      .gz compresses) and exit\n"
+"  --only LIST         run only these suites: fixed,churn,threads,traces,meta\n"
+"  --skip LIST         skip these suites\n"
+"  --pairs N           alloc/free pairs per size (default 2000)\n"
+"  --churn-ops N       churn operations (default 8000)\n"
+"  --churn-live N      most live blocks in the churn mix (default 1024)\n"
+"  --threads N         largest thread count (default 16)\n"
+"  --thread-seconds S  seconds per thread-count run (default 0.5)\n"
+"  --min-block SIZE    min block for trace replays (default 512)\n"
+"  --meta-reps N       creates per pool size (default 7)\n"
+"  --seed N            seed of the churn mix (default 42)\n"
+"  --device N          CUDA device (default 0)\n"
+"  -h, --help          this text\n"
+"\n"
+"Progress goes to stderr, results to stdout. Exit status: 0, 1 when a\n"
+"suite could not run, 2 on bad usage. Targets are reported, never\n"
+"enforced.\n");
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                     uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+    fprintf(stderr, "gpubuddy-bench: %s wants a whole number from %llu to "
+            "%llu, not '%s'\n", opt, (unsigned long long)lo,
+            (unsigned long long)hi, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Sets skip flags from a comma list; `only` inverts the meaning. */
+static int parse_suites(bench_opts_t *o, const char *list, int only) {
+  int *flag[5] = {&o->skip_fixed, &o->skip_churn, &o->skip_threads,
+                  &o->skip_traces, &o->skip_meta};
+  static const char *const names[5] = {"fixed", "churn", "threads", "traces",
+                                       "meta"};
+  if (only)
+    for (int i = 0; i < 5; i++) *flag[i] = 1;
+  char *dup = strdup(list), *save = NULL;
+  if (!dup) return -1;
+  for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int i;
+    for (i = 0; i < 5 && strcmp(t, names[i]); i++) {}
+    if (i == 5) {
+      fprintf(stderr, "gpubuddy-bench: unknown suite '%s' (fixed, churn, "
+              "threads, traces, meta)\n", t);
+      free(dup);
+      return -1;
+    }
+    *flag[i] = !only;
+  }
+  free(dup);
+  return 0;
+}
+
+/* ------------------------------------------------------------- targets */
+
+static void tgt(bench_report_t *r, int pass, const char *target,
+                const char *measured, const char *what, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void tgt(bench_report_t *r, int pass, const char *target,
+                const char *measured, const char *what, ...) {
+  if (r->ntgt >= sizeof r->tgt / sizeof r->tgt[0]) return;
+  bench_target_row_t *t = &r->tgt[r->ntgt++];
+  va_list ap;
+  va_start(ap, what);
+  vsnprintf(t->what, sizeof t->what, what, ap);
+  va_end(ap);
+  snprintf(t->measured, sizeof t->measured, "%s", measured);
+  snprintf(t->target, sizeof t->target, "%s", target);
+  t->pass = pass;
+}
+
+/* Worst value over the fixed sizes of one field. */
+typedef double (*field_fn)(const bench_summary_t *s);
+static double f_median(const bench_summary_t *s) { return s->median; }
+static double f_p999(const bench_summary_t *s) { return s->p999; }
+static double f_max(const bench_summary_t *s) { return s->max; }
+
+static int worst_fixed(const bench_report_t *r, const char *alloc,
+                       const char *op, field_fn f, double *out, char *at,
+                       size_t atn) {
+  int found = 0;
+  *out = 0;
+  for (size_t i = 0; i < r->nlat; i++) {
+    const bench_lat_row_t *x = &r->lat[i];
+    if (strcmp(x->group, "fixed") || strcmp(x->alloc, alloc) ||
+        strcmp(x->op, op) || x->s.n == 0)
+      continue;
+    if (!found || f(&x->s) > *out) {
+      *out = f(&x->s);
+      snprintf(at, atn, "%s", x->label);
+    }
+    found = 1;
+  }
+  return found;
+}
+
+/* Smallest ratio other/gpubuddy of medians over the fixed sizes. */
+static int min_ratio_fixed(const bench_report_t *r, const char *g,
+                           const char *other, const char *op, double *out,
+                           char *at, size_t atn) {
+  int found = 0;
+  for (size_t i = 0; i < r->nlat; i++) {
+    const bench_lat_row_t *x = &r->lat[i];
+    if (strcmp(x->group, "fixed") || strcmp(x->alloc, other) ||
+        strcmp(x->op, op) || x->s.n == 0)
+      continue;
+    const bench_lat_row_t *y = bench_report_find(r, "fixed", x->label, g, op);
+    if (!y || y->s.median <= 0) continue;
+    double q = x->s.median / y->s.median;
+    if (!found || q < *out) {
+      *out = q;
+      snprintf(at, atn, "%s", x->label);
+    }
+    found = 1;
+  }
+  return found;
+}
+
+static void targets(bench_ctx_t *c) {
+  bench_report_t *r = c->rep;
+  char m[128], b1[24], at[48];
+  static const char *const ops[2] = {"alloc", "free"};
+  for (int ci = 0; ci < c->ncont; ci++) {
+    if (c->cont[ci].kind != BENCH_GPUBUDDY) continue;
+    const char *g = c->cont[ci].name;
+    for (int k = 0; k < 2; k++) {
+      double v;
+      if (worst_fixed(r, g, ops[k], f_median, &v, at, sizeof at)) {
+        snprintf(m, sizeof m, "%s (worst size: %s)", bench_fmt_ns(v, b1, 24), at);
+        tgt(r, v <= 100, "<= 100 ns", m, "%s %s median, fixed sizes", g, ops[k]);
+      }
+      if (worst_fixed(r, g, ops[k], f_p999, &v, at, sizeof at)) {
+        snprintf(m, sizeof m, "%s (worst size: %s)", bench_fmt_ns(v, b1, 24), at);
+        tgt(r, v <= 1000, "<= 1 us", m, "%s %s p99.9, fixed sizes", g, ops[k]);
+      }
+    }
+    static const char *const others[2] = {"cudaMalloc", "cudaMallocAsync"};
+    static const double need[2] = {250, 3};
+    for (int o = 0; o < 2; o++)
+      for (int k = 0; k < 2; k++) {
+        double q = 0;
+        if (!min_ratio_fixed(r, g, others[o], ops[k], &q, at, sizeof at))
+          continue;
+        snprintf(m, sizeof m, "%.3gx (smallest, at %s)", q, at);
+        char t[32];
+        snprintf(t, sizeof t, ">= %gx", need[o]);
+        tgt(r, q >= need[o], t, m, "%s %s median vs %s", g, ops[k],
+            others[o]);
+      }
+    /* Churn tail against cudaMallocAsync's. */
+    for (int k = 0; k < 2; k++) {
+      const bench_lat_row_t *x = bench_report_find(r, "churn", "mix", g, ops[k]);
+      const bench_lat_row_t *y =
+          bench_report_find(r, "churn", "mix", "cudaMallocAsync", ops[k]);
+      if (!x || !y || x->s.n == 0 || y->s.n == 0) continue;
+      field_fn fs[2] = {f_p999, f_max};
+      static const char *const fn[2] = {"p99.9", "max"};
+      for (int j = 0; j < 2; j++) {
+        double a = fs[j](&x->s), b = fs[j](&y->s);
+        double q = a > 0 ? b / a : 0;
+        snprintf(m, sizeof m, "%.3gx (%s vs %s)", q, bench_fmt_ns(a, b1, 24),
+                 bench_fmt_ns(b, at, sizeof at));
+        tgt(r, q >= 100, ">= 100x", m, "%s churn %s %s vs cudaMallocAsync", g,
+            ops[k], fn[j]);
+      }
+    }
+    /* Threads. */
+    const bench_thr_row_t *one = NULL, *top = NULL;
+    for (size_t i = 0; i < r->nthr; i++) {
+      if (strcmp(r->thr[i].alloc, g)) continue;
+      if (r->thr[i].threads == 1) one = &r->thr[i];
+      if (!top || r->thr[i].threads > top->threads) top = &r->thr[i];
+    }
+    if (one && top && top->threads > 1) {
+      snprintf(m, sizeof m, "%.2fx (%d threads)", top->ratio, top->threads);
+      tgt(r, top->threads >= 16 ? top->ratio >= 4 : -1, ">= 4x at 16 threads",
+          m, "%s aggregate throughput vs 1 thread", g);
+    }
+  }
+  for (size_t i = 0; i < r->ntr; i++) {
+    const bench_trace_row_t *x = &r->tr[i];
+    if (x->anchor <= 0) continue;
+    char t[32];
+    snprintf(t, sizeof t, "<= %.2fx peak (PyTorch)", x->anchor);
+    if (x->min_pool) snprintf(m, sizeof m, "%.3fx peak live", x->ratio);
+    else snprintf(m, sizeof m, "not found (> 16x)");
+    tgt(r, x->min_pool && x->ratio <= x->anchor, t, m, "smallest pool, %s, %s",
+        x->trace, x->policy);
+  }
+  for (size_t i = 0; i < r->nmeta; i++) {
+    const bench_meta_row_t *x = &r->meta[i];
+    if (x->pool_size != (80ull << 30)) continue;
+    snprintf(m, sizeof m, "%.3f%%", x->pct);
+    tgt(r, x->pct <= 0.2, "<= 0.2%", m, "metadata of an 80 GiB pool, 256 B blocks");
+    snprintf(m, sizeof m, "%.2f ms", x->create_ms);
+    tgt(r, x->create_ms <= 10, "<= 10 ms", m, "creating an 80 GiB pool (median)");
+  }
+  if (r->ntgt == 0) return;
+  bench_out(c, "== Targets (issue 6; reported, never enforced) ==\n");
+  for (size_t i = 0; i < r->ntgt; i++) {
+    const bench_target_row_t *t = &r->tgt[i];
+    bench_out(c, "%-4s  %-58s %-30s target %s\n",
+              t->pass > 0 ? "PASS" : t->pass == 0 ? "MISS" : "n/a", t->what,
+              t->measured, t->target);
+  }
+  bench_out(c, "\n");
+}
+
+/* ------------------------------------------------------------- markdown */
+
+static void md_lat(FILE *f, const bench_report_t *r, const char *group,
+                   const char *first) {
+  char b[8][24];
+  fprintf(f, "| %s | allocator | alloc median | p99 | p99.9 | max | free median "
+          "| p99 | p99.9 | max |\n|---|---|---|---|---|---|---|---|---|---|\n",
+          first);
+  for (size_t i = 0; i < r->nlat; i++) {
+    const bench_lat_row_t *a = &r->lat[i];
+    if (strcmp(a->group, group) || strcmp(a->op, "alloc")) continue;
+    const bench_lat_row_t *z = bench_report_find(r, group, a->label, a->alloc, "free");
+    bench_summary_t fz;
+    memset(&fz, 0, sizeof fz);
+    if (z) fz = z->s;
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+            !strcmp(group, "churn") || !strncmp(group, "trace:", 6)
+                ? (strncmp(group, "trace:", 6) ? "mix" : group + 6)
+                : a->label,
+            a->alloc, bench_fmt_ns(a->s.median, b[0], 24),
+            bench_fmt_ns(a->s.p99, b[1], 24), bench_fmt_ns(a->s.p999, b[2], 24),
+            bench_fmt_ns(a->s.max, b[3], 24), bench_fmt_ns(fz.median, b[4], 24),
+            bench_fmt_ns(fz.p99, b[5], 24), bench_fmt_ns(fz.p999, b[6], 24),
+            bench_fmt_ns(fz.max, b[7], 24));
+  }
+  /* Ratios against gpubuddy. */
+  int hdr = 0;
+  for (size_t i = 0; i < r->nlat; i++) {
+    const bench_lat_row_t *a = &r->lat[i];
+    if (strcmp(a->group, group) || strcmp(a->op, "alloc") ||
+        !strcmp(a->alloc, "gpubuddy"))
+      continue;
+    const bench_lat_row_t *ga = bench_report_find(r, group, a->label, "gpubuddy", "alloc");
+    const bench_lat_row_t *gf = bench_report_find(r, group, a->label, "gpubuddy", "free");
+    const bench_lat_row_t *z = bench_report_find(r, group, a->label, a->alloc, "free");
+    if (!ga || !gf || !z || ga->s.median <= 0 || gf->s.median <= 0 ||
+        ga->s.p999 <= 0 || gf->s.p999 <= 0)
+      continue;
+    if (!hdr) {
+      fprintf(f, "\nRatio X / gpubuddy (higher: gpubuddy faster)\n\n| %s | X | "
+              "alloc median | alloc p99.9 | free median | free p99.9 |\n"
+              "|---|---|---|---|---|---|\n", first);
+      hdr = 1;
+    }
+    char q[4][24];
+    fprintf(f, "| %s | %s | %s | %s | %s | %s |\n",
+            strncmp(group, "fixed", 5) ? "" : a->label, a->alloc,
+            bench_fmt_ratio(a->s.median / ga->s.median, q[0], 24),
+            bench_fmt_ratio(a->s.p999 / ga->s.p999, q[1], 24),
+            bench_fmt_ratio(z->s.median / gf->s.median, q[2], 24),
+            bench_fmt_ratio(z->s.p999 / gf->s.p999, q[3], 24));
+  }
+  fprintf(f, "\n");
+}
+
+static int write_summary(const bench_ctx_t *c, const char *path) {
+  const bench_report_t *r = c->rep;
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  char b1[24], b2[24];
+  fprintf(f, "<!-- generated by gpubuddy-bench; paste into docs/PERFORMANCE.md -->\n");
+  fprintf(f, "Device: %s. Host: %s. Date: %s. Timer overhead (two "
+          "clock_gettime calls): %.0f ns, included in every figure.\n\n"
+          "Command: `%s`\n\n", r->device, r->host, r->date, r->timer_ns,
+          r->command);
+  int any = 0;
+  for (size_t i = 0; i < r->nlat && !any; i++) any = !strcmp(r->lat[i].group, "fixed");
+  if (any) {
+    fprintf(f, "#### Latency per call, fixed sizes (%zu pairs)\n\n", c->o->pairs);
+    md_lat(f, r, "fixed", "size");
+  }
+  any = 0;
+  for (size_t i = 0; i < r->nlat && !any; i++) any = !strcmp(r->lat[i].group, "churn");
+  if (any) {
+    fprintf(f, "#### Churn mix (%zu ops, up to %zu live, 256 B to 128 MiB)\n\n",
+            c->o->churn_ops, c->o->churn_live);
+    md_lat(f, r, "churn", "case");
+  }
+  if (r->nthr) {
+    fprintf(f, "#### Throughput (alloc/free pairs, 256 B to 64 KiB, one shared "
+            "allocator)\n\n| allocator | threads | ops/s | x 1 thread |\n"
+            "|---|---|---|---|\n");
+    for (size_t i = 0; i < r->nthr; i++)
+      fprintf(f, "| %s | %d | %.4g | %.2fx |\n", r->thr[i].alloc,
+              r->thr[i].threads, r->thr[i].ops_per_s, r->thr[i].ratio);
+    fprintf(f, "\n");
+  }
+  if (r->ntr) {
+    fprintf(f, "#### Trace replays: smallest pool (virtual backend, %zu B min "
+            "block)\n\n| trace | ops | peak live | policy | smallest pool | x peak "
+            "live | PyTorch smallest cap x |\n|---|---|---|---|---|---|---|\n",
+            c->o->trace_min_block);
+    for (size_t i = 0; i < r->ntr; i++) {
+      const bench_trace_row_t *x = &r->tr[i];
+      char an[16] = "-", rt[16] = "-";
+      if (x->anchor > 0) snprintf(an, sizeof an, "%.2f", x->anchor);
+      if (x->min_pool) snprintf(rt, sizeof rt, "%.3f", x->ratio);
+      fprintf(f, "| %s | %llu | %s | %s | %s | %s | %s |\n", x->trace,
+              (unsigned long long)x->ops,
+              bench_fmt_bytes((double)x->peak_live, b1, 24), x->policy,
+              x->min_pool ? bench_fmt_bytes((double)x->min_pool, b2, 24)
+                          : "> 16x",
+              rt, an);
+    }
+    fprintf(f, "\n#### Trace replays: per-op latency\n\n");
+    for (size_t i = 0; i < r->nlat; i++) {
+      const bench_lat_row_t *x = &r->lat[i];
+      if (strncmp(x->group, "trace:", 6)) continue;
+      int first = 1;
+      for (size_t j = 0; j < i; j++) first &= strcmp(r->lat[j].group, x->group) != 0;
+      if (first) md_lat(f, r, x->group, "trace");
+    }
+  }
+  if (r->nmeta) {
+    fprintf(f, "#### Metadata and pool creation (virtual backend, 256 B min "
+            "block)\n\n| pool | metadata | %% of pool | create (median) | "
+            "destroy |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < r->nmeta; i++)
+      fprintf(f, "| %s | %s | %.3f%% | %.3f ms | %.3f ms |\n",
+              bench_fmt_bytes((double)r->meta[i].pool_size, b1, 24),
+              bench_fmt_bytes((double)r->meta[i].meta_bytes, b2, 24),
+              r->meta[i].pct, r->meta[i].create_ms, r->meta[i].destroy_ms);
+    fprintf(f, "\n");
+  }
+  if (r->ntgt) {
+    fprintf(f, "#### Targets\n\n| target | measured | goal | result |\n"
+            "|---|---|---|---|\n");
+    for (size_t i = 0; i < r->ntgt; i++)
+      fprintf(f, "| %s | %s | %s | %s |\n", r->tgt[i].what, r->tgt[i].measured,
+              r->tgt[i].target,
+              r->tgt[i].pass > 0 ? "pass" : r->tgt[i].pass == 0 ? "**miss**"
+                                                                 : "n/a");
+    fprintf(f, "\n");
+  }
+  glob_t g;
+  char pat[4096];
+  snprintf(pat, sizeof pat, "%s/*.png", out_dir_g ? out_dir_g : ".");
+  if (out_dir_g && glob(pat, 0, NULL, &g) == 0) {
+    fprintf(f, "#### Plots\n\n");
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+      const char *base = strrchr(g.gl_pathv[i], '/');
+      base = base ? base + 1 : g.gl_pathv[i];
+      fprintf(f, "![%s](%s)\n", base, base);
+    }
+    fprintf(f, "\n");
+    globfree(&g);
+  }
+  int bad = ferror(f);
+  if (fclose(f) || bad) return -1;
+  return 0;
+}
+
+/* ------------------------------------------------------------- env info */
+
+static void describe_host(char *buf, size_t n) {
+  char model[128] = "unknown CPU";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[256];
+    while (fgets(line, sizeof line, f))
+      if (!strncmp(line, "model name", 10)) {
+        char *p = strchr(line, ':');
+        if (p) {
+          p++;
+          while (*p == ' ') p++;
+          p[strcspn(p, "\n")] = 0;
+          snprintf(model, sizeof model, "%s", p);
+        }
+        break;
+      }
+    fclose(f);
+  }
+  struct utsname u;
+  if (uname(&u)) memset(&u, 0, sizeof u);
+  snprintf(buf, n, "%s, %ld cores online, %s %s", model,
+           sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release);
+}
+
+static double timer_overhead(void) {
+  enum { N = 20001 };
+  bench_samples_t s;
+  if (bench_samples_init(&s, N)) return 0;
+  for (int i = 0; i < N; i++) {
+    uint64_t a = bench_now(), b = bench_now();
+    bench_samples_add(&s, b - a);
+  }
+  bench_summary_t r = bench_summarize(&s);
+  bench_samples_free(&s);
+  return r.median;
+}
+
+static int mkdir_p(const char *dir) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
+  return 0;
+}
+
+/* ----------------------------------------------------------------- main */
+
+int main(int argc, char **argv) {
+  bench_opts_t o;
+  memset(&o, 0, sizeof o);
+  o.seed = 42;
+  o.trace_min_block = 512;
+  o.max_threads = 16;
+  size_t pairs = 0, churn_ops = 0, churn_live = 0, meta_reps = 0;
+  double thr_secs = 0;
+  const char *save_path = NULL;
+  const char **traces = calloc((size_t)argc + 1, sizeof *traces);
+  if (!traces) return 2;
+  traces_g = traces;
+  atexit(main_cleanup);
+
+  enum { O_HOST = 256, O_GPU, O_QUICK, O_OUT, O_JSON, O_TRACE, O_SYNTH,
+         O_ONLY, O_SKIP, O_PAIRS, O_CHOPS, O_CHLIVE, O_THREADS, O_TSECS,
+         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE };
+  static const struct option lo[] = {
+      {"host", no_argument, 0, O_HOST},
+      {"gpu", no_argument, 0, O_GPU},
+      {"quick", no_argument, 0, O_QUICK},
+      {"out", required_argument, 0, O_OUT},
+      {"json", required_argument, 0, O_JSON},
+      {"trace", required_argument, 0, O_TRACE},
+      {"synthetic", no_argument, 0, O_SYNTH},
+      {"save-synthetic", required_argument, 0, O_SAVE},
+      {"only", required_argument, 0, O_ONLY},
+      {"skip", required_argument, 0, O_SKIP},
+      {"pairs", required_argument, 0, O_PAIRS},
+      {"churn-ops", required_argument, 0, O_CHOPS},
+      {"churn-live", required_argument, 0, O_CHLIVE},
+      {"threads", required_argument, 0, O_THREADS},
+      {"thread-seconds", required_argument, 0, O_TSECS},
+      {"min-block", required_argument, 0, O_MINB},
+      {"meta-reps", required_argument, 0, O_MREPS},
+      {"seed", required_argument, 0, O_SEED},
+      {"device", required_argument, 0, O_DEV},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  int ch;
+  uint64_t v;
+  while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    switch (ch) {
+    case O_HOST: o.host = 1; break;
+    case O_GPU: o.gpu = 1; break;
+    case O_QUICK: o.quick = 1; break;
+    case O_OUT: o.out_dir = optarg; break;
+    case O_JSON: o.json_path = optarg; break;
+    case O_TRACE: traces[o.ntraces++] = optarg; break;
+    case O_SYNTH: o.synthetic = 1; break;
+    case O_SAVE: save_path = optarg; break;
+    case O_ONLY:
+    case O_SKIP:
+      if (parse_suites(&o, optarg, ch == O_ONLY)) return 2;
+      break;
+    case O_PAIRS:
+      if (parse_u64("--pairs", optarg, 1, 100000000, &v)) return 2;
+      pairs = (size_t)v;
+      break;
+    case O_CHOPS:
+      if (parse_u64("--churn-ops", optarg, 1, 100000000, &v)) return 2;
+      churn_ops = (size_t)v;
+      break;
+    case O_CHLIVE:
+      if (parse_u64("--churn-live", optarg, 1, 1000000, &v)) return 2;
+      churn_live = (size_t)v;
+      break;
+    case O_THREADS:
+      if (parse_u64("--threads", optarg, 1, 64, &v)) return 2;
+      o.max_threads = (int)v;
+      break;
+    case O_TSECS: {
+      char *end;
+      thr_secs = strtod(optarg, &end);
+      if (*end || !(thr_secs > 0 && thr_secs <= 60)) {
+        fprintf(stderr, "gpubuddy-bench: --thread-seconds wants 0 < S <= 60\n");
+        return 2;
+      }
+      break;
+    }
+    case O_MINB: {
+      size_t mb;
+      if (gpb_size_parse(optarg, &mb) || mb < 16 || (mb & (mb - 1))) {
+        fprintf(stderr, "gpubuddy-bench: --min-block wants a power of two "
+                ">= 16, not '%s'\n", optarg);
+        return 2;
+      }
+      o.trace_min_block = mb;
+      break;
+    }
+    case O_MREPS:
+      if (parse_u64("--meta-reps", optarg, 1, 64, &v)) return 2;
+      meta_reps = (size_t)v;
+      break;
+    case O_SEED:
+      if (parse_u64("--seed", optarg, 0, UINT64_MAX, &v)) return 2;
+      o.seed = v;
+      break;
+    case O_DEV:
+      if (parse_u64("--device", optarg, 0, 1024, &v)) return 2;
+      o.device = (int)v;
+      break;
+    case 'h':
+      usage(stdout);
+      printf("\nthis build: %s, plots %s\n",
+#ifdef GPB_HAVE_CUDA
+             "CUDA (--gpu available)",
+#else
+             "no CUDA (--host only)",
+#endif
+             bench_plot_available() ? "PNG (libpng)" : "disabled (no libpng)");
+      return 0;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "gpubuddy-bench: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (save_path)
+    return bench_save_synthetic(save_path, o.seed,
+                                BENCH_SYNTH_STEPS(o.quick)) ? 1 : 0;
+  if (o.host && o.gpu) {
+    fprintf(stderr, "gpubuddy-bench: choose --host or --gpu, not both\n");
+    return 2;
+  }
+  if (!o.gpu) o.host = 1;
+#ifndef GPB_HAVE_CUDA
+  if (o.gpu) {
+    fprintf(stderr, "gpubuddy-bench: --gpu needs a build with CUDA "
+            "(configure --with-cuda)\n");
+    return 2;
+  }
+#endif
+  o.pairs = pairs ? pairs : o.quick ? 200 : 2000;
+  o.churn_ops = churn_ops ? churn_ops : o.quick ? 1000 : 8000;
+  o.churn_live = churn_live ? churn_live : o.quick ? 128 : 1024;
+  o.thr_seconds = thr_secs > 0 ? thr_secs : o.quick ? 0.04 : 0.5;
+  o.meta_reps = meta_reps ? (int)meta_reps : o.quick ? 1 : 7;
+
+  /* Default traces: every .gz in samples/traces; none means a synthetic one. */
+  if (o.ntraces == 0 && !o.skip_traces) {
+    const char *dir = getenv("GPB_SAMPLES_DIR");
+    char pat[4096];
+    snprintf(pat, sizeof pat, "%s/*.gz", dir && *dir ? dir : BENCH_SAMPLES_DIR);
+    if (glob(pat, 0, NULL, &glob_g) == 0) {
+      have_glob_g = 1;
+      for (size_t i = 0; i < glob_g.gl_pathc; i++) {
+        const char **t = realloc(traces, (o.ntraces + 2) * sizeof *t);
+        if (!t) return 2;
+        traces = traces_g = t;
+        traces[o.ntraces++] = glob_g.gl_pathv[i];
+      }
+    }
+    if (o.ntraces == 0) o.synthetic = 1;
+  }
+  o.traces = traces;
+
+  if (o.out_dir) {
+    if (mkdir_p(o.out_dir)) {
+      fprintf(stderr, "gpubuddy-bench: cannot create %s: %s\n", o.out_dir,
+              strerror(errno));
+      return 1;
+    }
+    out_dir_g = o.out_dir;
+  }
+
+  bench_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  bench_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.o = &o;
+  c.rep = &rep;
+  snprintf(rep.mode, sizeof rep.mode, "%s", o.gpu ? "gpu" : "host");
+  rep.quick = o.quick;
+  rep.seed = o.seed;
+  describe_host(rep.host, sizeof rep.host);
+  time_t now = time(NULL);
+  struct tm tmv;
+  gmtime_r(&now, &tmv);
+  strftime(rep.date, sizeof rep.date, "%Y-%m-%d %H:%M UTC", &tmv);
+  size_t pos = 0;
+  for (int i = 0; i < argc && pos + 2 < sizeof rep.command; i++) {
+    const char *a = i == 0 ? "gpubuddy-bench" : argv[i];
+    int w = snprintf(rep.command + pos, sizeof rep.command - pos, "%s%s",
+                     i ? " " : "", a);
+    if (w < 0) break;
+    pos += (size_t)w;
+  }
+  if (pos >= sizeof rep.command) pos = sizeof rep.command - 1;
+
+  /* Contenders: gpubuddy with every policy the header defines, then the
+   * allocators it replaces. */
+  c.backend = o.gpu ? GPB_BACKEND_DEVICE : GPB_BACKEND_HOST;
+  for (int p = 0; c.ncont < 4 && strcmp(gpb_policy_name((gpb_policy_t)p), "?"); p++) {
+    bench_contender_t *k = &c.cont[c.ncont++];
+    k->kind = BENCH_GPUBUDDY;
+    k->policy = (gpb_policy_t)p;
+    if (p == GPB_POLICY_BUDDY) snprintf(k->name, sizeof k->name, "gpubuddy");
+    else snprintf(k->name, sizeof k->name, "gpubuddy-%s", gpb_policy_name(k->policy));
+  }
+  bench_kind_t others[2] = {BENCH_MALLOC, BENCH_MALLOC};
+  int nothers = 1;
+  if (o.gpu) {
+    others[0] = BENCH_CUDAMALLOC;
+    others[1] = BENCH_CUDAASYNC;
+    nothers = 2;
+  }
+  for (int i = 0; i < nothers; i++) {
+    bench_contender_t *k = &c.cont[c.ncont++];
+    k->kind = others[i];
+    snprintf(k->name, sizeof k->name, "%s", bench_kind_name(others[i]));
+  }
+#ifdef GPB_HAVE_CUDA
+  if (o.gpu) {
+    if (bench_cuda_free_mem(o.device) == 0) {
+      fprintf(stderr, "gpubuddy-bench: no usable CUDA device %d\n", o.device);
+      return 1;
+    }
+    bench_cuda_describe(o.device, rep.device, sizeof rep.device);
+  }
+#endif
+  if (!o.gpu)
+    snprintf(rep.device, sizeof rep.device, "host memory (gpubuddy host "
+             "backend vs glibc malloc)");
+
+  if (o.out_dir) {
+    char *p = bench_out_path(&c, "results.txt");
+    c.txt = p ? fopen(p, "w") : NULL;
+    if (!c.txt) fprintf(stderr, "gpubuddy-bench: cannot write %s\n", p ? p : "");
+    free(p);
+  }
+
+  rep.timer_ns = timer_overhead();
+  bench_out(&c, "gpubuddy-bench %s (gpubuddy %s), %s mode%s\n", PACKAGE_VERSION,
+            gpb_version(), rep.mode, o.quick ? ", QUICK (small counts: checks the harness, "
+            "not the figures)" : "");
+  bench_out(&c, "device: %s\nhost:   %s\ndate:   %s\ncommand: %s\n", rep.device,
+            rep.host, rep.date, rep.command);
+  bench_out(&c, "timer: two clock_gettime calls cost %.0f ns (median); it is "
+            "included in every per-call figure, not subtracted\n\n", rep.timer_ns);
+
+  int fails = 0;
+  if (!o.skip_fixed) fails |= bench_run_fixed(&c) != 0;
+  if (!o.skip_churn) fails |= bench_run_churn(&c) != 0;
+  if (!o.skip_threads) fails |= bench_run_threads(&c) != 0;
+  if (!o.skip_traces) fails |= bench_run_traces(&c) != 0;
+  if (!o.skip_meta) fails |= bench_run_meta(&c) != 0;
+  targets(&c);
+
+  if (o.json_path && bench_report_json(&rep, o.json_path)) fails = 1;
+  if (o.out_dir) {
+    char *p = bench_out_path(&c, "results.json");
+    if (!p || bench_report_json(&rep, p)) fails = 1;
+    free(p);
+    p = bench_out_path(&c, "summary.md");
+    if (!p || write_summary(&c, p)) fails = 1;
+    else bench_progress("wrote %s", p);
+    free(p);
+  }
+  if (c.txt) fclose(c.txt);
+  if (fails) fprintf(stderr, "gpubuddy-bench: some suites could not run (see above)\n");
+  bench_report_free(&rep);
+  return fails ? 1 : 0;
+}

@@ -1,0 +1,709 @@
+/*
+ * replay.c: trace replays. Each trace (native or RMM, through
+ * gpb_trace_open) becomes one bench_seq_t of alloc/free ops on numbered
+ * slots; then, for that trace:
+ *
+ *   1. the smallest pool gpubuddy needs, per policy: a bisection over pool
+ *      sizes, each candidate replayed on the virtual backend (address
+ *      space only) until the first failed allocation;
+ *   2. fragmentation over time at one pool size that every policy fits:
+ *      requested bytes live, bytes in blocks, and the footprint (the end
+ *      of the highest live block), after every op;
+ *   3. per-op latency of every contender on the same ops, after an
+ *      untimed pass.
+ *
+ * The bisection assumes that a pool that fits the trace still fits when
+ * made larger. That is usual but not guaranteed (the roots of a pool that
+ * is not a power of two change with its size), so the figure is the
+ * smallest size found by the search, checked by a replay, not a proof.
+ */
+#include "bench.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* -------------------------------------------------------- id -> slot map */
+
+typedef struct idmap_ent {
+  uint64_t id;
+  uint32_t slot;
+  uint32_t state; /* 0 empty, 1 live, 2 dead (kept as a probe link) */
+} idmap_ent_t;
+
+typedef struct idmap {
+  idmap_ent_t *e;
+  size_t cap, used; /* used: live + dead entries */
+} idmap_t;
+
+static uint64_t idmap_hash(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+static idmap_ent_t *idmap_slot(idmap_t *m, uint64_t id) {
+  size_t i = (size_t)idmap_hash(id) & (m->cap - 1);
+  while (m->e[i].state && m->e[i].id != id) i = (i + 1) & (m->cap - 1);
+  return &m->e[i];
+}
+
+/* Rebuilds with only the live entries, at least twice as large as they
+ * need. */
+static int idmap_rehash(idmap_t *m) {
+  size_t live = 0;
+  for (size_t i = 0; i < m->cap; i++) live += m->e[i].state == 1;
+  size_t cap = 1024;
+  while (cap < live * 4) cap *= 2;
+  idmap_t n = {calloc(cap, sizeof(idmap_ent_t)), cap, 0};
+  if (!n.e) return -1;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->e[i].state == 1) {
+      *idmap_slot(&n, m->e[i].id) = m->e[i];
+      n.used++;
+    }
+  free(m->e);
+  *m = n;
+  return 0;
+}
+
+/* ----------------------------------------------------------- loading */
+
+typedef struct replay_trace {
+  char name[96];
+  bench_seq_t q;
+  uint64_t allocs, frees, unmatched, reused, zero;
+} replay_trace_t;
+
+static int replay_push(bench_seq_t *q, size_t *cap, int alloc, uint32_t slot,
+                       uint64_t size) {
+  if (q->n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 4096;
+    bench_op_t *p = realloc(q->ops, nc * sizeof *p);
+    if (!p) return -1;
+    q->ops = p;
+    *cap = nc;
+  }
+  q->ops[q->n++] = (bench_op_t){size, slot, (uint32_t)alloc};
+  return 0;
+}
+
+static void replay_name(const char *path, char *out, size_t n) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  snprintf(out, n, "%s", b);
+  static const char *const ext[] = {".gz", ".trace", ".txt", ".csv", ".gpbt"};
+  for (int again = 1; again;) {
+    again = 0;
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+      size_t l = strlen(out), e = strlen(ext[i]);
+      if (l > e && !strcasecmp(out + l - e, ext[i])) {
+        out[l - e] = 0;
+        again = 1;
+      }
+    }
+  }
+  for (char *p = out; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+      *p = '_';
+}
+
+/* Reads a trace file into t. 0, or nonzero with a message. */
+static int replay_load(const char *path, replay_trace_t *t) {
+  memset(t, 0, sizeof *t);
+  replay_name(path, t->name, sizeof t->name);
+  gpb_trace_reader_t *r;
+  int rc = gpb_trace_open(path, &r);
+  if (rc) {
+    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", path, gpb_strerror(rc),
+            gpb_last_error_detail());
+    return rc;
+  }
+  idmap_t m = {calloc(1024, sizeof(idmap_ent_t)), 1024, 0};
+  size_t cap = 0;
+  gpb_trace_op_t op;
+  if (!m.e) goto oom;
+  while ((rc = gpb_trace_next(r, &op)) == 1) {
+    if (op.op == GPB_OP_ALLOC) {
+      if (op.size == 0) {
+        t->zero++;
+        continue;
+      }
+      idmap_ent_t *e = idmap_slot(&m, op.id);
+      if (e->state == 1) { /* allocated again without a free: free it first */
+        if (replay_push(&t->q, &cap, 0, e->slot, 0)) goto oom;
+        t->reused++;
+      }
+      if (e->state == 0) m.used++;
+      e->id = op.id;
+      e->slot = (uint32_t)t->q.nslots++;
+      e->state = 1;
+      if (replay_push(&t->q, &cap, 1, e->slot, op.size)) goto oom;
+      t->allocs++;
+      if (m.used * 2 > m.cap && idmap_rehash(&m)) goto oom;
+    } else if (op.op == GPB_OP_FREE) {
+      idmap_ent_t *e = idmap_slot(&m, op.id);
+      if (e->state != 1) {
+        t->unmatched++; /* allocated before the trace began */
+        continue;
+      }
+      e->state = 2;
+      if (replay_push(&t->q, &cap, 0, e->slot, 0)) goto oom;
+      t->frees++;
+    }
+  }
+  if (rc < 0) {
+    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", path, gpb_strerror(rc),
+            gpb_trace_error(r));
+    gpb_trace_close(r);
+    free(m.e);
+    bench_seq_free(&t->q);
+    return rc;
+  }
+  gpb_trace_close(r);
+  free(m.e);
+  bench_seq_peak(&t->q);
+  return 0;
+oom:
+  fprintf(stderr, "gpubuddy-bench: %s: out of memory\n", path);
+  gpb_trace_close(r);
+  free(m.e);
+  bench_seq_free(&t->q);
+  return GPB_EHOSTMEM;
+}
+
+/* A generated workload shaped like inference with varying shapes:
+ * persistent weights, then steps whose activations scale with a random
+ * batch, freed mostly in reverse, with short-lived temporaries between. It
+ * exercises the harness where no recorded trace is at hand. */
+static int replay_synthetic(replay_trace_t *t, uint64_t seed, int steps) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "synthetic-dynamic");
+  uint64_t rng = seed ^ 0x5eed;
+  size_t cap = 0;
+  enum { NW = 48, NL = 64 };
+  size_t layer[NL];
+  uint32_t act[NL];
+  for (int i = 0; i < NW; i++) {
+    if (replay_push(&t->q, &cap, 1, (uint32_t)t->q.nslots++,
+                    bench_rand_logsize(&rng, 64 << 10, 48 << 20)))
+      return -1;
+    t->allocs++;
+  }
+  for (int i = 0; i < NL; i++) layer[i] = bench_rand_logsize(&rng, 8 << 10, 8 << 20);
+  for (int s = 0; s < steps; s++) {
+    double scale = 1 + (double)(bench_rand(&rng) % 16);
+    for (int i = 0; i < NL; i++) {
+      uint64_t sz = (uint64_t)((double)layer[i] * scale) + (bench_rand(&rng) % 512);
+      act[i] = (uint32_t)t->q.nslots++;
+      if (replay_push(&t->q, &cap, 1, act[i], sz)) return -1;
+      t->allocs++;
+      uint32_t tmp = (uint32_t)t->q.nslots++;
+      if (replay_push(&t->q, &cap, 1, tmp, sz / 2 + 256) ||
+          replay_push(&t->q, &cap, 0, tmp, 0))
+        return -1;
+      t->allocs++;
+      t->frees++;
+      if (i >= 2 && bench_rand01(&rng) < 0.5) { /* an earlier one dies early */
+        uint32_t k = (uint32_t)(bench_rand(&rng) % (uint64_t)(i - 1));
+        if (act[k] != UINT32_MAX) {
+          if (replay_push(&t->q, &cap, 0, act[k], 0)) return -1;
+          act[k] = UINT32_MAX;
+          t->frees++;
+        }
+      }
+    }
+    for (int i = NL - 1; i >= 0; i--)
+      if (act[i] != UINT32_MAX) {
+        if (replay_push(&t->q, &cap, 0, act[i], 0)) return -1;
+        t->frees++;
+      }
+  }
+  bench_seq_peak(&t->q);
+  return 0;
+}
+
+/* PyTorch's smallest cap / peak live from shared/ANCHORS.md (H200, the
+ * workloads of samples/torch/record_traces.py at ANCHORS' sizes), matched
+ * by the trace's name: resnet, infer(ence), gpt (training). */
+static double replay_anchor(const char *name) {
+  char low[96];
+  size_t i;
+  for (i = 0; name[i] && i + 1 < sizeof low; i++)
+    low[i] = (char)tolower((unsigned char)name[i]);
+  low[i] = 0;
+  if (strstr(low, "resnet")) return 1.03;
+  if (strstr(low, "infer")) return 1.75; /* GPT-2 dynamic inference */
+  if (strstr(low, "gpt")) return 1.10;   /* GPT-2 training */
+  return 0;
+}
+
+/* ------------------------------------------------------ smallest pool */
+
+typedef struct replay_sim {
+  gpb_pool_t *pool;
+  void **ptrs;
+} replay_sim_t;
+
+static int sim_open(replay_sim_t *s, size_t pool_size, size_t min_block,
+                    gpb_policy_t policy) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_VIRTUAL;
+  cfg.pool_size = pool_size;
+  cfg.min_block = min_block;
+  cfg.policy = policy;
+  cfg.flags = GPB_CFG_NO_ENV;
+  int rc = gpb_pool_create(&cfg, &s->pool);
+  if (rc)
+    fprintf(stderr, "gpubuddy-bench: virtual pool of %zu bytes: %s: %s\n",
+            pool_size, gpb_strerror(rc), gpb_last_error_detail());
+  return rc;
+}
+
+/* 1 when the trace replays without a failed allocation, 0 when one
+ * fails, <0 on error. */
+static int replay_fits(const bench_seq_t *q, void **ptrs, size_t pool_size,
+                       size_t min_block, gpb_policy_t policy) {
+  replay_sim_t s;
+  if (sim_open(&s, pool_size, min_block, policy)) return -1;
+  int ok = 1;
+  for (size_t i = 0; i < q->n && ok; i++) {
+    const bench_op_t *op = &q->ops[i];
+    if (op->alloc) {
+      if (gpb_alloc(s.pool, (size_t)op->size, &ptrs[op->slot])) ok = 0;
+    } else if (ptrs[op->slot]) {
+      gpb_free(s.pool, ptrs[op->slot]);
+      ptrs[op->slot] = NULL;
+    }
+  }
+  memset(ptrs, 0, q->nslots * sizeof *ptrs);
+  gpb_pool_destroy(s.pool); /* live blocks die with the pool */
+  return ok;
+}
+
+static size_t replay_round(uint64_t v, size_t mb) {
+  return (size_t)((v + mb - 1) / mb * mb);
+}
+
+/* Smallest pool found for one policy, 0 when even 16 x peak fails. */
+static size_t replay_min_pool(const bench_seq_t *q, void **ptrs, size_t mb,
+                              gpb_policy_t policy, int *tries) {
+  uint64_t peak = q->peak_live ? q->peak_live : mb;
+  size_t lo = 0, hi = replay_round(peak, mb);
+  *tries = 0;
+  for (;;) {
+    int f = replay_fits(q, ptrs, hi, mb, policy);
+    ++*tries;
+    if (f < 0) return 0;
+    if (f) break;
+    lo = hi;
+    if (hi > 16 * peak) return 0;
+    hi = replay_round(hi + hi / 4, mb);
+  }
+  size_t res = replay_round(peak / 4096 > mb ? peak / 4096 : mb, mb);
+  while (hi - lo > res) {
+    size_t mid = replay_round(lo + (hi - lo) / 2, mb);
+    if (mid >= hi) mid = hi - mb;
+    if (mid <= lo) break;
+    int f = replay_fits(q, ptrs, mid, mb, policy);
+    ++*tries;
+    if (f < 0) return 0;
+    if (f) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+/* ------------------------------------------------- fragmentation plot */
+
+typedef struct frag_heap {
+  uint64_t *end; /* (end << 24 | slot) would overflow; keep pairs */
+  uint32_t *slot;
+  size_t n, cap;
+} frag_heap_t;
+
+static int heap_push(frag_heap_t *h, uint64_t end, uint32_t slot) {
+  if (h->n == h->cap) {
+    size_t nc = h->cap ? h->cap * 2 : 1024;
+    uint64_t *e = realloc(h->end, nc * sizeof *e);
+    if (!e) return -1;
+    h->end = e;
+    uint32_t *s = realloc(h->slot, nc * sizeof *s);
+    if (!s) return -1;
+    h->slot = s;
+    h->cap = nc;
+  }
+  size_t i = h->n++;
+  while (i > 0 && h->end[(i - 1) / 2] < end) {
+    h->end[i] = h->end[(i - 1) / 2];
+    h->slot[i] = h->slot[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h->end[i] = end;
+  h->slot[i] = slot;
+  return 0;
+}
+
+static void heap_pop(frag_heap_t *h) {
+  uint64_t e = h->end[--h->n];
+  uint32_t s = h->slot[h->n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= h->n) break;
+    if (c + 1 < h->n && h->end[c + 1] > h->end[c]) c++;
+    if (h->end[c] <= e) break;
+    h->end[i] = h->end[c];
+    h->slot[i] = h->slot[c];
+    i = c;
+  }
+  if (h->n) {
+    h->end[i] = e;
+    h->slot[i] = s;
+  }
+}
+
+/* Replays q at pool_size and fills, per op, the bytes in blocks and the
+ * footprint; requested bytes live go to req when non-NULL. */
+static int replay_frag(const bench_seq_t *q, void **ptrs, size_t pool_size,
+                       size_t mb, gpb_policy_t policy, double *req,
+                       double *blocks, double *foot) {
+  replay_sim_t s;
+  if (sim_open(&s, pool_size, mb, policy)) return -1;
+  gpb_pool_info_t info;
+  gpb_pool_info(s.pool, &info);
+  uint64_t *end = calloc(q->nslots ? q->nslots : 1, sizeof *end);
+  uint64_t *bsz = calloc(q->nslots ? q->nslots : 1, sizeof *bsz);
+  uint64_t *rsz = calloc(q->nslots ? q->nslots : 1, sizeof *rsz);
+  frag_heap_t h = {0};
+  int rc = (end && bsz && rsz) ? 0 : -1;
+  uint64_t live_req = 0, live_blk = 0;
+  for (size_t i = 0; i < q->n && rc == 0; i++) {
+    const bench_op_t *op = &q->ops[i];
+    uint32_t sl = op->slot;
+    if (op->alloc) {
+      if (gpb_alloc(s.pool, (size_t)op->size, &ptrs[sl]) == 0) {
+        size_t us = 0;
+        gpb_usable_size(s.pool, ptrs[sl], &us);
+        end[sl] = (uint64_t)((char *)ptrs[sl] - (char *)info.base) + us;
+        bsz[sl] = us;
+        rsz[sl] = op->size;
+        live_req += op->size;
+        live_blk += us;
+        if (heap_push(&h, end[sl], sl)) rc = -1;
+      }
+    } else if (ptrs[sl]) {
+      gpb_free(s.pool, ptrs[sl]);
+      ptrs[sl] = NULL;
+      live_req -= rsz[sl];
+      live_blk -= bsz[sl];
+      end[sl] = 0;
+    }
+    while (h.n && end[h.slot[0]] != h.end[0]) heap_pop(&h);
+    if (req) req[i] = (double)live_req;
+    blocks[i] = (double)live_blk;
+    foot[i] = h.n ? (double)h.end[0] : 0;
+  }
+  memset(ptrs, 0, q->nslots * sizeof *ptrs);
+  gpb_pool_destroy(s.pool);
+  free(end);
+  free(bsz);
+  free(rsz);
+  free(h.end);
+  free(h.slot);
+  return rc;
+}
+
+/* Keeps the largest value of each of `out` buckets so peaks survive. */
+static size_t replay_downsample(const double *v, size_t n, double *x,
+                                double *y, size_t out) {
+  if (n <= out) {
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (double)i;
+      y[i] = v[i];
+    }
+    return n;
+  }
+  for (size_t b = 0; b < out; b++) {
+    size_t s = b * n / out, e = (b + 1) * n / out;
+    double m = v[s];
+    for (size_t i = s; i < e; i++)
+      if (v[i] > m) m = v[i];
+    x[b] = (double)s;
+    y[b] = m;
+  }
+  return out;
+}
+
+/* ---------------------------------------------------------------- run */
+
+#define REPLAY_MAXPOL 8
+
+static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
+  const bench_opts_t *o = c->o;
+  bench_seq_t *q = &t->q;
+  size_t mb = o->trace_min_block;
+  char b1[24], b2[24];
+  bench_out(c, "== Trace %s: %zu ops (%llu allocs, %llu frees, %llu frees of "
+            "blocks from before the trace, %llu re-used ids), peak live %s ==\n",
+            t->name, q->n, (unsigned long long)t->allocs,
+            (unsigned long long)t->frees, (unsigned long long)t->unmatched,
+            (unsigned long long)t->reused,
+            bench_fmt_bytes((double)q->peak_live, b1, sizeof b1));
+  if (q->n == 0 || q->peak_live == 0) {
+    bench_out(c, "(nothing to replay)\n\n");
+    return 0;
+  }
+  void **ptrs = calloc(q->nslots, sizeof *ptrs);
+  if (!ptrs) return -1;
+
+  /* 1. Smallest pool per policy. */
+  gpb_policy_t pols[REPLAY_MAXPOL];
+  size_t minp[REPLAY_MAXPOL];
+  int npol = 0;
+  double anchor = replay_anchor(t->name);
+  bench_out(c, "smallest pool (virtual backend, %zu B min block, bisection "
+            "to %s):\n", mb,
+            bench_fmt_bytes((double)replay_round(q->peak_live / 4096 > mb
+                                                     ? q->peak_live / 4096 : mb,
+                                                 mb), b1, sizeof b1));
+  bench_out(c, "%-10s %14s %10s %8s %16s\n", "policy", "smallest pool",
+            "x peak", "replays", "PyTorch cap x");
+  for (int p = 0; npol < REPLAY_MAXPOL && strcmp(gpb_policy_name((gpb_policy_t)p), "?");
+       p++) {
+    gpb_policy_t pol = (gpb_policy_t)p;
+    bench_progress("trace %s: smallest pool, policy %s", t->name,
+                   gpb_policy_name(pol));
+    int tries = 0;
+    uint64_t t0 = bench_now();
+    size_t m = replay_min_pool(q, ptrs, mb, pol, &tries);
+    double secs = (double)(bench_now() - t0) / 1e9;
+    pols[npol] = pol;
+    minp[npol++] = m;
+    bench_trace_row_t *r = bench_report_trace(c->rep);
+    snprintf(r->trace, sizeof r->trace, "%s", t->name);
+    snprintf(r->policy, sizeof r->policy, "%s", gpb_policy_name(pol));
+    r->ops = q->n;
+    r->peak_live = q->peak_live;
+    r->min_pool = m;
+    r->ratio = m ? (double)m / (double)q->peak_live : 0;
+    r->anchor = anchor;
+    r->replays = tries;
+    char an[24] = "n/a";
+    if (anchor > 0) snprintf(an, sizeof an, "%.2f", anchor);
+    if (m)
+      bench_out(c, "%-10s %14s %9.3fx %8d %16s   (%.1f s)\n",
+                gpb_policy_name(pol), bench_fmt_bytes((double)m, b2, sizeof b2),
+                r->ratio, tries, an, secs);
+    else
+      bench_out(c, "%-10s %14s %10s %8d %16s\n", gpb_policy_name(pol),
+                "> 16x peak", "-", tries, an);
+  }
+
+  /* 2. Fragmentation over time, at a size every policy fits. */
+  size_t common = 0;
+  for (int i = 0; i < npol; i++)
+    if (minp[i] > common) common = minp[i];
+  if (common == 0) common = replay_round(q->peak_live * 2, mb);
+  char *path = bench_out_path(c, NULL);
+  if (path && bench_plot_available()) {
+    free(path);
+    size_t pts = 2000;
+    double *req = malloc(q->n * sizeof *req);
+    double *blk = malloc(q->n * sizeof *blk);
+    double *ft = malloc(q->n * sizeof *ft);
+    double *xs = malloc((size_t)(2 * npol + 1) * pts * sizeof *xs);
+    double *ys = malloc((size_t)(2 * npol + 1) * pts * sizeof *ys);
+    bench_series_t ser[2 * REPLAY_MAXPOL + 1];
+    char labels[2 * REPLAY_MAXPOL][48];
+    size_t nser = 0;
+    int ok = req && blk && ft && xs && ys;
+    for (int i = 0; ok && i < npol; i++) {
+      bench_progress("trace %s: fragmentation, policy %s", t->name,
+                     gpb_policy_name(pols[i]));
+      if (replay_frag(q, ptrs, common, mb, pols[i], i == 0 ? req : NULL, blk,
+                      ft)) {
+        ok = 0;
+        break;
+      }
+      const double *src[2] = {blk, ft};
+      for (int j = 0; j < 2; j++) {
+        double *x = xs + (nser * pts), *y = ys + (nser * pts);
+        size_t k = replay_downsample(src[j], q->n, x, y, pts);
+        snprintf(labels[2 * i + j], 48, "%s %s",
+                 j ? "FOOTPRINT" : "IN BLOCKS", gpb_policy_name(pols[i]));
+        ser[nser++] = (bench_series_t){labels[2 * i + j], x, y, k,
+                                       bench_colors[(i + 1) % 8], j};
+      }
+    }
+    if (ok) { /* requested last, so it is drawn on top */
+      double *x = xs + (nser * pts), *y = ys + (nser * pts);
+      size_t k = replay_downsample(req, q->n, x, y, pts);
+      ser[nser++] = (bench_series_t){"REQUESTED LIVE", x, y, k, 0x000000, 0};
+    }
+    if (ok) {
+      char file[160], title[160], hl[REPLAY_MAXPOL][48];
+      bench_plot_t pl;
+      memset(&pl, 0, sizeof pl);
+      snprintf(title, sizeof title, "%s: POOL %s", t->name,
+               bench_fmt_bytes((double)common, b1, sizeof b1));
+      for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
+      pl.title = title;
+      pl.xlabel = "OPERATION";
+      pl.ylabel = "BYTES";
+      pl.ybytes = 1;
+      pl.hline[0] = (double)q->peak_live;
+      pl.hlabel[0] = "PEAK LIVE";
+      for (int i = 0; i < npol && i < 3; i++) {
+        if (!minp[i]) continue;
+        snprintf(hl[i], sizeof hl[i], "SMALLEST POOL %s", gpb_policy_name(pols[i]));
+        for (char *s = hl[i]; *s; s++) *s = (char)toupper((unsigned char)*s);
+        pl.hline[i + 1] = (double)minp[i];
+        pl.hlabel[i + 1] = hl[i];
+      }
+      snprintf(file, sizeof file, "frag-%s.png", t->name);
+      path = bench_out_path(c, file);
+      if (path && bench_plot_write(path, &pl, ser, nser) == 0)
+        bench_progress("wrote %s", path);
+      free(path);
+    }
+    free(req);
+    free(blk);
+    free(ft);
+    free(xs);
+    free(ys);
+  } else {
+    free(path);
+  }
+
+  /* 3. Per-op latency of every contender on the same ops. */
+  char group[128];
+  snprintf(group, sizeof group, "trace:%s", t->name);
+  bench_samples_t al[8], fr[8];
+  for (int i = 0; i < c->ncont; i++) {
+    if (bench_samples_init(&al[i], q->n) || bench_samples_init(&fr[i], q->n)) {
+      free(ptrs);
+      return -1;
+    }
+    bench_progress("trace %s: latency, %s", t->name, c->cont[i].name);
+    size_t pool = replay_round(q->peak_live * 2, mb);
+    for (int p = 0; p < npol; p++)
+      if (pols[p] == c->cont[i].policy && minp[p] + minp[p] / 4 > pool)
+        pool = replay_round(minp[p] + minp[p] / 4, mb);
+#ifdef GPB_HAVE_CUDA
+    if (c->backend == GPB_BACKEND_DEVICE) {
+      size_t fm = bench_cuda_free_mem(o->device) / 10 * 8;
+      if (fm && pool > fm) pool = replay_round(fm - mb, mb);
+    }
+#endif
+    bench_alloc_t a;
+    if (bench_open_contender(c, i, pool, mb, &a)) continue;
+    bench_seq_run(&a, q, ptrs, NULL, NULL);
+    bench_seq_run(&a, q, ptrs, &al[i], &fr[i]);
+    bench_alloc_close(&a);
+    bench_lat_row_t *r = bench_report_lat(c->rep);
+    snprintf(r->group, sizeof r->group, "%s", group);
+    snprintf(r->label, sizeof r->label, "replay");
+    snprintf(r->alloc, sizeof r->alloc, "%s", c->cont[i].name);
+    snprintf(r->op, sizeof r->op, "alloc");
+    r->s = bench_summarize(&al[i]);
+    r = bench_report_lat(c->rep);
+    snprintf(r->group, sizeof r->group, "%s", group);
+    snprintf(r->label, sizeof r->label, "replay");
+    snprintf(r->alloc, sizeof r->alloc, "%s", c->cont[i].name);
+    snprintf(r->op, sizeof r->op, "free");
+    r->s = bench_summarize(&fr[i]);
+  }
+  bench_out(c, "per-op latency (one untimed pass first; gpubuddy pools at "
+            "2 x peak live or 1.25 x the smallest pool, whichever is larger):\n");
+  bench_print_lat_group(c, group);
+  path = bench_out_path(c, NULL);
+  if (path && bench_plot_available()) {
+    char file[160], title[160];
+    snprintf(file, sizeof file, "latency-trace-%s.png", t->name);
+    snprintf(title, sizeof title, "LATENCY CDF, TRACE %s", t->name);
+    for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
+    free(path);
+    path = bench_out_path(c, file);
+    const char *names[8];
+    bench_samples_t *pa[8], *pf[8];
+    for (int i = 0; i < c->ncont; i++) {
+      names[i] = c->cont[i].name;
+      pa[i] = &al[i];
+      pf[i] = &fr[i];
+    }
+    if (path && bench_plot_cdf(path, title, names, pa, pf, c->ncont) == 0)
+      bench_progress("wrote %s", path);
+  }
+  free(path);
+  for (int i = 0; i < c->ncont; i++) {
+    bench_samples_free(&al[i]);
+    bench_samples_free(&fr[i]);
+  }
+  free(ptrs);
+  return 0;
+}
+
+int bench_save_synthetic(const char *path, uint64_t seed, int steps) {
+  replay_trace_t t;
+  if (replay_synthetic(&t, seed, steps)) {
+    bench_seq_free(&t.q);
+    fprintf(stderr, "gpubuddy-bench: out of memory\n");
+    return -1;
+  }
+  gpb_trace_writer_t *w;
+  int rc = gpb_trace_writer_open(path, &w);
+  if (rc) {
+    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", path, gpb_strerror(rc),
+            gpb_last_error_detail());
+    bench_seq_free(&t.q);
+    return rc;
+  }
+  for (size_t i = 0; i < t.q.n && rc == 0; i++) {
+    gpb_trace_op_t op;
+    memset(&op, 0, sizeof op);
+    op.seq = i + 1;
+    op.time_ns = (uint64_t)i * 1000;
+    op.id = (uint64_t)t.q.ops[i].slot + 1;
+    op.size = t.q.ops[i].alloc ? t.q.ops[i].size : 0;
+    op.op = t.q.ops[i].alloc ? GPB_OP_ALLOC : GPB_OP_FREE;
+    rc = gpb_trace_write(w, &op);
+  }
+  int rc2 = gpb_trace_writer_close(w);
+  if (!rc) rc = rc2;
+  if (rc)
+    fprintf(stderr, "gpubuddy-bench: writing %s: %s: %s\n", path,
+            gpb_strerror(rc), gpb_last_error_detail());
+  bench_seq_free(&t.q);
+  return rc;
+}
+
+int bench_run_traces(bench_ctx_t *c) {
+  const bench_opts_t *o = c->o;
+  int err = 0;
+  for (size_t i = 0; i < o->ntraces; i++) {
+    replay_trace_t t;
+    bench_progress("loading trace %s", o->traces[i]);
+    if (replay_load(o->traces[i], &t)) {
+      bench_out(c, "== Trace %s: could not be read (see stderr) ==\n\n",
+                o->traces[i]);
+      err = -1;
+      continue;
+    }
+    if (replay_one(c, &t)) err = -1;
+    bench_seq_free(&t.q);
+  }
+  if (o->synthetic) {
+    replay_trace_t t;
+    if (replay_synthetic(&t, o->seed, BENCH_SYNTH_STEPS(o->quick))) {
+      bench_seq_free(&t.q);
+      return -1;
+    }
+    if (replay_one(c, &t)) err = -1;
+    bench_seq_free(&t.q);
+  }
+  return err;
+}

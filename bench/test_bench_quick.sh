@@ -1,0 +1,57 @@
+#!/bin/sh
+# test_bench_quick.sh: runs gpubuddy-bench --host --quick and checks that
+# the harness works: exit 0, every table header printed, every contender
+# measured, a trace written with gpb_trace_writer replayed through
+# gpb_trace_open, and the JSON, summary and plots written. It checks no
+# timing: speed belongs to the benchmark, not to the tests.
+set -u
+bench=${GPB_BENCH:-./bench/gpubuddy-bench}
+[ -x "$bench" ] || { echo "no $bench" >&2; exit 99; }
+out=$(mktemp -d "${TMPDIR:-/tmp}/gpb-bench.XXXXXX") || exit 99
+trap 'rm -rf "$out"' EXIT INT TERM
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$bench" --help >"$out/help" || fail "--help exited non-zero"
+grep -q -- '--quick' "$out/help" || fail "--help does not list --quick"
+"$bench" --no-such-option >/dev/null 2>&1 && fail "a bad option was accepted"
+"$bench" --pairs 0 >/dev/null 2>&1 && fail "--pairs 0 was accepted"
+"$bench" --only nosuch >/dev/null 2>&1 && fail "--only nosuch was accepted"
+"$bench" --quick --trace "$out/missing.gz" --only traces >/dev/null 2>&1 &&
+  fail "a missing trace file did not fail the run"
+
+"$bench" --quick --save-synthetic "$out/synth.trace.gz" ||
+  fail "--save-synthetic failed"
+[ -s "$out/synth.trace.gz" ] || fail "--save-synthetic wrote nothing"
+
+"$bench" --host --quick --trace "$out/synth.trace.gz" --synthetic \
+  --out "$out/run" >"$out/stdout" 2>"$out/stderr"
+rc=$?
+[ $rc -eq 0 ] || { cat "$out/stderr" >&2; fail "gpubuddy-bench --host --quick exited $rc"; }
+for h in "== Latency per call, fixed sizes" "== Latency per call, churn mix" \
+         "== Throughput" "== Trace synth: " "== Trace synthetic-dynamic" \
+         "smallest pool" "== Metadata and pool creation" "== Targets"; do
+  grep -q -- "$h" "$out/stdout" || fail "missing header: $h"
+done
+for a in gpubuddy gpubuddy-trim malloc; do
+  grep -q "^256 B  *$a " "$out/stdout" || fail "no 256 B row for $a"
+  grep -q "^mix  *$a " "$out/stdout" || fail "no churn row for $a"
+done
+# The file trace and the generated one are the same ops: same peak.
+p1=$(sed -n 's/^== Trace synth: .*peak live \(.*\) ==$/\1/p' "$out/stdout")
+p2=$(sed -n 's/^== Trace synthetic-dynamic: .*peak live \(.*\) ==$/\1/p' "$out/stdout")
+[ -n "$p1" ] && [ "$p1" = "$p2" ] || fail "trace file peak '$p1' != generated '$p2'"
+for f in results.txt results.json summary.md; do
+  [ -s "$out/run/$f" ] || fail "$f not written"
+done
+grep -q '"latency": \[' "$out/run/results.json" || fail "JSON has no latency"
+grep -q '"traces": \[' "$out/run/results.json" || fail "JSON has no traces"
+grep -q '"metadata": \[' "$out/run/results.json" || fail "JSON has no metadata"
+grep -q '^| 256 B | gpubuddy |' "$out/run/summary.md" || fail "summary has no table"
+if grep -q 'plots PNG' "$out/help"; then
+  for f in latency-fixed-256.png latency-churn.png frag-synth.png \
+           latency-trace-synth.png; do
+    [ -s "$out/run/$f" ] || fail "plot $f not written"
+  done
+fi
+echo "gpubuddy-bench --quick: ok"
+exit 0

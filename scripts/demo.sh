@@ -1,0 +1,71 @@
+#!/bin/sh
+# demo.sh [BUILDDIR]: the README's demo. Starts a sample workload that
+# publishes its pool live, and gpubuddy-view attached to it. With a display
+# ($DISPLAY or $WAYLAND_DISPLAY) the viewer opens a window (q quits);
+# without one it renders PNG frames headless and prints where they are.
+#
+# BUILDDIR is where `make` ran (default: ./build, else the current
+# directory). Environment:
+#   DEMO_SAMPLE=kvcache|churn|cnn|checkerboard   workload (default kvcache)
+#   DEMO_STEPS=N       workload steps (default 200000 windowed, 20000 headless)
+#   DEMO_PACE_US=N     microseconds between steps (default 200)
+#   DEMO_OUT=DIR       headless frames go here (default ./demo-out)
+#   DEMO_FRAMES=N      headless frames to write (default 20, every 500 ms)
+#   DEMO_BACKEND=B     auto|device|pinned|host (default auto: GPU if usable)
+set -eu
+
+build=${1:-}
+if [ -z "$build" ]; then
+  if [ -x build/gpubuddy-view ]; then build=build; else build=.; fi
+fi
+view=$build/gpubuddy-view
+sample_name=${DEMO_SAMPLE:-kvcache}
+sample=$build/samples/gpubuddy-sample-$sample_name
+if [ ! -x "$view" ]; then
+  echo "demo: $view not found: build first (./autogen.sh && ./configure &&" \
+       "make), and install libsdl2-dev so the viewer is built" >&2
+  exit 1
+fi
+if [ ! -x "$sample" ]; then
+  echo "demo: $sample not found (DEMO_SAMPLE=$sample_name)" >&2
+  exit 1
+fi
+
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then windowed=1; else windowed=0; fi
+if [ $windowed = 1 ]; then steps=${DEMO_STEPS:-200000}; else steps=${DEMO_STEPS:-20000}; fi
+pace=${DEMO_PACE_US:-200}
+name=demo-$$
+pid=
+
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT INT TERM
+
+echo "demo: starting $sample_name ($steps steps, ${pace} us apart), published as $name" >&2
+"$sample" --backend "${DEMO_BACKEND:-auto}" --publish "$name" --steps "$steps" \
+  --pace-us "$pace" --quiet >"${TMPDIR:-/tmp}/gpubuddy-demo-$$.log" 2>&1 &
+pid=$!
+
+# Wait for the pool to appear (the sample creates it at start).
+i=0
+until "$view" --list 2>/dev/null | grep -qx "$name"; do
+  i=$((i + 1))
+  if [ $i -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
+    echo "demo: the sample did not publish $name; its log:" >&2
+    cat "${TMPDIR:-/tmp}/gpubuddy-demo-$$.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+
+if [ $windowed = 1 ]; then
+  echo "demo: opening the viewer (h: keys, q: quit)" >&2
+  "$view" "$name"
+else
+  out=${DEMO_OUT:-demo-out}
+  echo "demo: no display: rendering frames headless into $out/" >&2
+  SDL_VIDEODRIVER=dummy "$view" "$name" --headless --frames "$out" \
+    --count "${DEMO_FRAMES:-20}" --interval-ms 500 --size 1280x800
+  echo "demo: frames written: $out/frame-000.png .. (open them with any image viewer)"
+fi

@@ -1,0 +1,36 @@
+/*
+ * fake_cudart.h: a CUDA runtime double for tests on machines without a
+ * GPU. fake_cudart.c defines the cuda* functions libgpubuddy calls; a test
+ * program linked with -export-dynamic interposes them on libcudart.
+ *
+ * Streams are counters: work queued and work done. An event recorded on a
+ * stream captures the work queued so far and is complete once that much
+ * is done; the test decides when work finishes. The fake is stricter than
+ * CUDA: every event call must run with the event's device current, which
+ * checks that the library switches devices.
+ */
+#ifndef GPB_FAKE_CUDART_H
+#define GPB_FAKE_CUDART_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct fake_counts {
+  uint64_t event_creates, event_destroys, records, queries, syncs;
+  uint64_t wrong_device; /* event used with another device current */
+  uint64_t set_device;
+} fake_counts_t;
+
+void fake_cuda_setup(int ndev, size_t free_bytes);
+extern fake_counts_t fake_counts;
+/* A new stream on `device` (never freed: tests are short). */
+void *fake_stream_create(int device);
+/* The default stream of `device` (what NULL means there). */
+void *fake_stream_default(int device);
+/* Queues one piece of work; returns its ticket. */
+uint64_t fake_stream_enqueue(void *stream);
+/* Completes all work queued so far on the stream. */
+void fake_stream_finish(void *stream);
+uint64_t fake_stream_done(void *stream);
+int fake_current_device(void);
+void fake_set_device(int device);
+#endif

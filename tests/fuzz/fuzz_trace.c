@@ -1,0 +1,56 @@
+/*
+ * fuzz_trace.c: libFuzzer target for the trace readers (native text,
+ * gzip-compressed native, RAPIDS RMM CSV).
+ *
+ * The readers take a path (they read through zlib's gz layer), so each
+ * input is written to one temporary file and read back to the end. Any
+ * outcome but a crash, a sanitizer report or a leak is fine; the target
+ * also checks the reader's own contract: an error comes with a message.
+ * Built by --enable-fuzzers (CC=clang) or tests/run-fuzzers.sh, with
+ * lib/trace.c compiled in so the parser is instrumented.
+ */
+#include "gpubuddy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char fuzz_path[64];
+
+static void fuzz_cleanup(void) {
+  if (fuzz_path[0]) unlink(fuzz_path);
+}
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+  if (!fuzz_path[0]) {
+    snprintf(fuzz_path, sizeof fuzz_path, "/tmp/gpb-fuzz-trace-%d", (int)getpid());
+    atexit(fuzz_cleanup);
+  }
+  FILE *f = fopen(fuzz_path, "wb");
+  if (!f) abort();
+  if (size && fwrite(data, 1, size, f) != size) abort();
+  if (fclose(f)) abort();
+
+  gpb_trace_reader_t *r;
+  int rc = gpb_trace_open(fuzz_path, &r);
+  if (rc) {
+    if (r != NULL || !*gpb_last_error_detail()) abort();
+    return 0;
+  }
+  gpb_trace_op_t op;
+  unsigned long n = 0;
+  while ((rc = gpb_trace_next(r, &op)) == 1) {
+    if (op.op != GPB_OP_ALLOC && op.op != GPB_OP_FREE) abort();
+    if (op.tag >= GPB_MAX_TAGS) abort();
+    n++;
+  }
+  if (rc < 0 && !*gpb_trace_error(r)) abort();
+  if (rc < 0 && gpb_trace_next(r, &op) != rc) abort(); /* errors stick */
+  (void)gpb_trace_format_name(r);
+  gpb_trace_close(r);
+  (void)n;
+  return 0;
+}

@@ -1,0 +1,58 @@
+#!/bin/sh
+# run-fuzzers.sh: builds the libFuzzer targets in a temporary directory and
+# runs each for a bounded time. Exits non-zero on a crash, a sanitizer
+# report or a build failure.
+#
+#   tests/run-fuzzers.sh [SECONDS]     (default 20 per target)
+#
+# Needs clang with libFuzzer and zlib headers. CC overrides the compiler.
+# A crash leaves its input in the temporary directory, which is then kept
+# and named. Seeds come from tests/data (a trace, an RMM log) and a few
+# inputs made here (a gzipped trace, a bad header).
+set -eu
+
+secs=${1:-20}
+case $secs in ''|*[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+cc=${CC:-clang}
+if ! command -v "$cc" >/dev/null 2>&1; then
+  echo "$0: $cc not found (needs clang with libFuzzer)" >&2
+  exit 2
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpb-fuzz.XXXXXX")
+keep=0
+cleanup() { if [ "$keep" = 0 ]; then rm -rf "$tmp"; fi; }
+trap cleanup EXIT
+
+flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+echo "building fuzz_trace in $tmp"
+"$cc" $flags -I"$top/include" -I"$top/lib" \
+  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace.c" "$top/lib/error.c" \
+  -lz -o "$tmp/fuzz_trace"
+
+# Seed corpus.
+mkdir -p "$tmp/corpus"
+cp "$top/tests/data/rmm_small.csv" "$tmp/corpus/rmm.csv"
+head -n 40 "$top/tests/data/torch_snapshot.expected" > "$tmp/corpus/native.trace"
+gzip -c "$tmp/corpus/native.trace" > "$tmp/corpus/native.trace.gz"
+printf '# gpubuddy-trace v1\n1 0 fail 0 4096 0 0x7\n2 5 free 0x10 0 0 0\n' \
+  > "$tmp/corpus/fail.trace"
+printf '# gpubuddy-trace v2\n' > "$tmp/corpus/v2.trace"
+
+status=0
+for t in fuzz_trace; do
+  echo "running $t for ${secs}s"
+  if ! (cd "$tmp" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        "./$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 corpus/ > "$t.log" 2>&1); then
+    echo "$t: FAILED; its log and crash input are kept in $tmp" >&2
+    tail -n 40 "$tmp/$t.log" >&2
+    keep=1
+    status=1
+  else
+    grep -E '^stat::number_of_executed_units|^Done' "$tmp/$t.log" || true
+  fi
+done
+exit $status

@@ -1,0 +1,419 @@
+/*
+ * test_gpu_fake.c: stream-ordered frees, device switching and the PyTorch
+ * entry points against the fake CUDA runtime (fake_cudart.c), so their
+ * logic is tested on every machine, GPU or not.
+ *
+ * A hook feeds every event of the pool into a block-map model and counts
+ * FAILs, so the event stream must stay valid through async frees, reuse
+ * and reaping. A seeded stress run keeps a shadow of the pending frees and
+ * checks the one rule that matters: a block freed on stream s is handed
+ * to another stream only after the work queued on s before the free is
+ * done.
+ */
+#include "testutil.h"
+#include "fake_cudart.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct watch {
+  gpb_model_t *model;
+  uint64_t fails, events;
+} watch_t;
+
+static void on_event(const gpb_event_t *ev, void *user) {
+  watch_t *w = user;
+  w->events++;
+  if (ev->type == GPB_EV_FAIL) w->fails++;
+  int rc = gpb_model_apply(w->model, ev);
+  if (rc) FAILF("model refused event %" PRIu64 " (%s): %s", ev->seq,
+                gpb_event_type_name(ev->type), gpb_last_error_detail());
+}
+
+static gpb_pool_t *make_pool(int device, size_t size, gpb_policy_t policy,
+                             watch_t *w) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.backend = GPB_BACKEND_DEVICE;
+  cfg.device = device;
+  cfg.pool_size = size;
+  cfg.min_block = 256;
+  cfg.policy = policy;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT_OK(gpb_model_create(info.managed_size, info.min_block, &w->model));
+  w->fails = w->events = 0;
+  ASSERT_OK(gpb_pool_set_hook(p, on_event, w));
+  return p;
+}
+
+/* Pool and model agree, invariants hold, and the caller's device (1) is
+ * still current. */
+static void check_pool(gpb_pool_t *p, watch_t *w) {
+  ASSERT_OK(gpb_pool_check(p));
+  ASSERT_OK(gpb_model_check(w->model));
+  gpb_stats_t a, b;
+  ASSERT_OK(gpb_pool_stats(p, &a));
+  ASSERT_OK(gpb_model_stats(w->model, &b));
+  ASSERT_U64_EQ(a.seq, b.seq);
+  ASSERT_U64_EQ(a.live_allocs, b.live_allocs);
+  ASSERT_U64_EQ(a.free_bytes, b.free_bytes);
+  ASSERT_U64_EQ(a.requested_bytes, b.requested_bytes);
+  ASSERT_EQ(fake_current_device(), 1);
+  ASSERT_U64_EQ(fake_counts.wrong_device, 0);
+}
+
+static void finish_pool(gpb_pool_t *p, watch_t *w) {
+  gpb_pool_destroy(p);
+  gpb_model_destroy(w->model);
+}
+
+static void test_basic(void) {
+  watch_t w;
+  gpb_pool_t *p = make_pool(0, 1 << 20, GPB_POLICY_BUDDY, &w);
+  void *s0 = fake_stream_create(0), *s1 = fake_stream_create(0);
+  gpb_stats_t st;
+  void *a, *b, *c;
+
+  ASSERT_OK(gpb_alloc_ex(p, 4000, 0, 3, s0, &a));
+  fake_stream_enqueue(s0); /* a kernel using a */
+  ASSERT_OK(gpb_free_async(p, a, s0));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 1); /* still allocated until s0 is done */
+  ASSERT_U64_EQ(st.frees, 0);
+  ASSERT_ERR(gpb_free(p, a), GPB_EDOUBLEFREE);
+  ASSERT_ERR(gpb_free_async(p, a, s0), GPB_EDOUBLEFREE);
+  ASSERT_ERR(gpb_free_async(p, (char *)a + 256, s0), GPB_EINTERIOR);
+  check_pool(p, &w);
+
+  /* Same stream, same order: reused at once, without waiting. */
+  uint64_t syncs = fake_counts.syncs;
+  ASSERT_OK(gpb_alloc_ex(p, 3000, 0, 5, s0, &b));
+  ASSERT(b == a);
+  ASSERT_U64_EQ(fake_counts.syncs, syncs);
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.allocs, 2);
+  ASSERT_U64_EQ(st.frees, 1);
+  ASSERT_U64_EQ(st.requested_bytes, 3000);
+  ASSERT_U64_EQ(st.tag_bytes[5], 4096);
+  ASSERT_U64_EQ(st.tag_bytes[3], 0);
+  size_t us;
+  ASSERT_OK(gpb_usable_size(p, b, &us));
+  ASSERT_U64_EQ(us, 4096);
+  check_pool(p, &w);
+
+  /* Another stream must not get it while s0's work runs. */
+  fake_stream_enqueue(s0);
+  ASSERT_OK(gpb_free_async(p, b, s0));
+  ASSERT_OK(gpb_alloc_ex(p, 4096, 0, 0, s1, &c));
+  ASSERT(c != b);
+  /* A different size on s0 does not take it either (exact-units rule). */
+  void *d;
+  ASSERT_OK(gpb_alloc_ex(p, 8192, 0, 0, s0, &d));
+  ASSERT(d != b);
+  /* Once the work is done, the next calls reap it: FREE goes out then. */
+  fake_stream_finish(s0);
+  ASSERT_OK(gpb_free(p, d));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 1);
+  ASSERT_OK(gpb_free_async(p, c, s1)); /* s1 has no work: done at once */
+  ASSERT_OK(gpb_pool_drain(p));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 0);
+  ASSERT_U64_EQ(st.free_bytes, 1 << 20);
+  ASSERT_U64_EQ(w.fails, 0);
+  check_pool(p, &w);
+
+  /* A stream of another device is refused; the block stays live. */
+  void *other = fake_stream_create(1);
+  ASSERT_OK(gpb_alloc_ex(p, 100, 0, 0, NULL, &a));
+  ASSERT_ERR(gpb_free_async(p, a, other), GPB_EINVAL);
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 1);
+  /* NULL means the pool device's default stream, whatever is current. */
+  fake_stream_enqueue(fake_stream_default(0));
+  ASSERT_OK(gpb_free_async(p, a, NULL));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 1);
+  ASSERT_OK(gpb_pool_drain(p));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 0);
+  ASSERT_U64_EQ(fake_stream_done(fake_stream_default(0)), 1);
+  /* Misuse through the async path is classified like gpb_free's. */
+  ASSERT_ERR(gpb_free_async(p, a, s0), GPB_EDOUBLEFREE);
+  ASSERT_ERR(gpb_free_async(p, (char *)a - 1, s0), GPB_EFOREIGN);
+  check_pool(p, &w);
+  finish_pool(p, &w);
+}
+
+/* Out of memory: done frees come back first; waiting is the last resort,
+ * and the FAILs of retried attempts are not emitted. */
+static void test_oom(void) {
+  watch_t w;
+  gpb_pool_t *p = make_pool(0, 1 << 20, GPB_POLICY_BUDDY, &w);
+  void *s0 = fake_stream_create(0), *s1 = fake_stream_create(0);
+  void *x, *y, *z;
+
+  ASSERT_OK(gpb_alloc_ex(p, 1 << 20, 0, 0, s0, &x));
+  uint64_t t = fake_stream_enqueue(s0);
+  ASSERT_OK(gpb_free_async(p, x, s0));
+  uint64_t syncs = fake_counts.syncs;
+  ASSERT_OK(gpb_alloc_ex(p, 1 << 20, 0, 0, s1, &y));
+  ASSERT(y == x);
+  ASSERT_U64_EQ(fake_counts.syncs, syncs + 1); /* the one wait */
+  ASSERT(fake_stream_done(s0) >= t);           /* s0's work finished first */
+  ASSERT_U64_EQ(w.fails, 0);
+
+  /* Done already: no wait at all. */
+  fake_stream_enqueue(s1);
+  ASSERT_OK(gpb_free_async(p, y, s1));
+  fake_stream_finish(s1);
+  syncs = fake_counts.syncs;
+  ASSERT_OK(gpb_alloc_ex(p, 1 << 19, 0, 0, s0, &x));
+  ASSERT_U64_EQ(fake_counts.syncs, syncs);
+  check_pool(p, &w);
+
+  /* Still out of memory after every pending free returned: one FAIL. */
+  ASSERT_OK(gpb_alloc_ex(p, 1 << 19, 0, 0, s0, &y));
+  fake_stream_enqueue(s0);
+  ASSERT_OK(gpb_free_async(p, x, s0));
+  ASSERT_ERR(gpb_alloc_ex(p, 1 << 20, 0, 0, s1, &z), GPB_ENOMEM);
+  ASSERT_U64_EQ(w.fails, 1);
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 1); /* x came back while trying */
+  ASSERT_U64_EQ(st.failures, 1);
+  /* Too big is never retried; one FAIL too. */
+  fake_stream_enqueue(s0);
+  ASSERT_OK(gpb_free_async(p, y, s0));
+  ASSERT_ERR(gpb_alloc_ex(p, 2 << 20, 0, 0, s1, &z), GPB_ETOOBIG);
+  ASSERT_U64_EQ(w.fails, 2);
+  ASSERT_OK(gpb_pool_drain(p));
+  check_pool(p, &w);
+  finish_pool(p, &w);
+}
+
+/* Reaping is bounded per call and every block comes back eventually. */
+static void test_reap(void) {
+  watch_t w;
+  gpb_pool_t *p = make_pool(0, 4 << 20, GPB_POLICY_TRIM, &w);
+  enum { NS = 6, NB = 120 };
+  void *s[NS], *b[NB];
+  for (int i = 0; i < NS; i++) s[i] = fake_stream_create(0);
+  for (int i = 0; i < NB; i++) ASSERT_OK(gpb_alloc_ex(p, 1000 + 37 * i, 0, 0, s[i % NS], &b[i]));
+  for (int i = 0; i < NB; i++) {
+    fake_stream_enqueue(s[i % NS]);
+    ASSERT_OK(gpb_free_async(p, b[i], s[i % NS]));
+  }
+  for (int i = 0; i < NS; i++) fake_stream_finish(s[i]);
+  gpb_stats_t st;
+  int calls = 0;
+  do {
+    uint64_t q = fake_counts.queries;
+    void *x;
+    ASSERT_OK(gpb_alloc_ex(p, 64, 0, 0, NULL, &x));
+    ASSERT(fake_counts.queries - q <= 8);
+    ASSERT_OK(gpb_free(p, x));
+    ASSERT(fake_counts.queries - q <= 16);
+    ASSERT_OK(gpb_pool_stats(p, &st));
+    ASSERT(++calls < 100);
+  } while (st.live_allocs);
+  ASSERT_U64_EQ(st.frees, NB + calls);
+  /* Events are recycled, not created per free. */
+  uint64_t made = fake_counts.event_creates;
+  for (int r = 0; r < 5; r++) {
+    for (int i = 0; i < 20; i++) {
+      ASSERT_OK(gpb_alloc_ex(p, 5000, 0, 0, s[0], &b[i]));
+      ASSERT_OK(gpb_free_async(p, b[i], s[0]));
+    }
+    ASSERT_OK(gpb_pool_drain(p));
+  }
+  ASSERT(fake_counts.event_creates == made);
+  check_pool(p, &w);
+  finish_pool(p, &w);
+}
+
+/* Seeded stress with a shadow of pending frees. */
+typedef struct shadow {
+  char *p;
+  size_t size;
+  void *stream;
+  uint64_t ticket; /* pending: work on `stream` up to here */
+  int live, pending;
+} shadow_t;
+
+static void test_stress(uint64_t *rng) {
+  watch_t w;
+  static const gpb_policy_t pol[] = {GPB_POLICY_BUDDY, GPB_POLICY_TRIM,
+                                     GPB_POLICY_BESTFIT};
+  gpb_pool_t *p = make_pool(0, 2 << 20, pol[rng_below(rng, 3)], &w);
+  enum { NS = 3, NSH = 200 };
+  void *s[NS];
+  for (int i = 0; i < NS; i++) s[i] = fake_stream_create(0);
+  shadow_t sh[NSH];
+  memset(sh, 0, sizeof sh);
+  int steps = (int)(20000 * test_scale());
+  uint64_t reused = 0, waited0 = fake_counts.syncs;
+  for (int step = 0; step < steps; step++) {
+    int i = (int)rng_below(rng, NSH);
+    uint32_t what = (uint32_t)rng_below(rng, 10);
+    if (what == 0) {
+      fake_stream_finish(s[rng_below(rng, NS)]);
+    } else if (what == 1) {
+      fake_stream_enqueue(s[rng_below(rng, NS)]);
+    } else if (!sh[i].live) {
+      void *st = s[rng_below(rng, NS)];
+      size_t size = 1 + rng_below(rng, 1u << (6 + rng_below(rng, 12)));
+      void *x;
+      int rc = gpb_alloc_ex(p, size, 0, 0, st, &x);
+      if (rc == GPB_ENOMEM || rc == GPB_ETOOBIG) continue;
+      ASSERT_OK(rc);
+      /* Any pending block it overlaps must be of this stream, or done. */
+      for (int j = 0; j < NSH; j++) {
+        if (!sh[j].pending) continue;
+        if ((char *)x < sh[j].p + sh[j].size && sh[j].p < (char *)x + size) {
+          if (sh[j].stream != st && fake_stream_done(sh[j].stream) < sh[j].ticket)
+            FAILF("step %d: block of a free on stream %p handed to stream %p "
+                  "before that stream's work was done", step, sh[j].stream, st);
+          if (sh[j].stream == st) reused++;
+          sh[j].pending = 0;
+        }
+      }
+      sh[i] = (shadow_t){x, size, st, 0, 1, 0};
+    } else if (what < 8) {
+      /* Work on the block's stream, then free it there. */
+      sh[i].ticket = fake_stream_enqueue(sh[i].stream);
+      ASSERT_OK(gpb_free_async(p, sh[i].p, sh[i].stream));
+      sh[i].live = 0;
+      sh[i].pending = 1;
+    } else {
+      ASSERT_OK(gpb_free(p, sh[i].p));
+      sh[i].live = 0;
+    }
+    if (step % 997 == 0) check_pool(p, &w);
+  }
+  for (int i = 0; i < NSH; i++)
+    if (sh[i].live) ASSERT_OK(gpb_free(p, sh[i].p));
+  ASSERT_OK(gpb_pool_drain(p));
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 0);
+  ASSERT_U64_EQ(st.allocs, st.frees);
+  ASSERT_U64_EQ(w.fails, st.failures);
+  check_pool(p, &w);
+  printf("stress: %" PRIu64 " allocs, %" PRIu64 " same-stream reuses, %" PRIu64
+         " waits, %" PRIu64 " failures\n", st.allocs, reused,
+         fake_counts.syncs - waited0, st.failures);
+  finish_pool(p, &w);
+}
+
+/* Two pools on one device and one on another, driven from a third
+ * current device. */
+static void test_devices(void) {
+  watch_t w0, w1, w2;
+  gpb_pool_t *p0 = make_pool(0, 1 << 20, GPB_POLICY_BUDDY, &w0);
+  gpb_pool_t *p1 = make_pool(0, 1 << 20, GPB_POLICY_BUDDY, &w1);
+  gpb_pool_t *p2 = make_pool(2, 1 << 20, GPB_POLICY_BUDDY, &w2);
+  void *s0 = fake_stream_create(0), *s2 = fake_stream_create(2);
+  void *a, *b, *c;
+  ASSERT_OK(gpb_alloc_ex(p0, 512, 0, 0, s0, &a));
+  ASSERT_OK(gpb_alloc_ex(p1, 512, 0, 0, s0, &b));
+  ASSERT_OK(gpb_alloc_ex(p2, 512, 0, 0, s2, &c));
+  fake_stream_enqueue(s0);
+  fake_stream_enqueue(s2);
+  ASSERT_OK(gpb_free_async(p0, a, s0));
+  ASSERT_ERR(gpb_free(p1, a), GPB_EFOREIGN);
+  ASSERT_OK(gpb_free_async(p1, b, s0));
+  ASSERT_ERR(gpb_free_async(p2, c, s0), GPB_EINVAL); /* s0 is on device 0 */
+  ASSERT_OK(gpb_free_async(p2, c, s2));
+  ASSERT_OK(gpb_pool_drain(p0));
+  ASSERT_OK(gpb_pool_drain(p1));
+  ASSERT_OK(gpb_pool_drain(p2));
+  check_pool(p0, &w0);
+  check_pool(p1, &w1);
+  check_pool(p2, &w2);
+  finish_pool(p0, &w0);
+  finish_pool(p1, &w1);
+  finish_pool(p2, &w2);
+}
+
+/* The PyTorch entry points: lazy pools per device, env config, counters. */
+static void test_torch(void) {
+  setenv("GPB_TORCH_POOL_SIZE", "4M", 1);
+  setenv("GPB_TORCH_POLICY", "buddy", 1);
+  void *s0 = fake_stream_create(0);
+  gpb_stats_t st;
+  ASSERT_ERR(gpb_torch_stats(0, &st), GPB_ENOTFOUND);
+  void *a = gpb_torch_malloc(1000, 0, s0);
+  void *b = gpb_torch_malloc(2 << 20, 0, s0);
+  ASSERT(a && b);
+  ASSERT(gpb_torch_malloc(3 << 20, 0, s0) == NULL); /* 4 MiB pool */
+  ASSERT_EQ(fake_current_device(), 1);
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(gpb_torch_pool(0), &info));
+  ASSERT_U64_EQ(info.pool_size, 4 << 20);
+  ASSERT_U64_EQ(info.min_block, 512);
+  ASSERT_EQ(info.policy, GPB_POLICY_BUDDY);
+  ASSERT_EQ(info.device, 0);
+  fake_stream_enqueue(s0);
+  gpb_torch_free(a, 1000, 0, s0);
+  gpb_torch_free(b, 2 << 20, 0, s0);
+  gpb_torch_free(NULL, 0, 0, s0);
+  ASSERT_OK(gpb_torch_stats(0, &st));
+  ASSERT_U64_EQ(st.live_allocs, 2); /* pending on s0 */
+  ASSERT_OK(gpb_torch_drain(0));
+  ASSERT_OK(gpb_torch_stats(0, &st));
+  uint64_t m, f, fr;
+  ASSERT_OK(gpb_torch_calls(0, &m, &f, &fr));
+  ASSERT_U64_EQ(m, 2);
+  ASSERT_U64_EQ(f, 1);
+  ASSERT_U64_EQ(fr, 2);
+  ASSERT_U64_EQ(st.allocs, m);
+  ASSERT_U64_EQ(st.frees, fr);
+  ASSERT_U64_EQ(st.live_allocs, 0);
+
+  /* A percentage of the device's free memory (the fake has 64 MiB). */
+  setenv("GPB_TORCH_POOL_SIZE", "50%", 1);
+  unsetenv("GPB_TORCH_POLICY");
+  void *c = gpb_torch_malloc(512, 2, NULL);
+  ASSERT(c);
+  ASSERT_OK(gpb_pool_info(gpb_torch_pool(2), &info));
+  ASSERT_U64_EQ(info.pool_size, 32 << 20);
+  ASSERT_EQ(info.policy, GPB_POLICY_TRIM);
+  gpb_torch_free(c, 512, 2, NULL);
+  ASSERT_OK(gpb_torch_drain(2));
+
+  /* A bad setting: the pool is refused once, then NULL at once. */
+  setenv("GPB_TORCH_POOL_SIZE", "150%", 1);
+  ASSERT(gpb_torch_malloc(512, 3, NULL) == NULL);
+  ASSERT(gpb_torch_malloc(512, 3, NULL) == NULL);
+  ASSERT(gpb_torch_pool(3) == NULL);
+  ASSERT_OK(gpb_torch_calls(3, &m, &f, &fr));
+  ASSERT_U64_EQ(f, 2);
+  ASSERT(gpb_torch_malloc(512, -1, NULL) == NULL);
+  ASSERT(gpb_torch_malloc(512, 1000, NULL) == NULL);
+  ASSERT_ERR(gpb_torch_calls(1000, &m, &f, &fr), GPB_EINVAL);
+  ASSERT_EQ(fake_current_device(), 1);
+  ASSERT_U64_EQ(fake_counts.wrong_device, 0);
+  /* The torch pools live until exit, like PyTorch's allocator. */
+}
+
+int main(void) {
+  uint64_t rng = test_seed();
+  fake_cuda_setup(4, (size_t)64 << 20);
+  fake_set_device(1); /* the caller works on another device */
+  test_basic();
+  test_oom();
+  test_reap();
+  test_devices();
+  for (int r = 0; r < 6; r++) test_stress(&rng);
+  ASSERT_U64_EQ(fake_counts.event_creates, fake_counts.event_destroys);
+  test_torch();
+  printf("fake: %" PRIu64 " events made, %" PRIu64 " records, %" PRIu64
+         " queries, %" PRIu64 " waits\n", fake_counts.event_creates,
+         fake_counts.records, fake_counts.queries, fake_counts.syncs);
+  return 0;
+}

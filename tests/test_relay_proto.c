@@ -1,0 +1,339 @@
+/*
+ * test_relay_proto.c: the relay wire codec (lib/netproto.c) on its own.
+ *
+ * Events and keyframes come from a real pool run (a hook collects every
+ * event; the visitor gives the blocks), go through the encoders, and must
+ * decode to exactly what went in, with and without zlib. Then every
+ * truncation and many random corruptions of valid payloads and headers
+ * must decode cleanly or fail with GPB_EFORMAT/GPB_EVERSION: never crash,
+ * never read out of bounds (run under ASan/UBSan).
+ */
+#include "netproto.h"
+#include "testutil.h"
+
+#include <zlib.h>
+
+typedef struct evlog {
+  gpb_event_t *ev;
+  size_t n, cap;
+} evlog_t;
+
+static void log_hook(const gpb_event_t *ev, void *user) {
+  evlog_t *l = user;
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 1024;
+    l->ev = realloc(l->ev, l->cap * sizeof *l->ev);
+    ASSERT(l->ev);
+  }
+  l->ev[l->n++] = *ev;
+}
+
+typedef struct blocks {
+  gpb_block_info_t *b;
+  size_t n, cap;
+} blocks_t;
+
+static int collect(const gpb_block_info_t *b, void *user) {
+  blocks_t *v = user;
+  if (v->n == v->cap) {
+    v->cap = v->cap ? v->cap * 2 : 1024;
+    v->b = realloc(v->b, v->cap * sizeof *v->b);
+    ASSERT(v->b);
+  }
+  v->b[v->n++] = *b;
+  return 0;
+}
+
+/* A pool with trim policy (multi-block allocations), tags, streams,
+ * failures; returns its event log and final blocks. */
+static gpb_pool_t *make_pool(uint64_t *seed, evlog_t *log) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_VIRTUAL;
+  cfg.pool_size = (8u << 20) + (3u << 12); /* several roots */
+  cfg.min_block = 256;
+  cfg.policy = GPB_POLICY_TRIM;
+  cfg.flags = GPB_CFG_NO_ENV;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  ASSERT_OK(gpb_pool_set_hook(p, log_hook, log));
+  void *live[512] = {0};
+  int ops = (int)(20000 * test_scale());
+  for (int i = 0; i < ops; i++) {
+    int k = (int)rng_below(seed, 512);
+    if (live[k]) {
+      ASSERT_OK(gpb_free(p, live[k]));
+      live[k] = NULL;
+    } else {
+      size_t sz = (size_t)1 << rng_below(seed, 18);
+      sz += rng_below(seed, sz);
+      int rc = gpb_alloc_ex(p, sz, 0, (uint32_t)rng_below(seed, 8),
+                            (void *)(uintptr_t)rng_below(seed, 3), &live[k]);
+      ASSERT(rc == 0 || rc == GPB_ENOMEM || rc == GPB_ETOOBIG);
+    }
+  }
+  return p;
+}
+
+static void check_events(const evlog_t *log, uint32_t shift, int z) {
+  gpb_np_evenc_t enc;
+  gpb_np_buf_t raw = {0}, fr = {0};
+  gpb_event_t *dec = malloc(GPB_NP_BATCH_MAX * sizeof *dec);
+  uint8_t *scratch = malloc(GPB_NP_MAX_RAW);
+  char err[GPB_NP_ERRLEN];
+  gpb__np_evenc_init(&enc, shift);
+  size_t at = 0, bytes = 0;
+  while (at < log->n) {
+    size_t start = at;
+    size_t want = 1 + (at * 7919) % GPB_NP_BATCH_MAX; /* varied batch sizes */
+    while (at < log->n && at - start < want) gpb__np_evenc_add(&enc, &log->ev[at++]);
+    ASSERT_OK(gpb__np_evenc_finish(&enc, &raw));
+    fr.len = 0;
+    ASSERT_OK(gpb__np_frame(&fr, GPB_NP_EVENTS, raw.p, raw.len, z));
+    bytes += fr.len;
+    gpb_np_hdr_t h;
+    ASSERT_OK(gpb__np_hdr_parse(fr.p, &h, err));
+    ASSERT_EQ(h.type, GPB_NP_EVENTS);
+    ASSERT_EQ(h.len + GPB_NP_HDR, fr.len);
+    const uint8_t *p;
+    ASSERT_OK(gpb__np_payload(&h, fr.p + GPB_NP_HDR, scratch, &p, err));
+    size_t n;
+    ASSERT_OK(gpb__np_events_get(p, h.raw_len, shift, dec, GPB_NP_BATCH_MAX, &n, err));
+    ASSERT_EQ(n, at - start);
+    for (size_t i = 0; i < n; i++) {
+      const gpb_event_t *a = &log->ev[start + i], *b = &dec[i];
+      ASSERT_U64_EQ(a->seq, b->seq);
+      ASSERT_U64_EQ(a->time_ns, b->time_ns);
+      ASSERT_U64_EQ(a->offset, b->offset);
+      ASSERT_U64_EQ(a->size, b->size);
+      ASSERT_U64_EQ(a->requested, b->requested);
+      ASSERT_U64_EQ(a->stream, b->stream);
+      ASSERT_EQ(a->tag, b->tag);
+      ASSERT_EQ(a->type, b->type);
+      ASSERT_EQ(a->order, b->order);
+    }
+    /* Every truncation of the payload fails cleanly. */
+    if (start == 0) {
+      for (size_t cut = 0; cut < raw.len; cut++)
+        ASSERT_ERR(gpb__np_events_get(raw.p, cut, shift, dec, GPB_NP_BATCH_MAX,
+                                      &n, err), GPB_EFORMAT);
+    }
+  }
+  printf("events: %zu in %zu bytes (%.2f bytes/event)%s\n", log->n, bytes,
+         (double)bytes / (double)log->n, z ? " zlib" : "");
+  gpb__np_evenc_free(&enc);
+  gpb__np_buf_free(&raw);
+  gpb__np_buf_free(&fr);
+  free(dec);
+  free(scratch);
+}
+
+static void check_keyframe(gpb_pool_t *p) {
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  blocks_t v = {0};
+  ASSERT_OK(gpb_pool_visit(p, collect, &v));
+  gpb_np_buf_t b = {0};
+  gpb__np_put_u32(&b, (uint32_t)v.n);
+  for (size_t i = 0; i < v.n; i++) gpb__np_block_put(&b, &v.b[i]);
+  ASSERT(!b.oom);
+  gpb_block_info_t *out = calloc(v.n, sizeof *out);
+  gpb_np_keydec_t d;
+  gpb__np_keydec_init(&d, &info);
+  char err[GPB_NP_ERRLEN];
+  size_t n;
+  ASSERT_OK(gpb__np_key_blocks_get(&d, b.p, b.len, out, v.n, &n, err));
+  ASSERT_EQ(n, v.n);
+  ASSERT(memcmp(out, v.b, n * sizeof *out) == 0);
+  /* The decoded list loads into a model equal to the pool. */
+  gpb_model_t *m;
+  gpb_stats_t ps;
+  ASSERT_OK(gpb_pool_stats(p, &ps));
+  ASSERT_OK(gpb_model_create(info.managed_size, info.min_block, &m));
+  ASSERT_OK(gpb_model_load(m, out, n, ps.seq));
+  ASSERT_OK(gpb_model_check(m));
+  /* Truncations and a too-small out array fail cleanly. */
+  for (size_t cut = 0; cut < b.len; cut += 1 + cut / 64) {
+    gpb__np_keydec_init(&d, &info);
+    ASSERT_ERR(gpb__np_key_blocks_get(&d, b.p, cut, out, v.n, &n, err),
+               GPB_EFORMAT);
+  }
+  if (v.n > 1) {
+    gpb__np_keydec_init(&d, &info);
+    ASSERT_ERR(gpb__np_key_blocks_get(&d, b.p, b.len, out, v.n - 1, &n, err),
+               GPB_EFORMAT);
+  }
+  printf("keyframe: %zu blocks in %zu bytes\n", v.n, b.len);
+  gpb_model_destroy(m);
+  gpb__np_buf_free(&b);
+  free(out);
+  free(v.b);
+}
+
+static void check_small_payloads(gpb_pool_t *p) {
+  char err[GPB_NP_ERRLEN];
+  gpb_np_buf_t b = {0};
+  /* HELLO */
+  uint32_t ver, flags;
+  char tok[GPB_NP_TOKEN_MAX + 1];
+  size_t tl;
+  gpb__np_hello_put(&b, GPB_NP_HELLO_ZLIB, "s3cret");
+  ASSERT_OK(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, err));
+  ASSERT_EQ(ver, GPB_NP_VERSION);
+  ASSERT_EQ(flags, GPB_NP_HELLO_ZLIB);
+  ASSERT(strcmp(tok, "s3cret") == 0 && tl == 6);
+  for (size_t cut = 0; cut < b.len; cut++)
+    ASSERT_ERR(gpb__np_hello_get(b.p, cut, &ver, &flags, tok, &tl, err), GPB_EFORMAT);
+  gpb__np_put_u8(&b, 0);
+  ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, err), GPB_EFORMAT);
+  b.p[9] = 0x10, b.p[8] = 0x01; /* token length 4097 */
+  ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, err), GPB_EFORMAT);
+  /* INFO */
+  gpb_pool_info_t in, out;
+  ASSERT_OK(gpb_pool_info(p, &in));
+  b.len = 0;
+  gpb__np_info_put(&b, &in);
+  ASSERT_OK(gpb__np_info_get(b.p, b.len, &out, err));
+  ASSERT_U64_EQ(out.managed_size, in.managed_size);
+  ASSERT_U64_EQ(out.pool_size, in.pool_size);
+  ASSERT_U64_EQ(out.min_block, in.min_block);
+  ASSERT_EQ(out.num_orders, in.num_orders);
+  ASSERT_EQ(out.backend, in.backend);
+  ASSERT_EQ(out.policy, in.policy);
+  ASSERT(out.base == in.base);
+  b.p[16] = 100; /* min_block 100 */
+  ASSERT_ERR(gpb__np_info_get(b.p, b.len, &out, err), GPB_EFORMAT);
+  ASSERT(strstr(err, "min_block"));
+  for (size_t cut = 0; cut < b.len; cut++)
+    ASSERT_ERR(gpb__np_info_get(b.p, cut, &out, err), GPB_EFORMAT);
+  /* KEY_END */
+  gpb_stats_t s, s2;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  b.len = 0;
+  gpb__np_key_end_put(&b, 77, &s);
+  uint64_t seq;
+  ASSERT_OK(gpb__np_key_end_get(b.p, b.len, &seq, &s2, err));
+  ASSERT_U64_EQ(seq, 77);
+  ASSERT_U64_EQ(s2.allocs, s.allocs);
+  ASSERT_U64_EQ(s2.merges, s.merges);
+  ASSERT_U64_EQ(s2.free_peak, s.free_peak);
+  ASSERT_ERR(gpb__np_key_end_get(b.p, b.len - 1, &seq, &s2, err), GPB_EFORMAT);
+  /* BYE: control characters never reach a log. */
+  int32_t code;
+  char msg[GPB_NP_MSG_MAX + 1];
+  b.len = 0;
+  gpb__np_bye_put(&b, GPB_EPERM, "no\x1b[2J entry");
+  ASSERT_OK(gpb__np_bye_get(b.p, b.len, &code, msg, err));
+  ASSERT_EQ(code, GPB_EPERM);
+  ASSERT(strcmp(msg, "no?[2J entry") == 0);
+  gpb__np_buf_free(&b);
+  /* Tokens. */
+  ASSERT(gpb__np_token_eq("abc", "abc"));
+  ASSERT(gpb__np_token_eq("", NULL));
+  ASSERT(!gpb__np_token_eq("abc", "abd"));
+  ASSERT(!gpb__np_token_eq("abc", "ab"));
+  ASSERT(!gpb__np_token_eq("abc", NULL));
+}
+
+static void check_headers(uint64_t *seed) {
+  char err[GPB_NP_ERRLEN];
+  gpb_np_buf_t b = {0};
+  uint8_t payload[300];
+  for (size_t i = 0; i < sizeof payload; i++) payload[i] = (uint8_t)(i % 7);
+  ASSERT_OK(gpb__np_frame(&b, GPB_NP_KEY_BLOCKS, payload, sizeof payload, 6));
+  gpb_np_hdr_t h;
+  ASSERT_OK(gpb__np_hdr_parse(b.p, &h, err));
+  ASSERT(h.flags & GPB_NP_FLAG_ZLIB); /* it compresses */
+  ASSERT(h.len < h.raw_len);
+  uint8_t *scratch = malloc(GPB_NP_MAX_RAW);
+  const uint8_t *p;
+  ASSERT_OK(gpb__np_payload(&h, b.p + GPB_NP_HDR, scratch, &p, err));
+  ASSERT(memcmp(p, payload, sizeof payload) == 0);
+  /* The header's own checks. */
+  uint8_t x[GPB_NP_HDR];
+  memcpy(x, b.p, sizeof x);
+  x[0] ^= 1;
+  ASSERT_ERR(gpb__np_hdr_parse(x, &h, err), GPB_EFORMAT);
+  ASSERT(strstr(err, "magic"));
+  memcpy(x, b.p, sizeof x), x[4] = 2;
+  ASSERT_ERR(gpb__np_hdr_parse(x, &h, err), GPB_EVERSION);
+  memcpy(x, b.p, sizeof x), x[5] = 0;
+  ASSERT_ERR(gpb__np_hdr_parse(x, &h, err), GPB_EFORMAT);
+  memcpy(x, b.p, sizeof x), x[5] = 99;
+  ASSERT_ERR(gpb__np_hdr_parse(x, &h, err), GPB_EFORMAT);
+  memcpy(x, b.p, sizeof x), x[6] |= 2;
+  ASSERT_ERR(gpb__np_hdr_parse(x, &h, err), GPB_EFORMAT);
+  memcpy(x, b.p, sizeof x), x[15] = 0x7f; /* raw length 2 GiB */
+  ASSERT_ERR(gpb__np_hdr_parse(x, &h, err), GPB_EFORMAT);
+  memcpy(x, b.p, sizeof x), x[6] = 0; /* plain, lengths differ */
+  ASSERT_ERR(gpb__np_hdr_parse(x, &h, err), GPB_EFORMAT);
+  /* A corrupted zlib payload, or one that inflates to another length. */
+  ASSERT_OK(gpb__np_hdr_parse(b.p, &h, err));
+  for (int t = 0; t < 200; t++) {
+    uint8_t *copy = malloc(h.len);
+    memcpy(copy, b.p + GPB_NP_HDR, h.len);
+    copy[rng_below(seed, h.len)] ^= (uint8_t)(1 + rng_below(seed, 255));
+    int rc = gpb__np_payload(&h, copy, scratch, &p, err);
+    ASSERT(rc == 0 || rc == GPB_EFORMAT);
+    free(copy);
+  }
+  h.raw_len -= 1;
+  ASSERT_ERR(gpb__np_payload(&h, b.p + GPB_NP_HDR, scratch, &p, err), GPB_EFORMAT);
+  /* A varint too long for 64 bits. */
+  uint8_t v[11];
+  memset(v, 0xff, sizeof v);
+  gpb_np_rd_t r = {v, sizeof v, 0, 0};
+  (void)gpb__np_get_var(&r);
+  ASSERT(r.bad);
+  free(scratch);
+  gpb__np_buf_free(&b);
+}
+
+/* Random byte flips in valid event payloads: decode or refuse, no crash. */
+static void check_flips(const evlog_t *log, uint32_t shift, uint64_t *seed) {
+  gpb_np_evenc_t enc;
+  gpb_np_buf_t raw = {0};
+  gpb_event_t *dec = malloc(GPB_NP_BATCH_MAX * sizeof *dec);
+  char err[GPB_NP_ERRLEN];
+  gpb__np_evenc_init(&enc, shift);
+  size_t n = log->n < 500 ? log->n : 500;
+  for (size_t i = 0; i < n; i++) gpb__np_evenc_add(&enc, &log->ev[i]);
+  ASSERT_OK(gpb__np_evenc_finish(&enc, &raw));
+  int refused = 0, trials = (int)(5000 * test_scale());
+  for (int t = 0; t < trials; t++) {
+    uint8_t *c = malloc(raw.len);
+    memcpy(c, raw.p, raw.len);
+    for (int k = 0; k < 3; k++)
+      c[rng_below(seed, raw.len)] = (uint8_t)rng_next(seed);
+    size_t got;
+    int rc = gpb__np_events_get(c, raw.len, shift, dec, GPB_NP_BATCH_MAX, &got, err);
+    ASSERT(rc == 0 || rc == GPB_EFORMAT);
+    refused += rc != 0;
+    free(c);
+  }
+  printf("flips: %d of %d corrupted batches refused by the codec\n", refused,
+         trials);
+  gpb__np_evenc_free(&enc);
+  gpb__np_buf_free(&raw);
+  free(dec);
+}
+
+int main(void) {
+  uint64_t seed = test_seed();
+  evlog_t log = {0};
+  gpb_pool_t *p = make_pool(&seed, &log);
+  ASSERT(log.n > 1000);
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  uint32_t shift = (uint32_t)__builtin_ctzll(info.min_block);
+  check_events(&log, shift, 0);
+  check_events(&log, shift, 1);
+  check_keyframe(p);
+  check_small_payloads(p);
+  check_headers(&seed);
+  check_flips(&log, shift, &seed);
+  gpb_pool_destroy(p);
+  free(log.ev);
+  printf("ok\n");
+  return 0;
+}

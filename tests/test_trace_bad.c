@@ -1,0 +1,288 @@
+/*
+ * test_trace_bad.c: malformed input for every trace parser.
+ *
+ * Each case is a file's content, the code the reader must return (at open
+ * or from gpb_trace_next) and the line its message must name. Then gzip
+ * streams cut short or corrupted, and random junk, which must end in an
+ * error and never a crash (the sanitizer builds check the "never").
+ */
+#include "testutil.h"
+
+#include <unistd.h>
+
+static char dir[] = "/tmp/gpb-test-trace-bad-XXXXXX";
+static char path[300];
+
+#define H "# gpubuddy-trace v1\n"
+#define R "Thread,Time,Action,Pointer,Size,Stream\n"
+#define OK1 "1 0 alloc 0x100 64 0 0\n"
+
+typedef struct tcase {
+  const char *name;
+  const char *text;
+  size_t len; /* 0: strlen(text) */
+  int code;
+  int line; /* the line the message names */
+  const char *word; /* a word the message must contain, or NULL */
+} tcase_t;
+
+static const tcase_t cases[] = {
+  /* native: header */
+  {"empty", "", 0, GPB_EFORMAT, 0, "empty"},
+  {"no header", "1 0 alloc 0x100 64 0 0\n", 0, GPB_EFORMAT, 1, "not a trace"},
+  {"future version", "# gpubuddy-trace v2\n" OK1, 0, GPB_EVERSION, 1, "version"},
+  {"bad version", "# gpubuddy-trace vx\n" OK1, 0, GPB_EFORMAT, 1, "version"},
+  /* native: records */
+  {"few fields", H OK1 "2 0 free 0x100\n", 0, GPB_EFORMAT, 3, "expected 7"},
+  {"many fields", H OK1 "2 0 free 0x100 64 0 0 9\n", 0, GPB_EFORMAT, 3, "too many"},
+  {"bad number", H "1 0 alloc 0x100 6x4 0 0\n", 0, GPB_EFORMAT, 2, "size"},
+  {"negative size", H OK1 "# c\n\n2 5 alloc 0x200 -64 0 0\n", 0, GPB_EFORMAT, 5, "negative"},
+  {"plus sign", H "1 0 alloc 0x100 +64 0 0\n", 0, GPB_EFORMAT, 2, "size"},
+  {"overflow", H "1 0 alloc 0x100 18446744073709551616 0 0\n", 0, GPB_EFORMAT, 2, "size"},
+  {"empty hex", H "1 0 alloc 0x 64 0 0\n", 0, GPB_EFORMAT, 2, "id"},
+  {"bad time", H OK1 "2 1.5 free 0x100 64 0 0\n", 0, GPB_EFORMAT, 3, "timestamp"},
+  {"unknown op", H OK1 "2 0 realloc 0x100 64 0 0\n", 0, GPB_EFORMAT, 3, "unknown op"},
+  {"seq backwards", H OK1 "1 0 free 0x100 64 0 0\n", 0, GPB_EFORMAT, 3, "sequence"},
+  {"seq zero", H "0 0 alloc 0x100 64 0 0\n", 0, GPB_EFORMAT, 2, "sequence"},
+  {"tag too big", H "1 0 alloc 0x100 64 64 0\n", 0, GPB_EFORMAT, 2, "tag"},
+  {"alloc size 0", H "1 0 alloc 0x100 0 0 0\n", 0, GPB_EFORMAT, 2, "size 0"},
+  {"reserved id", H "1 0 alloc 0x8000000000000001 64 0 0\n", 0, GPB_EFORMAT, 2, "bit 63"},
+  {"nul byte", H OK1 "2 0 fr\0ee 0x100 64 0 0\n", sizeof(H OK1 "2 0 fr\0ee 0x100 64 0 0\n") - 1,
+   GPB_EFORMAT, 3, "NUL"},
+  /* RMM CSV */
+  {"rmm bad header", "Thread,Time,Action,Pointer,Size\n", 0, GPB_EFORMAT, 1, "not a trace"},
+  {"rmm dup column", "Thread,Time,Action,Pointer,Size,Size\n", 0, GPB_EFORMAT, 1, "not a trace"},
+  {"rmm few fields", R "1,10:00:00.000001,allocate,0x10,64\n", 0, GPB_EFORMAT, 2, "record 1"},
+  {"rmm many fields", R "1,10:00:00.000001,allocate,0x10,64,0x0,7\n", 0, GPB_EFORMAT, 2, "more than 6"},
+  {"rmm action", R "1,10:00:00.000001,allocate,0x10,64,0x0\n"
+   "1,10:00:00.000002,reallocate,0x10,64,0x0\n", 0, GPB_EFORMAT, 3, "unknown action"},
+  {"rmm hour", R "1,25:00:00.000001,allocate,0x10,64,0x0\n", 0, GPB_EFORMAT, 2, "time"},
+  {"rmm time", R "1,10:00,allocate,0x10,64,0x0\n", 0, GPB_EFORMAT, 2, "time"},
+  {"rmm pointer", R "1,10:00:00.5,allocate,0xZZ,64,0x0\n", 0, GPB_EFORMAT, 2, "pointer"},
+  {"rmm negative", R "\n1,10:00:00.5,allocate,0x10,-64,0x0\n", 0, GPB_EFORMAT, 3, "negative"},
+  {"rmm thread", R "t1,10:00:00.5,allocate,0x10,64,0x0\n", 0, GPB_EFORMAT, 2, "thread"},
+  {"rmm stream", R "1,10:00:00.5,allocate,0x10,64,stream\n", 0, GPB_EFORMAT, 2, "stream"},
+};
+
+static void write_file(const char *p, const void *data, size_t n) {
+  FILE *f = fopen(p, "wb");
+  ASSERT(f);
+  ASSERT_EQ(fwrite(data, 1, n, f), n);
+  ASSERT_EQ(fclose(f), 0);
+}
+
+/* Reads the whole trace; returns the first error (0 if none) and copies the
+ * message. */
+static int read_all(const char *p, char *msg, size_t cap, uint64_t *nops) {
+  gpb_trace_reader_t *r;
+  int rc = gpb_trace_open(p, &r);
+  *nops = 0;
+  if (rc) {
+    ASSERT(r == NULL);
+    snprintf(msg, cap, "%s", gpb_last_error_detail());
+    return rc;
+  }
+  gpb_trace_op_t op;
+  while ((rc = gpb_trace_next(r, &op)) == 1) (*nops)++;
+  if (rc < 0) {
+    snprintf(msg, cap, "%s", gpb_trace_error(r));
+    ASSERT(strstr(gpb_last_error_detail(), msg) != NULL);
+    /* The error sticks. */
+    ASSERT_EQ(gpb_trace_next(r, &op), rc);
+  }
+  gpb_trace_close(r);
+  return rc;
+}
+
+static void check_line(const char *name, const char *msg, int line) {
+  char want[32];
+  snprintf(want, sizeof want, "line %d", line);
+  const char *at = strstr(msg, want);
+  /* "line 1" must not match "line 12". */
+  if (!at || (at[strlen(want)] >= '0' && at[strlen(want)] <= '9'))
+    FAILF("%s: message '%s' does not name %s", name, msg, want);
+}
+
+static void test_cases(void) {
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const tcase_t *c = &cases[i];
+    size_t n = c->len ? c->len : strlen(c->text);
+    write_file(path, c->text, n);
+    char msg[512];
+    uint64_t nops;
+    int rc = read_all(path, msg, sizeof msg, &nops);
+    printf("%-16s -> %s: %s\n", c->name, gpb_err_name(rc), msg);
+    if (rc != c->code)
+      FAILF("%s: got %s, expected %s", c->name, gpb_err_name(rc),
+            gpb_err_name(c->code));
+    if (c->line) check_line(c->name, msg, c->line);
+    if (c->word && !strstr(msg, c->word))
+      FAILF("%s: message '%s' lacks '%s'", c->name, msg, c->word);
+  }
+}
+
+/* Good inputs that look unusual still parse: comments, blank lines, CRLF,
+ * tabs, a final line without newline; RMM with both pointer styles, a
+ * failure, a zero-byte request (skipped) and midnight. */
+static void test_good(void) {
+  static const char native[] =
+      H "# comment\r\n\r\n1\t0 alloc 0x100 64 3 0\r\n"
+      "  2 10 fail 0 128 0 0x7\n3 20 free 256 0 0 0";
+  write_file(path, native, sizeof native - 1);
+  gpb_trace_reader_t *r;
+  ASSERT_OK(gpb_trace_open(path, &r));
+  gpb_trace_op_t o;
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.op == GPB_OP_ALLOC && o.id == 0x100 && o.size == 64 && o.tag == 3);
+  ASSERT_EQ(gpb_trace_next(r, &o), 1); /* fail: alloc of a reserved id... */
+  ASSERT(o.op == GPB_OP_ALLOC && (o.id >> 63) && o.size == 128 && o.stream == 7);
+  uint64_t fid = o.id;
+  ASSERT_EQ(gpb_trace_next(r, &o), 1); /* ...freed at once */
+  ASSERT(o.op == GPB_OP_FREE && o.id == fid && o.seq == 2);
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.op == GPB_OP_FREE && o.id == 256 && o.seq == 3 && o.time_ns == 20);
+  ASSERT_EQ(gpb_trace_next(r, &o), 0);
+  gpb_trace_close(r);
+
+  static const char rmm[] =
+      "\xEF\xBB\xBFThread,Time,Action,Pointer,Size,Stream\n"
+      "140573312345856,23:59:59.999999,allocate,0x7f8a40000000,1024,0x0\n"
+      "140573312345856,23:59:59.999999,allocate,7f8a40000400,2048,7f00aa\n"
+      "140573312345856,00:00:00.000001,allocate failure,0x0,4096,0x0\n"
+      "140573312345856,00:00:00.000002,allocate,0x0,0,0x0\n"
+      "140573312345856,00:00:00.000003,free,0x7f8a40000000,1024,0x0\n";
+  write_file(path, rmm, sizeof rmm - 1);
+  ASSERT_OK(gpb_trace_open(path, &r));
+  ASSERT(!strcmp(gpb_trace_format_name(r), "rmm-csv"));
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.op == GPB_OP_ALLOC && o.id == 0x7f8a40000000ull && o.size == 1024);
+  uint64_t t0 = o.time_ns;
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.id == 0x7f8a40000400ull && o.stream == 0x7f00aa);
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.op == GPB_OP_ALLOC && (o.id >> 63) && o.size == 4096);
+  ASSERT(o.time_ns == t0 + 2000); /* across midnight, time still grows */
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.op == GPB_OP_FREE && (o.id >> 63));
+  ASSERT_EQ(gpb_trace_next(r, &o), 1); /* the zero-byte request was skipped */
+  ASSERT(o.op == GPB_OP_FREE && o.id == 0x7f8a40000000ull && o.seq == 5);
+  ASSERT_EQ(gpb_trace_next(r, &o), 0);
+  gpb_trace_close(r);
+}
+
+static void test_long_line(void) {
+  size_t n = 10000;
+  char *buf = malloc(n + 64);
+  ASSERT(buf);
+  strcpy(buf, H OK1 "2 0 free 0x100 64 0 ");
+  size_t k = strlen(buf);
+  memset(buf + k, '0', n - k);
+  buf[n] = '\n';
+  write_file(path, buf, n + 1);
+  free(buf);
+  char msg[512];
+  uint64_t nops;
+  ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+  check_line("long line", msg, 3);
+  ASSERT(strstr(msg, "longer"));
+  ASSERT_EQ(nops, 1);
+}
+
+/* A compressed trace of many ops, then cut or damaged. */
+static void test_gzip(void) {
+  char gz[320];
+  snprintf(gz, sizeof gz, "%s/t.trace.gz", dir);
+  gpb_trace_writer_t *w;
+  ASSERT_OK(gpb_trace_writer_open(gz, &w));
+  uint64_t seed = 12345;
+  enum { N = 20000 };
+  for (int i = 0; i < N; i++) {
+    gpb_trace_op_t o = {0};
+    o.op = (i & 1) ? GPB_OP_FREE : GPB_OP_ALLOC;
+    o.id = (uint64_t)(i / 2) * 256;
+    o.size = 1 + rng_below(&seed, 1u << 20);
+    o.time_ns = (uint64_t)i * 777;
+    ASSERT_OK(gpb_trace_write(w, &o));
+  }
+  ASSERT_OK(gpb_trace_writer_close(w));
+  FILE *f = fopen(gz, "rb");
+  ASSERT(f);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *data = malloc((size_t)size);
+  ASSERT(data);
+  ASSERT_EQ(fread(data, 1, (size_t)size, f), size);
+  fclose(f);
+  char msg[512];
+  uint64_t nops;
+  ASSERT_EQ(read_all(gz, msg, sizeof msg, &nops), 0);
+  ASSERT_EQ(nops, N);
+
+  /* Cut at several points: never a clean end, always a named line. */
+  long cuts[] = {size / 2, size - 1, size - 5, 20};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    write_file(path, data, (size_t)cuts[i]);
+    int rc = read_all(path, msg, sizeof msg, &nops);
+    printf("gzip cut at %ld/%ld -> %s after %llu ops: %s\n", cuts[i], size,
+           gpb_err_name(rc), (unsigned long long)nops, msg);
+    ASSERT(rc == GPB_EFORMAT || rc == GPB_EIO);
+    ASSERT(strstr(msg, "line "));
+    /* A cut inside the 8-byte trailer loses no data, only the check. */
+    ASSERT(nops <= N);
+    if (cuts[i] < size - 8) ASSERT(nops < N);
+  }
+  /* Damage inside the deflate data. */
+  data[size / 2] ^= 0x55;
+  data[size / 2 + 1] ^= 0xff;
+  write_file(path, data, (size_t)size);
+  int rc = read_all(path, msg, sizeof msg, &nops);
+  printf("gzip damaged -> %s after %llu ops: %s\n", gpb_err_name(rc),
+         (unsigned long long)nops, msg);
+  ASSERT(rc == GPB_EFORMAT || rc == GPB_EIO);
+  free(data);
+}
+
+/* Random junk, raw and after a valid header: an error, never a crash. */
+static void test_junk(void) {
+  uint64_t seed = test_seed();
+  int rounds = (int)(300 * test_scale()) + 10;
+  unsigned char buf[3000];
+  for (int i = 0; i < rounds; i++) {
+    size_t n = (size_t)rng_below(&seed, sizeof buf);
+    size_t k = 0;
+    if (i & 1) {
+      memcpy(buf, i & 2 ? H : R, i & 2 ? strlen(H) : strlen(R));
+      k = i & 2 ? strlen(H) : strlen(R);
+      if (n < k) n = k;
+    }
+    for (size_t j = k; j < n; j++) {
+      /* Mostly characters the parsers look at, so junk gets past the
+       * first check often enough to reach the deeper ones. */
+      static const char alpha[] = "0123456789x,: \n\t-.#allocfreefailocate";
+      buf[j] = rng_below(&seed, 4) ? (unsigned char)alpha[rng_below(&seed, sizeof alpha - 1)]
+                                   : (unsigned char)rng_next(&seed);
+    }
+    write_file(path, buf, n);
+    char msg[512];
+    uint64_t nops;
+    int rc = read_all(path, msg, sizeof msg, &nops);
+    ASSERT(rc == 0 || rc == GPB_EFORMAT || rc == GPB_EIO || rc == GPB_EVERSION);
+    if (rc) ASSERT(strstr(msg, "line ") || strstr(msg, "empty"));
+  }
+}
+
+int main(void) {
+  if (!mkdtemp(dir)) FAILF("mkdtemp failed");
+  snprintf(path, sizeof path, "%s/case.trace", dir);
+  test_cases();
+  test_good();
+  test_long_line();
+  test_gzip();
+  test_junk();
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  printf("ok\n");
+  return 0;
+}

@@ -1,0 +1,107 @@
+#!/bin/sh
+# test_trace_replay.sh: gpubuddy-replay end to end.
+#  - a trace recorded by a pool (tests/test_trace --record) replays through
+#    the tool with the same config to the same stats (plain, .gz, stdin);
+#  - the RMM CSV fixture replays with the expected counts;
+#  - --policy all, --find-min-pool (the size found works, one min_block
+#    less fails), --speed, warnings, bad input and usage errors.
+# Run by make check from the build directory.
+set -u
+srcdir=${srcdir:-.}
+replay=./tools/gpubuddy-replay
+rec=./tests/test_trace
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpb-replay-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+# First value of "key": N in a JSON file (the tool writes one key a line).
+jget() { sed -n "s/^ *\"$2\": \([0-9.]*\),\{0,1\}$/\1/p" "$1" | head -n 1; }
+expect() { # file key want
+  got=$(jget "$1" "$2")
+  if [ "$got" != "$3" ]; then fail "$1: $2 is '$got', expected '$3'"; fi
+}
+
+# 1. Round trip through the tool.
+$rec --record "$tmp/rec.trace" > "$tmp/want.txt" || { echo "record failed"; exit 1; }
+$rec --record "$tmp/rec.trace.gz" > "$tmp/want_gz.txt" || exit 1
+for t in rec.trace rec.trace.gz; do
+  $replay --json --quiet --pool-size 4M --min-block 256 "$tmp/$t" > "$tmp/$t.json" ||
+    fail "replay of $t exited $?"
+done
+gzip -dc "$tmp/rec.trace.gz" | $replay --json --quiet --pool-size 4M - > "$tmp/stdin.json" ||
+  fail "replay from stdin exited $?"
+while read -r key val; do
+  case $key in internal_frag_bytes|live_allocs|seed) continue ;; esac
+  expect "$tmp/rec.trace.json" "$key" "$val"
+done < "$tmp/want.txt"
+while read -r key val; do
+  case $key in internal_frag_bytes|live_allocs|seed) continue ;; esac
+  expect "$tmp/rec.trace.gz.json" "$key" "$val"
+  expect "$tmp/stdin.json" "$key" "$val"
+done < "$tmp/want_gz.txt"
+# The recording hit OOM, so the round trip covered failed requests.
+[ "$(jget "$tmp/rec.trace.json" failed_allocs)" -gt 0 ] ||
+  fail "the recorded workload had no failures"
+
+# 2. The RMM fixture: 18 records, two zero-byte ones skipped, one failure
+# (two ops), one free of a pointer never allocated.
+$replay --json "$srcdir/tests/data/rmm_small.csv" > "$tmp/rmm.json" 2> "$tmp/rmm.err" ||
+  fail "replay of the RMM fixture exited $?"
+expect "$tmp/rmm.json" ops 17
+expect "$tmp/rmm.json" allocs 8
+expect "$tmp/rmm.json" frees 9
+expect "$tmp/rmm.json" unknown_frees 1
+expect "$tmp/rmm.json" recorded_failures 1
+expect "$tmp/rmm.json" failed_allocs 1
+expect "$tmp/rmm.json" peak_live_bytes 3349088
+expect "$tmp/rmm.json" pool_size 8388608
+[ "$(grep -c 'never allocated' "$tmp/rmm.err")" = 1 ] ||
+  fail "expected one warning about the unknown free"
+
+# 3. Text output names every figure.
+$replay "$tmp/rec.trace" > "$tmp/text.txt" 2>/dev/null || fail "text replay exited $?"
+for w in 'events:' 'peak live bytes' 'peak bytes in blocks' 'internal' \
+         'external' 'failed allocations (OOM)' 'median' 'p99' 'max' 'total time'; do
+  grep -q "$w" "$tmp/text.txt" || fail "text output lacks '$w'"
+done
+
+# 4. --policy all runs both policies and compares them.
+$replay --policy all --quiet "$tmp/rec.trace" > "$tmp/all.txt" || fail "--policy all exited $?"
+grep -q '^comparison:' "$tmp/all.txt" || fail "--policy all printed no comparison"
+[ "$(grep -c '^policy ' "$tmp/all.txt")" = 2 ] || fail "--policy all did not run two policies"
+$replay --policy all --json --quiet "$tmp/rec.trace" > "$tmp/all.json" || fail "--policy all --json exited $?"
+[ "$(grep -c '"policy":' "$tmp/all.json")" = 2 ] || fail "--policy all --json lacks a run"
+
+# 5. --find-min-pool: the size it reports replays cleanly, and one
+# min_block less does not.
+for pol in buddy trim; do
+  $replay --find-min-pool --policy $pol --json --quiet --min-block 256 "$tmp/rec.trace" \
+    > "$tmp/min.json" || fail "--find-min-pool exited $?"
+  min=$(jget "$tmp/min.json" min_pool_size)
+  expect "$tmp/min.json" failed_allocs 0
+  expect "$tmp/min.json" pool_size "$min"
+  $replay --json --quiet --policy $pol --pool-size "$min" "$tmp/rec.trace" > "$tmp/at.json"
+  expect "$tmp/at.json" failed_allocs 0
+  $replay --json --quiet --policy $pol --pool-size $((min - 256)) "$tmp/rec.trace" > "$tmp/below.json"
+  [ "$(jget "$tmp/below.json" failed_allocs)" -gt 0 ] ||
+    fail "$pol: a pool of $((min - 256)) bytes (below the minimum found) had no failure"
+done
+
+# 6. --speed runs (paced by timestamps; no timing is checked here).
+$replay --speed 1000 --quiet "$srcdir/tests/data/rmm_small.csv" > /dev/null || fail "--speed exited $?"
+
+# 7. Errors: bad traces name the line; usage errors exit 2.
+printf '# gpubuddy-trace v1\n1 0 alloc 0x10 64 0 0\n2 0 alloc 0x20 -5 0 0\n' > "$tmp/bad.trace"
+$replay "$tmp/bad.trace" > /dev/null 2> "$tmp/bad.err"
+[ $? = 1 ] || fail "a bad trace did not exit 1"
+grep -q 'line 3' "$tmp/bad.err" || fail "bad trace error does not name line 3: $(cat "$tmp/bad.err")"
+$replay "$tmp/missing.trace" > /dev/null 2>&1; [ $? = 1 ] || fail "a missing trace did not exit 1"
+$replay --pool-size 12Q "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "bad --pool-size did not exit 2"
+$replay --policy best "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "bad --policy did not exit 2"
+$replay --speed 0 "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "--speed 0 did not exit 2"
+$replay - < "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "stdin without --pool-size did not exit 2"
+$replay > /dev/null 2>&1; [ $? = 2 ] || fail "no argument did not exit 2"
+$replay --help | grep -q -- '--find-min-pool' || fail "--help does not list the options"
+
+if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
+echo ok

@@ -1,0 +1,492 @@
+/*
+ * test_viewer.c: gpubuddy-view's drawing and replay, with no display.
+ *
+ *  - known layout: a few ops with known placement are replayed and the
+ *    frame is read back pixel by pixel (free, used, waste, block starts),
+ *    in the block map and in the buddy-tree layout;
+ *  - incremental = rebuilt: after seeded random churn (both policies, at
+ *    several zooms) the cell sums kept from events equal a rebuild from
+ *    the model;
+ *  - replay stats: replaying ops to the end through the viewer gives the
+ *    gpb_stats_t of a direct replay through a pool, also after scrubbing
+ *    backwards; through a trace file too when trace files are built;
+ *  - PNG: the file decodes (zlib) back to the frame's pixels;
+ *  - bad input: a garbled trace stops the replay with a message.
+ */
+#include "testutil.h"
+#include "view.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#define KIB 1024ull
+
+static uint32_t px(const vfb_t *fb, int x, int y) {
+  ASSERT(x >= 0 && x < fb->w && y >= 0 && y < fb->h);
+  return fb->px[(size_t)y * (size_t)fb->w + (size_t)x];
+}
+
+#define ASSERT_PX(fb, x, y, want)                                            \
+  do {                                                                       \
+    uint32_t got_ = px(fb, x, y), want_ = (want);                            \
+    if (got_ != want_)                                                       \
+      FAILF("pixel (%d,%d) is %08x, expected %s = %08x", (int)(x), (int)(y), \
+            got_, #want, want_);                                             \
+  } while (0)
+
+static gpb_trace_op_t op_alloc(uint64_t id, uint64_t size, uint32_t tag) {
+  gpb_trace_op_t o = {0};
+  o.op = GPB_OP_ALLOC;
+  o.id = id;
+  o.size = size;
+  o.tag = tag;
+  return o;
+}
+
+static gpb_trace_op_t op_free(uint64_t id) {
+  gpb_trace_op_t o = {0};
+  o.op = GPB_OP_FREE;
+  o.id = id;
+  return o;
+}
+
+static void cfg_for(gpb_config_t *c, uint64_t pool, uint64_t minb,
+                    gpb_policy_t pol) {
+  gpb_config_init(c);
+  c->backend = GPB_BACKEND_VIRTUAL;
+  c->pool_size = pool;
+  c->min_block = minb;
+  c->policy = pol;
+  c->flags = GPB_CFG_NO_ENV;
+}
+
+/* 1 MiB pool of 4 KiB blocks on a 512x256 map: 8 bytes per cell, so each
+ * row of the map is exactly one minimum block. */
+static void test_known_layout(void) {
+  gpb_trace_op_t ops[] = {
+      op_alloc(0, 256 * KIB, 1), /* [0, 256K): order 6 */
+      op_alloc(1, 3000, 2),      /* [256K, 260K): 3000 asked, 1096 waste */
+      op_alloc(2, 64 * KIB, 3),  /* [320K, 384K) */
+      op_free(0),                /* [0, 256K) free again (buddy is split) */
+  };
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, 4, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 4));
+  a.paused = 1;
+  vfb_t fb;
+  ASSERT_OK(vfb_init(&fb, 762, 280));
+  vapp_update(&a, 0);
+  vframe_draw(&a, &fb);
+  /* Geometry: the map is the left 512x256, one pixel per cell. */
+  ASSERT_EQ(a.map_w, 512);
+  ASSERT_EQ(a.map_h, 256);
+  ASSERT_EQ(a.map.cols, 512);
+  ASSERT_EQ(a.map.rows, 256);
+  ASSERT_U64_EQ(a.map.bpc, 8);
+  ASSERT_U64_EQ(a.map.start, 0);
+
+  uint32_t used_start = vc_scale(VC_USED, 0.55), free_start = vc_scale(VC_FREE, 0.55);
+  ASSERT_PX(&fb, 100, 10, VC_FREE);   /* freed [0, 256K) */
+  ASSERT_PX(&fb, 0, 0, free_start);   /* ... which starts a block */
+  ASSERT_PX(&fb, 0, 1, VC_FREE);      /* no block starts at 4K */
+  ASSERT_PX(&fb, 100, 64, VC_USED);   /* the 3000 bytes asked for */
+  ASSERT_PX(&fb, 374, 64, VC_USED);   /* byte 2992..2999 */
+  ASSERT_PX(&fb, 375, 64, VC_WASTE);  /* byte 3000.. is waste */
+  ASSERT_PX(&fb, 511, 64, VC_WASTE);
+  ASSERT_PX(&fb, 0, 64, used_start);
+  ASSERT_PX(&fb, 0, 65, free_start);  /* 4K free buddy at 260K */
+  ASSERT_PX(&fb, 0, 66, free_start);  /* 8K free at 264K */
+  ASSERT_PX(&fb, 0, 67, VC_FREE);
+  ASSERT_PX(&fb, 0, 68, free_start);  /* 16K free at 272K */
+  ASSERT_PX(&fb, 300, 70, VC_FREE);
+  ASSERT_PX(&fb, 0, 80, used_start);  /* 64K used at 320K */
+  ASSERT_PX(&fb, 200, 80, VC_USED);
+  ASSERT_PX(&fb, 511, 95, VC_USED);
+  ASSERT_PX(&fb, 0, 96, free_start);  /* 128K free at 384K */
+  ASSERT_PX(&fb, 0, 128, free_start); /* 512K free at 512K */
+  ASSERT_PX(&fb, 400, 255, VC_FREE);
+
+  /* Hovering the waste shows the box: its border is drawn in VC_DIM. */
+  a.mouse_in = 1;
+  a.mouse_x = 400;
+  a.mouse_y = 64;
+  vframe_draw(&a, &fb);
+  ASSERT_PX(&fb, 400 + 14, 64 + 14, VC_DIM);
+  a.mouse_in = 0;
+
+  /* The buddy tree: 9 orders, 512 columns of 2 KiB, one row per order
+   * (order 8 on top). */
+  vinput_key(&a, 't');
+  vframe_draw(&a, &fb);
+  ASSERT_EQ(a.map.layout, VLAYOUT_TREE);
+  ASSERT_U64_EQ(a.map.bpc, 2 * KIB);
+  int rp = a.row_px;
+  ASSERT_EQ(rp, 256 / 9);
+#define ROW_Y(k) ((8 - (k)) * rp + rp / 2)
+  ASSERT_PX(&fb, 10, ROW_Y(8), VC_SPLIT);  /* the root is split */
+  ASSERT_PX(&fb, 10, ROW_Y(6), VC_FREE);   /* [0, 256K) free, order 6 */
+  ASSERT_PX(&fb, 0, ROW_Y(6), vc_scale(VC_FREE, 0.5)); /* its start */
+  ASSERT_PX(&fb, 10, ROW_Y(5), VC_BG);     /* nothing of order 5 there */
+  ASSERT_PX(&fb, 128, ROW_Y(0), VC_USED);  /* 4K used at 256K */
+  ASSERT_PX(&fb, 130, ROW_Y(0), VC_FREE);  /* its free buddy */
+  ASSERT_PX(&fb, 128, ROW_Y(1), VC_SPLIT);
+  ASSERT_PX(&fb, 170, ROW_Y(4), VC_USED);  /* 64K used at 320K = col 160.. */
+  ASSERT_PX(&fb, 300, ROW_Y(8), VC_SPLIT);
+  ASSERT_PX(&fb, 300, ROW_Y(7), VC_FREE);  /* 512K free at 512K */
+#undef ROW_Y
+
+  /* Search by offset selects and zooms. */
+  vinput_key(&a, 't');
+  vinput_key(&a, '/');
+  vinput_text(&a, "0x51000");
+  vinput_key(&a, VKEY_ENTER);
+  ASSERT(a.have_sel);
+  ASSERT_U64_EQ(a.sel_off, 0x51000);
+  ASSERT(a.map.start <= 0x50000 && a.map.end > 0x51000);
+  vframe_draw(&a, &fb);
+  vfb_free(&fb);
+  vapp_close(&a);
+}
+
+/* ------------------------------------------------ incremental vs rebuild */
+
+typedef struct snap {
+  uint32_t *used, *req, *nstart;
+  uint64_t *ordsum, *tfree, *tused;
+} snap_t;
+
+static void snap_take(const vmap_t *m, snap_t *s) {
+  size_t n = m->ncells, nt = (size_t)m->cols * m->norders;
+  s->used = malloc(n * 4);
+  s->req = malloc(n * 4);
+  s->nstart = malloc(n * 4);
+  s->ordsum = malloc(n * 8);
+  s->tfree = malloc(nt * 8);
+  s->tused = malloc(nt * 8);
+  ASSERT(s->used && s->req && s->nstart && s->ordsum && s->tfree && s->tused);
+  memcpy(s->used, m->used, n * 4);
+  memcpy(s->req, m->req, n * 4);
+  memcpy(s->nstart, m->nstart, n * 4);
+  memcpy(s->ordsum, m->ordsum, n * 8);
+  memcpy(s->tfree, m->tfree, nt * 8);
+  memcpy(s->tused, m->tused, nt * 8);
+}
+
+static void snap_free(snap_t *s) {
+  free(s->used);
+  free(s->req);
+  free(s->nstart);
+  free(s->ordsum);
+  free(s->tfree);
+  free(s->tused);
+}
+
+static void snap_compare(const vmap_t *m, const snap_t *s, const char *what) {
+  if (m->layout == VLAYOUT_TREE) {
+    size_t nt = (size_t)m->cols * m->norders;
+    for (size_t i = 0; i < nt; i++)
+      if (s->tfree[i] != m->tfree[i] || s->tused[i] != m->tused[i])
+        FAILF("%s: tree cell %zu: incremental %llu/%llu, rebuilt %llu/%llu",
+              what, i, (unsigned long long)s->tfree[i],
+              (unsigned long long)s->tused[i], (unsigned long long)m->tfree[i],
+              (unsigned long long)m->tused[i]);
+    return;
+  }
+  for (size_t c = 0; c < m->ncells; c++)
+    if (s->used[c] != m->used[c] || s->req[c] != m->req[c] ||
+        s->nstart[c] != m->nstart[c] || s->ordsum[c] != m->ordsum[c])
+      FAILF("%s: cell %zu (bpc %llu start %llu): incremental used %u req %u "
+            "starts %u ord %llu; rebuilt %u %u %u %llu",
+            what, c, (unsigned long long)m->bpc, (unsigned long long)m->start,
+            s->used[c], s->req[c], s->nstart[c],
+            (unsigned long long)s->ordsum[c], m->used[c], m->req[c],
+            m->nstart[c], (unsigned long long)m->ordsum[c]);
+}
+
+static void test_incremental(gpb_policy_t pol, vlayout_t layout, int zoom,
+                             uint64_t seed, uint64_t steps) {
+  vops_t *o;
+  ASSERT_OK(vops_open_pattern("churn", steps, 4096 * KIB, 256, seed, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 4096 * KIB, 256, pol);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  a.map.layout = layout;
+  vframe_layout(&a, 700, 300);
+  if (zoom) {
+    /* Zoom in around the middle of the pool, past one min block. */
+    vmap_zoom(&a.map, zoom, 2048 * KIB + 1000, 77);
+  }
+  vmap_rebuild(&a.map, a.model);
+  /* Small steps: events go through vmap_event. */
+  uint64_t done = 0;
+  while (done < steps) {
+    int64_t n = vreplay_step(a.rp, 97);
+    ASSERT(n >= 0);
+    if (!n) break;
+    done += (uint64_t)n;
+    ASSERT(!a.map.need_rebuild);
+  }
+  ASSERT_OK(gpb_model_check(a.model));
+  snap_t s;
+  snap_take(&a.map, &s);
+  vmap_rebuild(&a.map, a.model);
+  char what[96];
+  snprintf(what, sizeof what, "%s policy, %s, zoom %d",
+           pol == GPB_POLICY_TRIM ? "trim" : "buddy",
+           layout == VLAYOUT_TREE ? "tree" : "map", zoom);
+  snap_compare(&a.map, &s, what);
+  snap_free(&s);
+  vapp_close(&a);
+}
+
+/* ---------------------------------------------------------- replay stats */
+
+static void stats_equal(const gpb_stats_t *x, const gpb_stats_t *y) {
+  ASSERT_U64_EQ(x->seq, y->seq);
+  ASSERT_U64_EQ(x->requested_bytes, y->requested_bytes);
+  ASSERT_U64_EQ(x->block_bytes, y->block_bytes);
+  ASSERT_U64_EQ(x->free_bytes, y->free_bytes);
+  ASSERT_U64_EQ(x->requested_peak, y->requested_peak);
+  ASSERT_U64_EQ(x->block_peak, y->block_peak);
+  ASSERT_U64_EQ(x->allocs, y->allocs);
+  ASSERT_U64_EQ(x->frees, y->frees);
+  ASSERT_U64_EQ(x->failures, y->failures);
+  ASSERT_U64_EQ(x->splits, y->splits);
+  ASSERT_U64_EQ(x->merges, y->merges);
+  ASSERT_U64_EQ(x->live_allocs, y->live_allocs);
+  ASSERT_U64_EQ(x->largest_free, y->largest_free);
+  ASSERT_U64_EQ(x->internal_frag_bytes, y->internal_frag_bytes);
+  for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++)
+    ASSERT_U64_EQ(x->free_blocks[k], y->free_blocks[k]);
+  ASSERT(x->external_frag == y->external_frag);
+}
+
+/* A direct replay of ops through a pool, as gpubuddy-replay does it. */
+static void direct_replay(const gpb_trace_op_t *ops, size_t n,
+                          const gpb_config_t *cfg, gpb_stats_t *out) {
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(cfg, &p));
+  void **ptr = calloc(n + 1, sizeof *ptr);
+  ASSERT(ptr);
+  for (size_t i = 0; i < n; i++) {
+    const gpb_trace_op_t *o = &ops[i];
+    ASSERT(o->id <= n);
+    if (o->op == GPB_OP_ALLOC) {
+      int rc = gpb_alloc_ex(p, o->size, 0, o->tag, NULL, &ptr[o->id]);
+      ASSERT(rc == 0 || rc == GPB_ENOMEM || rc == GPB_ETOOBIG);
+    } else if (ptr[o->id]) {
+      ASSERT_OK(gpb_free(p, ptr[o->id]));
+      ptr[o->id] = NULL;
+    }
+  }
+  ASSERT_OK(gpb_pool_stats(p, out));
+  free(ptr);
+  gpb_pool_destroy(p);
+}
+
+/* Ops of a seeded churn, recorded so both sides replay the same list. */
+static gpb_trace_op_t *make_ops(uint64_t seed, uint64_t steps, uint64_t pool,
+                                size_t *n) {
+  vops_t *o;
+  ASSERT_OK(vops_open_pattern("churn", steps, pool, 256, seed, &o));
+  gpb_trace_op_t *ops = malloc(steps * sizeof *ops);
+  ASSERT(ops);
+  size_t k = 0;
+  while (k < steps && vops_next(o, &ops[k]) == 1) k++;
+  vops_close(o);
+  *n = k;
+  return ops;
+}
+
+static void test_replay_stats(uint64_t seed, uint64_t steps) {
+  size_t n;
+  /* A small pool so that some allocations fail. */
+  gpb_trace_op_t *ops = make_ops(seed, steps, 2048 * KIB, &n);
+  for (int pol = 0; pol < 2; pol++) {
+    gpb_config_t cfg;
+    cfg_for(&cfg, 2048 * KIB, 256, pol ? GPB_POLICY_TRIM : GPB_POLICY_BUDDY);
+    gpb_stats_t want, got, mid1, mid2;
+    direct_replay(ops, n, &cfg, &want);
+    vops_t *o;
+    ASSERT_OK(vops_open_array(ops, n, &o));
+    vapp_t a;
+    ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+    ASSERT_U64_EQ(a.total_ops, n);
+    vframe_layout(&a, 640, 400);
+    ASSERT_OK(vapp_seek(&a, n / 3));
+    ASSERT_OK(gpb_model_stats(a.model, &mid1));
+    ASSERT_OK(vapp_seek(&a, UINT64_MAX - 1));
+    ASSERT(vreplay_at_end(a.rp));
+    ASSERT_OK(gpb_model_stats(a.model, &got));
+    stats_equal(&got, &want);
+    /* The model's block map is the pool's. */
+    gpb_stats_t ps;
+    ASSERT_OK(gpb_pool_stats(vreplay_pool(a.rp), &ps));
+    stats_equal(&got, &ps);
+    /* Scrub back: replayed from the start, same state as before. */
+    ASSERT_OK(vapp_seek(&a, n / 3));
+    ASSERT_U64_EQ(vapp_pos(&a), n / 3);
+    ASSERT_OK(gpb_model_stats(a.model, &mid2));
+    stats_equal(&mid1, &mid2);
+    ASSERT(a.series.n > 0);
+    vapp_close(&a);
+  }
+  /* Through a trace file, when the trace writer is built. */
+  char path[] = "/tmp/test_viewer_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  close(fd);
+  gpb_trace_writer_t *w = NULL;
+  if (gpb_trace_writer_open(path, &w) == 0 && w) {
+    for (size_t i = 0; i < n; i++) {
+      gpb_trace_op_t op = ops[i];
+      op.seq = i + 1;
+      op.time_ns = i * 100;
+      ASSERT_OK(gpb_trace_write(w, &op));
+    }
+    ASSERT_OK(gpb_trace_writer_close(w));
+    gpb_config_t cfg;
+    cfg_for(&cfg, 2048 * KIB, 256, GPB_POLICY_BUDDY);
+    gpb_stats_t want, got;
+    direct_replay(ops, n, &cfg, &want);
+    vops_t *o;
+    ASSERT_OK(vops_open_trace(path, &o));
+    vapp_t a;
+    ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+    ASSERT_U64_EQ(a.total_ops, n);
+    ASSERT_OK(vapp_seek(&a, UINT64_MAX - 1));
+    ASSERT_OK(gpb_model_stats(a.model, &got));
+    stats_equal(&got, &want);
+    vapp_close(&a);
+    printf("trace file round trip: ok\n");
+  } else {
+    printf("trace files not built yet: trace-file replay not tested\n");
+  }
+  unlink(path);
+  free(ops);
+}
+
+/* A garbled trace file: a clear error, no crash. */
+static void test_garbled_trace(void) {
+  char path[] = "/tmp/test_viewer_bad_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  const char junk[] = "\x1f\x8b garbage\nalloc x y z\n\xff\xfe\n";
+  ASSERT(write(fd, junk, sizeof junk - 1) == (ssize_t)(sizeof junk - 1));
+  close(fd);
+  vops_t *o = NULL;
+  int rc = vops_open_trace(path, &o);
+  if (rc == 0) {
+    gpb_config_t cfg;
+    cfg_for(&cfg, 1024 * KIB, 256, GPB_POLICY_BUDDY);
+    vapp_t a;
+    ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+    vapp_seek(&a, UINT64_MAX - 1);
+    /* Either the reader refused it, or it had no ops in it. */
+    ASSERT(a.failed || vapp_pos(&a) == 0);
+    if (a.failed) ASSERT(a.msg[0]);
+    vfb_t fb;
+    ASSERT_OK(vfb_init(&fb, 640, 400));
+    vframe_draw(&a, &fb);
+    vfb_free(&fb);
+    vapp_close(&a);
+  } else {
+    ASSERT(rc < 0);
+  }
+  unlink(path);
+}
+
+/* ------------------------------------------------------------------ PNG */
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void test_png(void) {
+  vfb_t fb;
+  ASSERT_OK(vfb_init(&fb, 37, 21));
+  for (int i = 0; i < fb.w * fb.h; i++)
+    fb.px[i] = 0xFF000000u | (uint32_t)(i * 2654435761u >> 8);
+  vfont_draw(&fb, 1, 1, 1, VC_TEXT, "Ab9%");
+  char path[] = "/tmp/test_viewer_png_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  close(fd);
+  ASSERT_OK(vpng_write(path, &fb));
+  FILE *f = fopen(path, "rb");
+  ASSERT(f);
+  static unsigned char buf[1 << 16];
+  size_t len = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  unlink(path);
+  ASSERT(len > 8 + 25 + 12 && !memcmp(buf, "\x89PNG\r\n\x1a\n", 8));
+  ASSERT(!memcmp(buf + 12, "IHDR", 4));
+  ASSERT_EQ(be32(buf + 16), 37);
+  ASSERT_EQ(be32(buf + 20), 21);
+  size_t p = 8 + 25;
+  uint32_t idn = be32(buf + p);
+  ASSERT(!memcmp(buf + p + 4, "IDAT", 4) && p + 12 + idn <= len);
+  ASSERT_EQ(be32(buf + p + 8 + idn),
+            (uint32_t)crc32(0, buf + p + 4, idn + 4));
+  uLongf rawn = (uLongf)((37 * 3 + 1) * 21);
+  unsigned char *raw = malloc(rawn);
+  ASSERT(raw);
+  ASSERT_EQ(uncompress(raw, &rawn, buf + p + 8, idn), Z_OK);
+  ASSERT_EQ(rawn, (37 * 3 + 1) * 21);
+  for (int y = 0; y < 21; y++)
+    for (int x = 0; x < 37; x++) {
+      const unsigned char *q = raw + y * (37 * 3 + 1) + 1 + 3 * x;
+      uint32_t c = fb.px[y * 37 + x];
+      ASSERT_EQ(q[0], (c >> 16) & 0xFF);
+      ASSERT_EQ(q[1], (c >> 8) & 0xFF);
+      ASSERT_EQ(q[2], c & 0xFF);
+    }
+  free(raw);
+  vfb_free(&fb);
+}
+
+/* The font draws something for every printable character and nothing
+ * outside the glyph cell. */
+static void test_font(void) {
+  vfb_t fb;
+  ASSERT_OK(vfb_init(&fb, VFONT_W * 2, VFONT_H * 2));
+  for (int ch = 33; ch < 127; ch++) {
+    vfb_fill(&fb, 0, 0, fb.w, fb.h, 0);
+    char s[2] = {(char)ch, 0};
+    ASSERT_EQ(vfont_draw(&fb, 0, 0, 2, 0xFFFFFFFFu, s), VFONT_W * 2);
+    int on = 0;
+    for (int y = 0; y < fb.h; y++)
+      for (int x = 0; x < fb.w; x++)
+        if (fb.px[y * fb.w + x]) {
+          on++;
+          ASSERT(x < 10 && y >= 2 && y < 16);
+        }
+    if (!on) FAILF("glyph '%c' is empty", ch);
+  }
+  vfb_free(&fb);
+}
+
+int main(void) {
+  uint64_t seed = test_seed();
+  double sc = test_scale();
+  uint64_t steps = (uint64_t)(20000 * sc);
+  if (steps < 500) steps = 500;
+  test_font();
+  test_png();
+  test_known_layout();
+  for (int pol = 0; pol < 2; pol++)
+    for (int lay = 0; lay < 2; lay++)
+      for (int zoom = 0; zoom <= 8; zoom += 4)
+        test_incremental(pol ? GPB_POLICY_TRIM : GPB_POLICY_BUDDY,
+                         lay ? VLAYOUT_TREE : VLAYOUT_LINEAR, zoom,
+                         seed + (uint64_t)zoom, steps / 4);
+  test_replay_stats(seed, steps);
+  test_garbled_trace();
+  printf("test_viewer: ok\n");
+  return 0;
+}

@@ -1,0 +1,40 @@
+#!/bin/sh
+# test_viewer_cli.sh: gpubuddy-view's command line with no display: help,
+# bad options, a headless PNG, headless frames, and clean failures for a
+# missing trace and a missing live pool. Run from the build directory.
+set -u
+view=./gpubuddy-view
+[ -x "$view" ] || { echo "SKIP: $view not built"; exit 77; }
+tmp=$(mktemp -d /tmp/test_viewer_cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export SDL_VIDEODRIVER=dummy
+
+$view --help >"$tmp/help" || fail "--help exits nonzero"
+grep -q -- "--headless" "$tmp/help" || fail "--help does not mention --headless"
+grep -q "SAVE A PNG" "$tmp/help" || fail "--help has no keys guide"
+
+$view --no-such-option >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a bad option does not exit 2"
+$view --pattern churn --size 5x5 --headless --png "$tmp/x.png" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a bad --size does not exit 2"
+
+$view --pattern checker --steps 3000 --pool-size 4M --headless \
+  --png "$tmp/a.png" --size 640x400 --at end 2>"$tmp/err" ||
+  fail "headless render failed: $(cat "$tmp/err")"
+head -c 8 "$tmp/a.png" | od -An -c | grep -q "P   N   G" || fail "not a PNG"
+
+$view --pattern churn --steps 2000 --speed 1000 --headless --frames "$tmp/fr" \
+  --count 3 --interval-ms 10 --size 600x300 2>"$tmp/err" ||
+  fail "headless frames failed: $(cat "$tmp/err")"
+[ -f "$tmp/fr/frame-002.png" ] || fail "no frame-002.png"
+
+$view --trace "$tmp/missing.trace" --headless --png "$tmp/b.png" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "a missing trace does not exit 1"
+grep -q "missing.trace" "$tmp/err" || fail "no message names the missing trace"
+
+$view no-such-pool-$$ --headless --png "$tmp/c.png" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "a missing pool does not exit 1"
+[ -s "$tmp/err" ] || fail "no message for a missing pool"
+$view --list >/dev/null || fail "--list fails"
+echo "test_viewer_cli: ok"

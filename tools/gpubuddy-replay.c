@@ -1,0 +1,763 @@
+/*
+ * gpubuddy-replay: runs a recorded allocation trace through a pool and
+ * reports what the allocator made of it.
+ *
+ * The trace (native gpubuddy trace, gzipped or not, or a RAPIDS RMM log)
+ * is streamed op by op: an ALLOC calls gpb_alloc_ex with the recorded size,
+ * tag and stream; a FREE frees whatever that id got. An id map holds only
+ * live allocations, latencies go into a fixed-size histogram, so memory
+ * stays bounded however long the trace is.
+ *
+ * When the pool size is not given, a first pass over the trace measures
+ * its peak live bytes and the pool is the next power of two at or above
+ * twice that (and above its largest request). --find-min-pool bisects the
+ * pool size in multiples of min_block, replaying the trace for each probe
+ * and stopping a probe at its first failure.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "gpubuddy.h"
+#include "replay.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAIL_ID (1ull << 63) /* ids of requests that failed when recorded */
+
+typedef struct opts {
+  const char *path;
+  gpb_backend_t backend;
+  size_t pool_size; /* 0: derive from the trace */
+  size_t min_block;
+  int policy; /* gpb_policy_t, or -1 for all */
+  int json, find_min, quiet;
+  const char *publish;
+  double speed; /* 0: as fast as possible */
+} opts_t;
+
+/* What a first pass learns about a trace. */
+typedef struct scan {
+  uint64_t ops, allocs, frees, recorded_fails;
+  uint64_t peak_live, max_request; /* requests that succeeded when recorded */
+  uint64_t peak_all, max_all;       /* failed ones too (held for no time) */
+  uint64_t first_ns, last_ns;
+} scan_t;
+
+typedef struct result {
+  gpb_policy_t policy;
+  size_t pool_size;
+  uint64_t ops, allocs, frees, oom, recorded_fails;
+  uint64_t unknown_frees, dup_allocs, skipped_frees;
+  uint64_t peak_live;
+  gpb_stats_t at_peak, at_end;
+  replay_hist_t lat_alloc, lat_free;
+  double total_s;
+  int stopped; /* stopped at the first failure (probe) */
+} result_t;
+
+static const char *prog = "gpubuddy-replay";
+
+static void usage(FILE *f) {
+  fprintf(f,
+"usage: %s [options] TRACE\n"
+"\n"
+"Replays an allocation trace through a gpubuddy pool and reports events,\n"
+"peak live bytes, peak bytes in blocks, internal and external fragmentation\n"
+"(at the peak and at the end), failed allocations (OOM), per-op latency\n"
+"(median, p99, max) and total time.\n"
+"\n"
+"TRACE is a gpubuddy trace (docs/TRACE_FORMAT.md; .gz read directly), a\n"
+"RAPIDS RMM logging_resource_adaptor CSV, or - for standard input (which\n"
+"needs --pool-size and allows neither --find-min-pool nor --policy all).\n"
+"\n"
+"options:\n"
+"  --backend B       virtual (default: address space only), host, device,\n"
+"                    pinned or auto\n"
+"  --pool-size N     pool bytes (64M, 1.5GiB...). Default: the next power of\n"
+"                    two >= 2 x the trace's peak live bytes (and >= its\n"
+"                    largest request)\n"
+"  --min-block N     smallest block, a power of two >= 16 (default 256)\n"
+"  --policy P        buddy (default), trim, or all (run each, compare)\n"
+"  --find-min-pool   find the smallest pool (a multiple of min_block) in\n"
+"                    which the trace replays with no failed allocation, by\n"
+"                    bisection; report it, its ratio to peak live, and the\n"
+"                    replay at that size\n"
+"  --publish NAME    publish the replay's pool live under NAME (for the viewer)\n"
+"  --speed X         pace ops by the trace's timestamps, X times real time\n"
+"                    (default: as fast as possible)\n"
+"  --json            machine-readable output (one key per line)\n"
+"  --quiet           no progress or warnings on stderr\n"
+"  --help            this text\n"
+"\n"
+"A free of an id the trace never allocated is counted and warned about once.\n"
+"Requests that failed when the trace was recorded are replayed (and freed\n"
+"at once if they succeed). Latencies come from a histogram (about 3%%\n"
+"resolution); max is exact. Exit status: 0 done, 1 error, 2 usage.\n",
+          prog);
+}
+
+/* ------------------------------------------------------------ output */
+
+static void human(char *buf, size_t cap, uint64_t v) {
+  static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double d = (double)v;
+  int i = 0;
+  while (d >= 1024 && i < 5) d /= 1024, i++;
+  if (i == 0) snprintf(buf, cap, "%" PRIu64 " B", v);
+  else snprintf(buf, cap, "%.2f %s", d, u[i]);
+}
+
+static void human_ns(char *buf, size_t cap, uint64_t ns) {
+  if (ns < 10000) snprintf(buf, cap, "%" PRIu64 " ns", ns);
+  else if (ns < 10000000) snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
+  else snprintf(buf, cap, "%.1f ms", (double)ns / 1e6);
+}
+
+static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0; }
+
+/* Share of free bytes that is not in the largest free block: what a single
+ * large request cannot use. Simpler to read than the library's index. */
+static double ext_largest(const gpb_stats_t *s) {
+  return s->free_bytes ? 1.0 - ratio(s->largest_free, s->free_bytes) : 0;
+}
+
+static void print_frag_line(const char *label, const gpb_stats_t *s) {
+  char a[32], b[32], c[32];
+  human(a, sizeof a, s->internal_frag_bytes);
+  human(b, sizeof b, s->free_bytes);
+  human(c, sizeof c, s->largest_free);
+  printf("  %-8s internal %s (%.1f%% of block bytes), external index %.3f,"
+         " free %s, largest free %s (%.1f%% of free unusable by one request)\n",
+         label, a, 100 * ratio(s->internal_frag_bytes, s->block_bytes),
+         s->external_frag, b, c, 100 * ext_largest(s));
+}
+
+static void print_lat(const char *label, const replay_hist_t *h) {
+  char a[32], b[32], c[32];
+  human_ns(a, sizeof a, replay_hist_quantile(h, 0.5));
+  human_ns(b, sizeof b, replay_hist_quantile(h, 0.99));
+  human_ns(c, sizeof c, h->max);
+  printf("  %-6s median %s, p99 %s, max %s (%" PRIu64 " ops)\n", label, a, b,
+         c, h->count);
+}
+
+static void print_text(const opts_t *o, const result_t *r) {
+  char a[32], b[32];
+  human(a, sizeof a, r->pool_size);
+  printf("policy %s, pool %s (%zu bytes), min_block %zu, backend %s\n",
+         gpb_policy_name(r->policy), a, r->pool_size, o->min_block,
+         gpb_backend_name(o->backend));
+  printf("events: %" PRIu64 " ops (%" PRIu64 " allocs, %" PRIu64
+         " frees); the pool emitted %" PRIu64 " events (%" PRIu64
+         " splits, %" PRIu64 " merges)\n", r->ops, r->allocs, r->frees,
+         r->at_end.seq, r->at_end.splits, r->at_end.merges);
+  human(a, sizeof a, r->at_end.requested_peak);
+  human(b, sizeof b, r->at_end.block_peak);
+  printf("peak live bytes (requested): %s (%" PRIu64 ")\n", a,
+         r->at_end.requested_peak);
+  printf("peak bytes in blocks:        %s (%" PRIu64 ", %.3fx requested)\n",
+         b, r->at_end.block_peak,
+         ratio(r->at_end.block_peak, r->at_end.requested_peak));
+  printf("fragmentation:\n");
+  print_frag_line("at peak", &r->at_peak);
+  print_frag_line("at end", &r->at_end);
+  printf("failed allocations (OOM): %" PRIu64, r->oom);
+  if (r->recorded_fails)
+    printf(" (%" PRIu64 " requests had failed in the recording)",
+           r->recorded_fails);
+  printf("\n");
+  if (r->unknown_frees || r->dup_allocs)
+    printf("trace anomalies: %" PRIu64 " frees of unknown ids, %" PRIu64
+           " allocs of ids already live (skipped)\n",
+           r->unknown_frees, r->dup_allocs);
+  printf("latency:\n");
+  print_lat("alloc", &r->lat_alloc);
+  print_lat("free", &r->lat_free);
+  printf("total time: %.3f s (%.0f ops/s)\n", r->total_s,
+         r->total_s > 0 ? (double)r->ops / r->total_s : 0);
+}
+
+static void json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') printf("\\%c", c);
+    else if (c < 32) printf("\\u%04x", c);
+    else putchar(c);
+  }
+  putchar('"');
+}
+
+static void json_stats(const char *key, const gpb_stats_t *s) {
+  printf("      \"%s\": {\n", key);
+  printf("        \"requested_bytes\": %" PRIu64 ",\n", s->requested_bytes);
+  printf("        \"block_bytes\": %" PRIu64 ",\n", s->block_bytes);
+  printf("        \"free_bytes\": %" PRIu64 ",\n", s->free_bytes);
+  printf("        \"largest_free\": %" PRIu64 ",\n", s->largest_free);
+  printf("        \"internal_frag_bytes\": %" PRIu64 ",\n", s->internal_frag_bytes);
+  printf("        \"internal_frag\": %.6f,\n", ratio(s->internal_frag_bytes, s->block_bytes));
+  printf("        \"external_frag\": %.6f,\n", s->external_frag);
+  printf("        \"external_frag_largest\": %.6f,\n", ext_largest(s));
+  printf("        \"live_allocs\": %" PRIu64 "\n", s->live_allocs);
+  printf("      }");
+}
+
+static void json_lat(const char *key, const replay_hist_t *h, int last) {
+  printf("      \"%s\": {\"count\": %" PRIu64 ", \"median_ns\": %" PRIu64
+         ", \"p99_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 "}%s\n", key,
+         h->count, replay_hist_quantile(h, 0.5), replay_hist_quantile(h, 0.99),
+         h->max, last ? "" : ",");
+}
+
+static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
+                     uint64_t min_pool, int last) {
+  const gpb_stats_t *e = &r->at_end;
+  printf("    {\n");
+  printf("      \"policy\": \"%s\",\n", gpb_policy_name(r->policy));
+  printf("      \"backend\": \"%s\",\n", gpb_backend_name(o->backend));
+  printf("      \"pool_size\": %zu,\n", r->pool_size);
+  printf("      \"min_block\": %zu,\n", o->min_block);
+  if (o->find_min) {
+    printf("      \"min_pool_size\": %" PRIu64 ",\n", min_pool);
+    printf("      \"min_pool_ratio\": %.6f,\n",
+           ratio(min_pool, sc ? sc->peak_all : 0));
+  }
+  printf("      \"ops\": %" PRIu64 ",\n", r->ops);
+  printf("      \"allocs\": %" PRIu64 ",\n", r->allocs);
+  printf("      \"frees\": %" PRIu64 ",\n", r->frees);
+  printf("      \"pool_events\": %" PRIu64 ",\n", e->seq);
+  printf("      \"pool_allocs\": %" PRIu64 ",\n", e->allocs);
+  printf("      \"pool_frees\": %" PRIu64 ",\n", e->frees);
+  printf("      \"splits\": %" PRIu64 ",\n", e->splits);
+  printf("      \"merges\": %" PRIu64 ",\n", e->merges);
+  printf("      \"peak_live_bytes\": %" PRIu64 ",\n", e->requested_peak);
+  printf("      \"peak_block_bytes\": %" PRIu64 ",\n", e->block_peak);
+  printf("      \"failed_allocs\": %" PRIu64 ",\n", r->oom);
+  printf("      \"recorded_failures\": %" PRIu64 ",\n", r->recorded_fails);
+  printf("      \"unknown_frees\": %" PRIu64 ",\n", r->unknown_frees);
+  printf("      \"duplicate_allocs\": %" PRIu64 ",\n", r->dup_allocs);
+  json_stats("at_peak", &r->at_peak);
+  printf(",\n");
+  json_stats("at_end", &r->at_end);
+  printf(",\n");
+  json_lat("alloc_latency", &r->lat_alloc, 0);
+  json_lat("free_latency", &r->lat_free, 0);
+  printf("      \"total_s\": %.6f\n", r->total_s);
+  printf("    }%s\n", last ? "" : ",");
+}
+
+/* ------------------------------------------------------------ progress */
+
+typedef struct progress {
+  int on, tty;
+  uint64_t total; /* ops expected, 0 when unknown */
+  uint64_t last_ns;
+  int shown;
+  const char *what;
+} progress_t;
+
+static void progress_tick(progress_t *p, uint64_t done) {
+  if (!p->on) return;
+  uint64_t now = gpb_now_ns();
+  uint64_t every = p->tty ? 500000000ull : 5000000000ull;
+  if (now - p->last_ns < every) return;
+  p->last_ns = now;
+  if (p->total)
+    fprintf(stderr, "%s%s: %" PRIu64 "/%" PRIu64 " ops (%.0f%%)%s",
+            p->tty ? "\r" : "", p->what, done, p->total,
+            100.0 * (double)done / (double)p->total, p->tty ? "" : "\n");
+  else
+    fprintf(stderr, "%s%s: %" PRIu64 " ops%s", p->tty ? "\r" : "", p->what,
+            done, p->tty ? "" : "\n");
+  p->shown = 1;
+}
+
+static void progress_end(progress_t *p) {
+  if (p->on && p->shown && p->tty) fprintf(stderr, "\n");
+  p->shown = 0;
+}
+
+/* ------------------------------------------------------------ passes */
+
+static int trace_err(gpb_trace_reader_t *tr, const char *path, int rc) {
+  fprintf(stderr, "%s: %s: %s: %s\n", prog, path, gpb_err_name(rc),
+          tr ? gpb_trace_error(tr) : gpb_last_error_detail());
+  return -1;
+}
+
+/* First pass: peak live bytes and the largest request, with an id map of
+ * live sizes. */
+static int scan_trace(const opts_t *o, scan_t *sc) {
+  memset(sc, 0, sizeof *sc);
+  gpb_trace_reader_t *tr;
+  int rc = gpb_trace_open(o->path, &tr);
+  if (rc) return trace_err(NULL, o->path, rc);
+  replay_map_t m;
+  if (replay_map_init(&m)) {
+    gpb_trace_close(tr);
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return -1;
+  }
+  progress_t pg = {!o->quiet, isatty(2), 0, gpb_now_ns(), 0, "scanning"};
+  uint64_t live = 0, live_all = 0;
+  gpb_trace_op_t op;
+  int ret = 0;
+  while ((rc = gpb_trace_next(tr, &op)) == 1) {
+    if (sc->ops == 0) sc->first_ns = op.time_ns;
+    sc->last_ns = op.time_ns;
+    sc->ops++;
+    if ((sc->ops & 0xffff) == 0) progress_tick(&pg, sc->ops);
+    if (op.op == GPB_OP_ALLOC) {
+      sc->allocs++;
+      int failed = (op.id & FAIL_ID) != 0;
+      if (failed) sc->recorded_fails++;
+      if (op.size > sc->max_all) sc->max_all = op.size;
+      if (!failed && op.size > sc->max_request) sc->max_request = op.size;
+      if (replay_map_find(&m, op.id)) continue; /* duplicate: replay skips */
+      replay_slot_t *s = replay_map_insert(&m, op.id);
+      if (!s) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        ret = -1;
+        break;
+      }
+      s->size = op.size;
+      s->failed = (uint32_t)failed;
+      live_all += op.size;
+      if (live_all > sc->peak_all) sc->peak_all = live_all;
+      if (!failed) {
+        live += op.size;
+        if (live > sc->peak_live) sc->peak_live = live;
+      }
+    } else {
+      sc->frees++;
+      replay_slot_t *s = replay_map_find(&m, op.id);
+      if (s) {
+        live_all -= s->size;
+        if (!s->failed) live -= s->size;
+        replay_map_remove(&m, s);
+      }
+    }
+  }
+  progress_end(&pg);
+  if (rc < 0) ret = trace_err(tr, o->path, rc);
+  replay_map_fini(&m);
+  gpb_trace_close(tr);
+  return ret;
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+  while (nanosleep(&ts, &ts) && errno == EINTR) {}
+}
+
+/* One replay through a fresh pool. stop_on_fail: stop at the first failed
+ * allocation (find-min-pool probes). 0, or -1 after printing an error. */
+static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
+                      int stop_on_fail, uint64_t total_ops, result_t *r) {
+  memset(r, 0, sizeof *r);
+  r->policy = policy;
+  r->pool_size = pool_size;
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = o->backend;
+  cfg.pool_size = pool_size;
+  cfg.min_block = o->min_block;
+  cfg.policy = policy;
+  cfg.name = o->publish;
+  cfg.flags = GPB_CFG_NO_ENV; /* a replay must not record or publish itself
+                                 because the environment says so */
+  gpb_pool_t *pool;
+  int rc = gpb_pool_create(&cfg, &pool);
+  if (rc) {
+    fprintf(stderr, "%s: cannot create a %zu-byte %s pool: %s: %s\n", prog,
+            pool_size, gpb_backend_name(o->backend), gpb_err_name(rc),
+            gpb_last_error_detail());
+    return -1;
+  }
+  gpb_pool_info_t info;
+  gpb_pool_info(pool, &info);
+  /* Recorded streams are handles of another process: only the backends
+   * that never hand them to CUDA may see them. */
+  int pass_stream = info.backend == GPB_BACKEND_VIRTUAL ||
+                    info.backend == GPB_BACKEND_HOST;
+  gpb_trace_reader_t *tr;
+  if ((rc = gpb_trace_open(o->path, &tr))) {
+    gpb_pool_destroy(pool);
+    return trace_err(NULL, o->path, rc);
+  }
+  replay_map_t m;
+  if (replay_map_init(&m)) {
+    gpb_trace_close(tr);
+    gpb_pool_destroy(pool);
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return -1;
+  }
+  progress_t pg = {!o->quiet && !stop_on_fail, isatty(2), total_ops,
+                   gpb_now_ns(), 0, "replaying"};
+  int warned_unknown = 0, warned_dup = 0, ret = 0;
+  uint64_t live = 0, t_first = 0;
+  uint64_t start = gpb_now_ns();
+  gpb_pool_stats(pool, &r->at_peak);
+  gpb_trace_op_t op;
+  int rd;
+  while ((rd = gpb_trace_next(tr, &op)) == 1) {
+    if (r->ops == 0) t_first = op.time_ns;
+    r->ops++;
+    if ((r->ops & 0x3fff) == 0) progress_tick(&pg, r->ops);
+    if (o->speed > 0 && op.time_ns > t_first) {
+      uint64_t due = (uint64_t)((double)(op.time_ns - t_first) / o->speed);
+      uint64_t now = gpb_now_ns() - start;
+      if (due > now) sleep_ns(due - now);
+    }
+    if (op.op == GPB_OP_ALLOC) {
+      r->allocs++;
+      if (op.id & FAIL_ID) r->recorded_fails++;
+      if (replay_map_find(&m, op.id)) {
+        r->dup_allocs++;
+        if (!warned_dup++ && !o->quiet)
+          fprintf(stderr, "%s: warning: op %" PRIu64 " allocates id 0x%" PRIx64
+                  " which is already live; skipped (further ones are only "
+                  "counted)\n", prog, op.seq, op.id);
+        continue;
+      }
+      void *p = NULL;
+      uint64_t t0 = gpb_now_ns();
+      rc = gpb_alloc_ex(pool, (size_t)op.size, 0, op.tag,
+                        pass_stream ? (void *)(uintptr_t)op.stream : NULL, &p);
+      replay_hist_add(&r->lat_alloc, gpb_now_ns() - t0);
+      if (rc && rc != GPB_ENOMEM && rc != GPB_ETOOBIG) {
+        fprintf(stderr, "%s: op %" PRIu64 ": alloc of %" PRIu64 " bytes: %s: %s\n",
+                prog, op.seq, op.size, gpb_err_name(rc), gpb_last_error_detail());
+        ret = -1;
+        break;
+      }
+      replay_slot_t *s = replay_map_insert(&m, op.id);
+      if (!s) {
+        fprintf(stderr, "%s: out of memory for the id map\n", prog);
+        ret = -1;
+        break;
+      }
+      s->ptr = p;
+      s->size = op.size;
+      if (rc) {
+        s->failed = 1;
+        r->oom++;
+        if (stop_on_fail) {
+          r->stopped = 1;
+          break;
+        }
+        continue;
+      }
+      live += op.size;
+      if (live > r->peak_live) {
+        r->peak_live = live;
+        gpb_pool_stats(pool, &r->at_peak);
+      }
+    } else {
+      r->frees++;
+      replay_slot_t *s = replay_map_find(&m, op.id);
+      if (!s) {
+        r->unknown_frees++;
+        if (!warned_unknown++ && !o->quiet)
+          fprintf(stderr, "%s: warning: op %" PRIu64 " frees id 0x%" PRIx64
+                  " that was never allocated (allocated before the trace "
+                  "began?); further ones are only counted\n", prog, op.seq,
+                  op.id);
+        continue;
+      }
+      if (s->failed) {
+        r->skipped_frees++;
+        replay_map_remove(&m, s);
+        continue;
+      }
+      void *p = s->ptr;
+      live -= s->size;
+      replay_map_remove(&m, s);
+      uint64_t t0 = gpb_now_ns();
+      rc = gpb_free(pool, p);
+      replay_hist_add(&r->lat_free, gpb_now_ns() - t0);
+      if (rc) {
+        fprintf(stderr, "%s: op %" PRIu64 ": free: %s: %s\n", prog, op.seq,
+                gpb_err_name(rc), gpb_last_error_detail());
+        ret = -1;
+        break;
+      }
+    }
+  }
+  r->total_s = (double)(gpb_now_ns() - start) / 1e9;
+  progress_end(&pg);
+  if (rd < 0) ret = trace_err(tr, o->path, rd);
+  gpb_pool_stats(pool, &r->at_end);
+  if (!ret && (rc = gpb_pool_check(pool))) {
+    fprintf(stderr, "%s: pool check failed after the replay: %s\n", prog,
+            gpb_last_error_detail());
+    ret = -1;
+  }
+  replay_map_fini(&m);
+  gpb_trace_close(tr);
+  gpb_pool_destroy(pool);
+  return ret;
+}
+
+static uint64_t next_pow2(uint64_t v) {
+  if (v <= 1) return 1;
+  if (v > (1ull << 62)) return 1ull << 63;
+  return 1ull << (64 - __builtin_clzll(v - 1));
+}
+
+/* Smallest multiple of min_block in which the trace replays with no failed
+ * allocation, requests that failed in the recording included (the pool
+ * that would have served every request). Nothing below the peak live
+ * bytes can work; the search starts from the next power of two >= 2x that
+ * peak and doubles it until it works. Bisection assumes a larger pool
+ * never fails where a smaller one succeeded, which nearly always holds;
+ * the answer is always a size that replayed without failure, and one
+ * min_block less failed (or is below the peak). */
+static int find_min_pool(const opts_t *o, gpb_policy_t policy,
+                         const scan_t *sc, uint64_t *out) {
+  uint64_t g = o->min_block;
+  uint64_t lo_u = (sc->peak_all + g - 1) / g;
+  if (lo_u == 0) lo_u = 1;
+  uint64_t want = sc->peak_all * 2;
+  if (want < sc->max_all) want = sc->max_all;
+  if (want < g) want = g;
+  uint64_t hi_u = next_pow2(want) / g;
+  result_t *r = malloc(sizeof *r);
+  if (!r) return -1;
+  int probes = 0, ret = 0;
+  /* Make sure the upper end works, doubling it a few times if not. */
+  for (int tries = 0;; tries++) {
+    probes++;
+    if (replay_run(o, (size_t)(hi_u * g), policy, 1, 0, r)) { ret = -1; goto out; }
+    if (!o->quiet)
+      fprintf(stderr, "find-min-pool (%s): probe %d: %" PRIu64 " bytes: %s\n",
+              gpb_policy_name(policy), probes, hi_u * g,
+              r->oom ? "fails" : "fits");
+    if (!r->oom) break;
+    if (tries == 8 || hi_u > (1ull << 46) / g) {
+      fprintf(stderr, "%s: no pool up to %" PRIu64 " bytes replays the trace "
+              "without failures\n", prog, hi_u * g);
+      ret = -1;
+      goto out;
+    }
+    lo_u = hi_u + 1;
+    hi_u *= 2;
+  }
+  while (lo_u < hi_u) {
+    uint64_t mid = lo_u + (hi_u - lo_u) / 2;
+    probes++;
+    if (replay_run(o, (size_t)(mid * g), policy, 1, 0, r)) { ret = -1; goto out; }
+    if (!o->quiet)
+      fprintf(stderr, "find-min-pool (%s): probe %d: %" PRIu64 " bytes: %s\n",
+              gpb_policy_name(policy), probes, mid * g,
+              r->oom ? "fails" : "fits");
+    if (r->oom) lo_u = mid + 1;
+    else hi_u = mid;
+  }
+  *out = hi_u * g;
+out:
+  free(r);
+  return ret;
+}
+
+/* ------------------------------------------------------------ main */
+
+static int parse_args(int argc, char **argv, opts_t *o) {
+  static const struct option lo[] = {
+      {"backend", required_argument, 0, 'b'},
+      {"pool-size", required_argument, 0, 's'},
+      {"min-block", required_argument, 0, 'm'},
+      {"policy", required_argument, 0, 'p'},
+      {"find-min-pool", no_argument, 0, 'f'},
+      {"publish", required_argument, 0, 'P'},
+      {"speed", required_argument, 0, 'S'},
+      {"json", no_argument, 0, 'j'},
+      {"quiet", no_argument, 0, 'q'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  o->backend = GPB_BACKEND_VIRTUAL;
+  o->min_block = 256;
+  o->policy = GPB_POLICY_BUDDY;
+  int c;
+  while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+    switch (c) {
+    case 'b':
+      if (gpb_backend_parse(optarg, &o->backend)) {
+        fprintf(stderr, "%s: unknown backend '%s'\n", prog, optarg);
+        return 2;
+      }
+      break;
+    case 's':
+      if (gpb_size_parse(optarg, &o->pool_size) || o->pool_size == 0) {
+        fprintf(stderr, "%s: bad --pool-size '%s'\n", prog, optarg);
+        return 2;
+      }
+      break;
+    case 'm':
+      if (gpb_size_parse(optarg, &o->min_block) || o->min_block < 16 ||
+          (o->min_block & (o->min_block - 1))) {
+        fprintf(stderr, "%s: --min-block must be a power of two >= 16\n", prog);
+        return 2;
+      }
+      break;
+    case 'p':
+      if (!strcmp(optarg, "all")) {
+        o->policy = -1;
+      } else {
+        gpb_policy_t p;
+        if (gpb_policy_parse(optarg, &p)) {
+          fprintf(stderr, "%s: unknown policy '%s' (buddy, trim, all)\n", prog,
+                  optarg);
+          return 2;
+        }
+        o->policy = (int)p;
+      }
+      break;
+    case 'f': o->find_min = 1; break;
+    case 'P':
+      if (!*optarg || strlen(optarg) >= GPB_NAME_MAX) {
+        fprintf(stderr, "%s: --publish needs 1 to %d characters\n", prog,
+                GPB_NAME_MAX - 1);
+        return 2;
+      }
+      o->publish = optarg;
+      break;
+    case 'S': {
+      char *end;
+      errno = 0;
+      o->speed = strtod(optarg, &end);
+      if (errno || *end || !(o->speed > 0) || isinf(o->speed)) {
+        fprintf(stderr, "%s: --speed needs a number > 0\n", prog);
+        return 2;
+      }
+      break;
+    }
+    case 'j': o->json = 1; break;
+    case 'q': o->quiet = 1; break;
+    case 'h': usage(stdout); exit(0);
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "%s: expected one TRACE argument (see --help)\n", prog);
+    return 2;
+  }
+  o->path = argv[optind];
+  if (!strcmp(o->path, "-") &&
+      (!o->pool_size || o->find_min || o->policy < 0)) {
+    fprintf(stderr, "%s: a trace on standard input is read once: give "
+            "--pool-size, and no --find-min-pool or --policy all\n", prog);
+    return 2;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  opts_t o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc;
+
+  scan_t sc;
+  memset(&sc, 0, sizeof sc);
+  int scanned = 0;
+  if (strcmp(o.path, "-") != 0) {
+    /* Needed for a derived pool size and for find-min-pool; otherwise it
+     * gives progress its total. Standard input can only be read once. */
+    if (scan_trace(&o, &sc)) return 1;
+    scanned = 1;
+  }
+  size_t derived = 0;
+  if (scanned) {
+    uint64_t want = sc.peak_live * 2;
+    if (want < sc.max_request) want = sc.max_request;
+    if (want < (1u << 20)) want = 1u << 20;
+    derived = (size_t)next_pow2(want);
+  }
+  size_t pool_size = o.pool_size ? o.pool_size : derived;
+
+  gpb_policy_t pols[2];
+  int npol = 0;
+  if (o.policy < 0) {
+    pols[npol++] = GPB_POLICY_BUDDY;
+    pols[npol++] = GPB_POLICY_TRIM;
+  } else {
+    pols[npol++] = (gpb_policy_t)o.policy;
+  }
+
+  result_t *res = calloc((size_t)npol, sizeof *res);
+  uint64_t minp[2] = {0, 0};
+  if (!res) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return 1;
+  }
+  for (int i = 0; i < npol; i++) {
+    size_t size = pool_size;
+    if (o.find_min) {
+      if (find_min_pool(&o, pols[i], &sc, &minp[i])) {
+        free(res);
+        return 1;
+      }
+      size = (size_t)minp[i];
+    }
+    if (replay_run(&o, size, pols[i], 0, scanned ? sc.ops : 0, &res[i])) {
+      free(res);
+      return 1;
+    }
+  }
+
+  if (o.json) {
+    printf("{\n  \"trace\": ");
+    json_str(o.path);
+    printf(",\n  \"pool_size_rule\": \"%s\",\n",
+           o.find_min ? "find-min-pool" : o.pool_size ? "given"
+           : "next power of two >= 2 x peak live");
+    printf("  \"runs\": [\n");
+    for (int i = 0; i < npol; i++)
+      json_run(&o, &res[i], scanned ? &sc : NULL, minp[i], i == npol - 1);
+    printf("  ]\n}\n");
+  } else {
+    printf("trace: %s\n", o.path);
+    if (!o.pool_size && !o.find_min) {
+      char a[32];
+      human(a, sizeof a, sc.peak_live);
+      printf("pool size: derived from the trace (peak live %s): next power of "
+             "two >= 2x\n", a);
+    }
+    for (int i = 0; i < npol; i++) {
+      if (i) printf("\n");
+      if (o.find_min) {
+        char a[32];
+        human(a, sizeof a, minp[i]);
+        printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak live;"
+               " multiples of min_block %zu)\n", gpb_policy_name(pols[i]), a,
+               minp[i], ratio(minp[i], sc.peak_all), o.min_block);
+      }
+      print_text(&o, &res[i]);
+    }
+    if (npol > 1) {
+      printf("\ncomparison:\n");
+      printf("  %-6s %14s %14s %10s %9s %8s %11s %11s\n", "policy", "pool",
+             "peak blocks", "int frag", "ext idx", "OOM", "alloc p50",
+             "alloc p99");
+      for (int i = 0; i < npol; i++) {
+        const result_t *r = &res[i];
+        printf("  %-6s %14zu %14" PRIu64 " %9.1f%% %9.3f %8" PRIu64
+               " %8" PRIu64 " ns %8" PRIu64 " ns\n", gpb_policy_name(r->policy),
+               r->pool_size, r->at_end.block_peak,
+               100 * ratio(r->at_peak.internal_frag_bytes, r->at_peak.block_bytes),
+               r->at_peak.external_frag, r->oom,
+               replay_hist_quantile(&r->lat_alloc, 0.5),
+               replay_hist_quantile(&r->lat_alloc, 0.99));
+      }
+    }
+  }
+  free(res);
+  return 0;
+}

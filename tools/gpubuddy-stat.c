@@ -1,0 +1,325 @@
+/*
+ * gpubuddy-stat: prints a live pool's state in the terminal.
+ *
+ * It attaches to a pool published under a name (gpb_config_t.name or
+ * GPB_PUBLISH), rebuilds the block map from the shared-memory segment and
+ * prints the headline stats and one /proc/buddyinfo-style line of free
+ * blocks per order. --watch keeps the reader attached and redraws; it
+ * polls much more often than it redraws, so it keeps up with the ring
+ * instead of asking the writer for a keyframe every time.
+ */
+#include "gpubuddy.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { EXIT_GONE = 3, EXIT_NOTFOUND = 2 };
+
+typedef struct stat_opts {
+  const char *name;
+  int json, list, watch;
+  double interval;
+} stat_opts_t;
+
+static void stat_usage(FILE *f) {
+  fprintf(f,
+          "usage: gpubuddy-stat [--json] [--watch [SECONDS]] NAME\n"
+          "       gpubuddy-stat --list [--json]\n"
+          "\n"
+          "Prints the state of the live pool published as NAME (a pool made\n"
+          "with gpb_config_t.name, or run with GPB_PUBLISH=NAME): used, free\n"
+          "and requested bytes, internal waste, largest free block, external\n"
+          "fragmentation, counts of allocations, frees and failures, and the\n"
+          "free blocks per order in the style of /proc/buddyinfo.\n"
+          "\n"
+          "  --watch [SECONDS]  redraw every SECONDS (default 1) until the\n"
+          "                     writer goes away or Ctrl-C\n"
+          "  --json             one JSON object per report (with --watch, one\n"
+          "                     per line); with --list, a JSON array\n"
+          "  --list             list the pools that can be attached now\n"
+          "  --help             this text\n"
+          "\n"
+          "Exit status: 0 ok, 1 error, 2 no such pool, 3 the writer is gone\n"
+          "(the last state it published is still printed when known).\n");
+}
+
+static void stat_sleep(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+  }
+}
+
+static const char *stat_bytes(uint64_t v, char *buf, size_t n) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double d = (double)v;
+  int u = 0;
+  while (d >= 1024 && u < 5) {
+    d /= 1024;
+    u++;
+  }
+  if (u == 0) snprintf(buf, n, "%" PRIu64 " B", v);
+  else snprintf(buf, n, "%.2f %s", d, unit[u]);
+  return buf;
+}
+
+/* Block sizes as short labels for the buddyinfo header: 256, 4K, 2M... */
+static const char *stat_short(uint64_t v, char *buf, size_t n) {
+  static const char sfx[] = "KMGTPE";
+  int u = -1;
+  while (v >= 1024 && (v & 1023) == 0 && u < 5) {
+    v >>= 10;
+    u++;
+  }
+  if (u < 0) snprintf(buf, n, "%" PRIu64, v);
+  else snprintf(buf, n, "%" PRIu64 "%c", v, sfx[u]);
+  return buf;
+}
+
+static double stat_pct(uint64_t a, uint64_t b) {
+  return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+static void stat_print_text(const gpb_pool_info_t *in, const gpb_stats_t *s,
+                            int gone) {
+  char b1[32], b2[32], b3[32];
+  printf("pool '%s'   %s backend, %s policy   event %" PRIu64 "%s\n", in->name,
+         gpb_backend_name(in->backend), gpb_policy_name(in->policy), s->seq,
+         gone ? "   (writer gone: last state)" : "");
+  printf("  managed    %12s   min block %s   %u orders\n",
+         stat_bytes(s->managed_bytes, b1, sizeof b1),
+         stat_bytes(s->min_block, b2, sizeof b2), s->num_orders);
+  printf("  used       %12s  (%5.1f%%)   %" PRIu64 " live allocations\n",
+         stat_bytes(s->block_bytes, b1, sizeof b1),
+         stat_pct(s->block_bytes, s->managed_bytes), s->live_allocs);
+  printf("  free       %12s  (%5.1f%%)\n", stat_bytes(s->free_bytes, b1, sizeof b1),
+         stat_pct(s->free_bytes, s->managed_bytes));
+  printf("  requested  %12s   internal waste %s (%.1f%% of used)\n",
+         stat_bytes(s->requested_bytes, b1, sizeof b1),
+         stat_bytes(s->internal_frag_bytes, b2, sizeof b2),
+         stat_pct(s->internal_frag_bytes, s->block_bytes));
+  printf("  largest free block %s   external fragmentation %.4f\n",
+         stat_bytes(s->largest_free, b3, sizeof b3), s->external_frag);
+  printf("  allocs %" PRIu64 "   frees %" PRIu64 "   failures %" PRIu64
+         "   splits %" PRIu64 "   merges %" PRIu64 "\n",
+         s->allocs, s->frees, s->failures, s->splits, s->merges);
+  printf("free blocks per order (block size above, count below):\n");
+  printf("%-14s", "  size");
+  for (uint32_t k = 0; k < s->num_orders; k++)
+    printf(" %6s", stat_short(s->min_block << k, b1, sizeof b1));
+  printf("\n");
+  printf("%-14s", "  free");
+  for (uint32_t k = 0; k < s->num_orders; k++)
+    printf(" %6" PRIu64, s->free_blocks[k]);
+  printf("\n");
+}
+
+static void stat_json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') printf("\\%c", c);
+    else if (c < 0x20) printf("\\u%04x", c);
+    else putchar(c);
+  }
+  putchar('"');
+}
+
+static void stat_print_json(const gpb_pool_info_t *in, const gpb_stats_t *s,
+                            int gone) {
+  printf("{\"name\":");
+  stat_json_str(in->name);
+  printf(",\"backend\":\"%s\",\"policy\":\"%s\",\"writer_gone\":%s,"
+         "\"seq\":%" PRIu64 ",\"managed_bytes\":%" PRIu64
+         ",\"min_block\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+         ",\"free_bytes\":%" PRIu64 ",\"requested_bytes\":%" PRIu64
+         ",\"internal_waste_bytes\":%" PRIu64 ",\"largest_free\":%" PRIu64
+         ",\"external_frag\":%.6f,\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64
+         ",\"failures\":%" PRIu64 ",\"splits\":%" PRIu64 ",\"merges\":%" PRIu64
+         ",\"live_allocs\":%" PRIu64 ",\"free_blocks\":[",
+         gpb_backend_name(in->backend), gpb_policy_name(in->policy),
+         gone ? "true" : "false", s->seq, s->managed_bytes, s->min_block,
+         s->block_bytes, s->free_bytes, s->requested_bytes,
+         s->internal_frag_bytes, s->largest_free, s->external_frag, s->allocs,
+         s->frees, s->failures, s->splits, s->merges, s->live_allocs);
+  for (uint32_t k = 0; k < s->num_orders; k++)
+    printf("%s%" PRIu64, k ? "," : "", s->free_blocks[k]);
+  printf("]}\n");
+}
+
+typedef struct stat_list {
+  int json, n;
+} stat_list_t;
+
+static void stat_list_one(const char *name, void *user) {
+  stat_list_t *l = user;
+  if (l->json) {
+    printf("%s", l->n ? "," : "[");
+    stat_json_str(name);
+  } else {
+    printf("%s\n", name);
+  }
+  l->n++;
+}
+
+static int stat_list(int json) {
+  stat_list_t l = {json, 0};
+  int rc = gpb_list_pools(stat_list_one, &l);
+  if (rc) {
+    fprintf(stderr, "gpubuddy-stat: cannot list pools: %s: %s\n",
+            gpb_strerror(rc), gpb_last_error_detail());
+    return 1;
+  }
+  if (json) printf("%s\n", l.n ? "]" : "[]");
+  else if (l.n == 0) fprintf(stderr, "gpubuddy-stat: no live pools\n");
+  return 0;
+}
+
+static int stat_parse(int argc, char **argv, stat_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->interval = 1.0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      stat_usage(stdout);
+      exit(0);
+    } else if (!strcmp(a, "--json")) {
+      o->json = 1;
+    } else if (!strcmp(a, "--list")) {
+      o->list = 1;
+    } else if (!strcmp(a, "--watch") || !strcmp(a, "-w")) {
+      o->watch = 1;
+      if (i + 1 < argc) { /* optional SECONDS: taken when it is a number */
+        char *end;
+        double v = strtod(argv[i + 1], &end);
+        if (end != argv[i + 1] && *end == '\0') {
+          if (!(v >= 0.05 && v <= 86400)) {
+            fprintf(stderr, "gpubuddy-stat: --watch %s: want 0.05 to 86400 "
+                    "seconds\n", argv[i + 1]);
+            return -1;
+          }
+          o->interval = v;
+          i++;
+        }
+      }
+    } else if (a[0] == '-' && a[1] != '\0') {
+      fprintf(stderr, "gpubuddy-stat: unknown option %s (see --help)\n", a);
+      return -1;
+    } else if (!o->name) {
+      o->name = a;
+    } else {
+      fprintf(stderr, "gpubuddy-stat: one pool name at a time (%s, %s)\n",
+              o->name, a);
+      return -1;
+    }
+  }
+  if (!o->list && !o->name) {
+    fprintf(stderr, "gpubuddy-stat: which pool? give NAME or --list "
+            "(see --help)\n");
+    return -1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  stat_opts_t o;
+  if (stat_parse(argc, argv, &o)) return 1;
+  if (o.list) return stat_list(o.json);
+
+  gpb_attach_t *a;
+  int rc = gpb_attach_open(o.name, &a);
+  if (rc == GPB_ENOTFOUND) {
+    fprintf(stderr, "gpubuddy-stat: no pool is published as '%s' (see "
+            "gpubuddy-stat --list)\n", o.name);
+    return EXIT_NOTFOUND;
+  }
+  if (rc) {
+    fprintf(stderr, "gpubuddy-stat: cannot attach to '%s': %s: %s\n", o.name,
+            gpb_strerror(rc), gpb_last_error_detail());
+    return 1;
+  }
+  gpb_pool_info_t info;
+  gpb_attach_info(a, &info);
+
+  /* The first poll that applies something means the model holds the
+   * pool's state (from the ring or a keyframe). A writer idle since long
+   * ago serves the keyframe only at its next allocation. */
+  int synced = 0, gone = 0, warned = 0;
+  char gone_msg[512] = "";
+  uint64_t start = gpb_now_ns();
+  while (!synced && !gone) {
+    rc = gpb_attach_poll(a);
+    if (rc > 0) synced = 1;
+    else if (rc == GPB_ECLOSED) {
+      gone = 1;
+      snprintf(gone_msg, sizeof gone_msg, "%s", gpb_last_error_detail());
+    } else if (rc < 0) {
+      fprintf(stderr, "gpubuddy-stat: '%s': %s: %s\n", o.name,
+              gpb_strerror(rc), gpb_last_error_detail());
+      gpb_attach_close(a);
+      return 1;
+    } else {
+      double waited = (double)(gpb_now_ns() - start) / 1e9;
+      if (!warned && waited > 0.5) {
+        fprintf(stderr, "gpubuddy-stat: waiting for a keyframe from '%s' "
+                "(the writer sends one at its next allocation)...\n", o.name);
+        warned = 1;
+      }
+      if (!o.watch && waited > 3.0) {
+        fprintf(stderr, "gpubuddy-stat: '%s' sent no keyframe in 3 s: the "
+                "writer is idle; try again while it allocates, or use "
+                "--watch\n", o.name);
+        gpb_attach_close(a);
+        return 1;
+      }
+      stat_sleep(0.01);
+    }
+  }
+
+  /* One more poll: it takes what came meanwhile and tells whether the
+   * writer is still there. */
+  if (synced && !gone && (rc = gpb_attach_poll(a)) == GPB_ECLOSED) {
+    gone = 1;
+    snprintf(gone_msg, sizeof gone_msg, "%s", gpb_last_error_detail());
+  }
+
+  for (;;) {
+    gpb_stats_t s;
+    if (synced) {
+      gpb_model_stats(gpb_attach_model(a), &s);
+      if (o.watch && !o.json) printf("\033[H\033[2J");
+      if (o.json) stat_print_json(&info, &s, gone);
+      else stat_print_text(&info, &s, gone);
+      fflush(stdout);
+    }
+    if (gone || !o.watch) break;
+    /* Poll often between redraws so the reader keeps up with the ring. */
+    uint64_t until = gpb_now_ns() + (uint64_t)(o.interval * 1e9);
+    while (!gone && gpb_now_ns() < until) {
+      rc = gpb_attach_poll(a);
+      if (rc > 0) synced = 1;
+      if (rc == GPB_ECLOSED) {
+        gone = 1;
+        snprintf(gone_msg, sizeof gone_msg, "%s", gpb_last_error_detail());
+      } else if (rc < 0) {
+        fprintf(stderr, "gpubuddy-stat: '%s': %s: %s\n", o.name,
+                gpb_strerror(rc), gpb_last_error_detail());
+        gpb_attach_close(a);
+        return 1;
+      }
+      if (!gone) stat_sleep(0.02);
+    }
+  }
+  gpb_attach_close(a);
+  if (gone) {
+    fprintf(stderr, "gpubuddy-stat: %s\n", gone_msg);
+    if (!synced)
+      fprintf(stderr, "gpubuddy-stat: no state of '%s' could be recovered\n",
+              o.name);
+    return EXIT_GONE;
+  }
+  return 0;
+}

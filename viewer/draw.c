@@ -1,0 +1,87 @@
+/*
+ * draw.c: the pixel buffer every frame is drawn into, and the palette.
+ *
+ * The viewer never draws through SDL: it fills this buffer itself, so a
+ * window (which uploads it to a texture) and headless mode (which writes
+ * it as PNG) show the very same pixels, and tests can read them back.
+ */
+#include "view.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+int vfb_init(vfb_t *fb, int w, int h) {
+  fb->px = NULL;
+  fb->w = fb->h = 0;
+  if (w <= 0 || h <= 0 || w > 16384 || h > 16384)
+    return GPB_EINVAL;
+  fb->px = malloc((size_t)w * (size_t)h * sizeof *fb->px);
+  if (!fb->px) return GPB_EHOSTMEM;
+  fb->w = w;
+  fb->h = h;
+  return 0;
+}
+
+void vfb_free(vfb_t *fb) {
+  free(fb->px);
+  fb->px = NULL;
+  fb->w = fb->h = 0;
+}
+
+void vfb_fill(vfb_t *fb, int x, int y, int w, int h, uint32_t c) {
+  int x0 = x < 0 ? 0 : x, y0 = y < 0 ? 0 : y;
+  int x1 = x + w > fb->w ? fb->w : x + w, y1 = y + h > fb->h ? fb->h : y + h;
+  for (int yy = y0; yy < y1; yy++) {
+    uint32_t *row = fb->px + (size_t)yy * (size_t)fb->w;
+    for (int xx = x0; xx < x1; xx++) row[xx] = c;
+  }
+}
+
+void vfb_rect(vfb_t *fb, int x, int y, int w, int h, uint32_t c) {
+  vfb_fill(fb, x, y, w, 1, c);
+  vfb_fill(fb, x, y + h - 1, w, 1, c);
+  vfb_fill(fb, x, y, 1, h, c);
+  vfb_fill(fb, x + w - 1, y, 1, h, c);
+}
+
+uint32_t vc_mix(uint32_t a, uint32_t b, double t) {
+  if (t <= 0) return a;
+  if (t >= 1) return b;
+  uint32_t out = 0xFF000000u;
+  for (int s = 0; s < 24; s += 8) {
+    double ca = (a >> s) & 0xFF, cb = (b >> s) & 0xFF;
+    out |= (uint32_t)(ca + (cb - ca) * t + 0.5) << s;
+  }
+  return out;
+}
+
+uint32_t vc_scale(uint32_t c, double f) {
+  uint32_t out = 0xFF000000u;
+  for (int s = 0; s < 24; s += 8) {
+    double v = ((c >> s) & 0xFF) * f;
+    out |= (uint32_t)(v > 255 ? 255 : v) << s;
+  }
+  return out;
+}
+
+/* Dark blue through teal and green to yellow: readable on the dark
+ * background at both ends. */
+uint32_t vc_ramp(double t) {
+  static const uint32_t stops[] = {0xFF253494u, 0xFF2C7FB8u, 0xFF41B6C4u,
+                                   0xFF7FCDBBu, 0xFFC7E9B4u, 0xFFFFFFB0u};
+  const int n = (int)(sizeof stops / sizeof stops[0]) - 1;
+  if (!(t > 0)) return stops[0];
+  if (t >= 1) return stops[n];
+  double x = t * n;
+  int i = (int)x;
+  return vc_mix(stops[i], stops[i + 1], x - i);
+}
+
+uint32_t vc_tag(uint32_t tag) {
+  static const uint32_t pal[16] = {
+      0xFF3B82F6u, 0xFFEF4444u, 0xFF10B981u, 0xFFF59E0Bu,
+      0xFF8B5CF6u, 0xFFEC4899u, 0xFF06B6D4u, 0xFF84CC16u,
+      0xFFF97316u, 0xFF6366F1u, 0xFF14B8A6u, 0xFFE11D48u,
+      0xFFA3E635u, 0xFFFACC15u, 0xFF94A3B8u, 0xFFD946EFu};
+  return pal[tag & 15];
+}

@@ -1,0 +1,462 @@
+/*
+ * frame.c: lays out and draws a whole frame into the pixel buffer: the
+ * block map (left), the panels (right: headline stats, free blocks per
+ * order, time series), the timeline and status line (bottom), and the
+ * overlays (hover box, help, "disconnected").
+ *
+ * Only the map's cells depend on the pool's size; everything else is a
+ * few thousand pixels, so a frame costs about one pass over the screen.
+ */
+#include "view.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FRAME_PANEL_W 250  /* at scale 1 */
+#define FRAME_MAX_CELLS 2500000u
+
+const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double d = (double)v;
+  int u = 0;
+  while (d >= 1024 && u < 5) {
+    d /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, n, "%" PRIu64 " B", v);
+  else
+    snprintf(buf, n, d >= 100 ? "%.0f %s" : d >= 10 ? "%.1f %s" : "%.2f %s", d,
+             unit[u]);
+  return buf;
+}
+
+void vframe_layout(vapp_t *a, int w, int h) {
+  int s = a->scale < 1 ? 1 : a->scale;
+  int line = (VFONT_H + 3) * s;
+  int bottom = line + 2 * s + (a->kind == VSRC_REPLAY ? 10 * s : 0);
+  int pw = w >= 560 * s ? FRAME_PANEL_W * s : 0;
+  a->map_x = 0;
+  a->map_y = 0;
+  a->map_w = w - pw;
+  a->map_h = h - bottom;
+  if (a->map_w < 1) a->map_w = 1;
+  if (a->map_h < 1) a->map_h = 1;
+  a->tl_x = 4 * s;
+  a->tl_w = w - 8 * s;
+  a->tl_h = a->kind == VSRC_REPLAY ? 7 * s : 0;
+  a->tl_y = a->map_h + 2 * s;
+  /* One cell per (scaled) pixel, coarser only on huge screens so the sums
+   * stay a few tens of MB. */
+  int cp = s;
+  while ((uint64_t)(a->map_w / cp) * (uint64_t)(a->map_h / cp) > FRAME_MAX_CELLS)
+    cp *= 2;
+  a->cell_px = cp;
+  int cols = a->map_w / cp, rows;
+  if (a->map.layout == VLAYOUT_TREE) {
+    rows = (int)a->map.norders;
+    a->row_px = a->map_h / rows;
+    if (a->row_px < 1) a->row_px = 1;
+  } else {
+    rows = a->map_h / cp;
+    a->row_px = cp;
+  }
+  if (cols != a->map.cols || rows != a->map.rows) {
+    if (vmap_resize(&a->map, cols, rows))
+      vapp_message(a, "out of memory for the block map");
+  }
+}
+
+uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell) {
+  x -= a->map_x;
+  y -= a->map_y;
+  if (x < 0 || y < 0 || x >= a->map_w || y >= a->map_h || !a->cell_px)
+    return UINT64_MAX;
+  int cx = x / a->cell_px;
+  int cy = a->map.layout == VLAYOUT_TREE ? 0 : y / a->cell_px;
+  uint64_t off = vmap_offset_at(&a->map, cx, cy);
+  if (cell)
+    *cell = a->map.layout == VLAYOUT_TREE
+                ? (uint64_t)cx
+                : (uint64_t)cy * (uint64_t)a->map.cols + (uint64_t)cx;
+  return off;
+}
+
+/* ------------------------------------------------------------------ map */
+
+static void frame_map(vapp_t *a, vfb_t *fb) {
+  const vmap_t *m = &a->map;
+  int cp = a->cell_px;
+  if (!m->ncells) {
+    vfb_fill(fb, a->map_x, a->map_y, a->map_w, a->map_h, VC_BG);
+    return;
+  }
+  /* The grid's cells cover all but a sliver of the map; fill only that. */
+  int gw = m->cols * cp, gh = m->layout == VLAYOUT_TREE
+                                 ? (int)m->norders * a->row_px
+                                 : m->rows * cp;
+  vfb_fill(fb, a->map_x + gw, a->map_y, a->map_w - gw, a->map_h, VC_BG);
+  vfb_fill(fb, a->map_x, a->map_y + gh, gw, a->map_h - gh, VC_BG);
+  if (m->layout == VLAYOUT_TREE) {
+    int rp = a->row_px, gap = rp >= 4 ? 1 : 0;
+    for (uint32_t k = 0; k < m->norders; k++) {
+      int y = a->map_y + (int)(m->norders - 1 - k) * rp;
+      const uint32_t *row = m->rgb + (size_t)k * (size_t)m->cols;
+      for (int c = 0; c < m->cols; c++)
+        vfb_fill(fb, a->map_x + c * cp, y, cp, rp - gap, row[c]);
+      if (gap) vfb_fill(fb, a->map_x, y + rp - gap, gw, gap, VC_BG);
+    }
+    return;
+  }
+  for (int r = 0; r < m->rows; r++) {
+    const uint32_t *src = m->rgb + (size_t)r * (size_t)m->cols;
+    for (int dy = 0; dy < cp; dy++) {
+      int y = a->map_y + r * cp + dy;
+      if (y >= fb->h) return;
+      uint32_t *dst = fb->px + (size_t)y * (size_t)fb->w + a->map_x;
+      if (cp == 1) {
+        memcpy(dst, src, (size_t)m->cols * sizeof *dst);
+      } else {
+        for (int c = 0; c < m->cols; c++)
+          for (int dx = 0; dx < cp; dx++) dst[c * cp + dx] = src[c];
+      }
+    }
+  }
+}
+
+/* Brightens the cells of one block (hovered or found). */
+static void frame_mark_block(vapp_t *a, vfb_t *fb, const gpb_block_info_t *b) {
+  const vmap_t *m = &a->map;
+  if (!m->ncells || b->offset + b->size <= m->start || b->offset >= m->end)
+    return;
+  uint64_t lo = b->offset > m->start ? b->offset : m->start;
+  uint64_t hi = b->offset + b->size < m->end ? b->offset + b->size : m->end;
+  uint64_t c0 = (lo - m->start) / m->bpc, c1 = (hi - 1 - m->start) / m->bpc;
+  int cp = a->cell_px;
+  if (c1 - c0 > 400000) return;
+  for (uint64_t c = c0; c <= c1; c++) {
+    int x, y, h;
+    if (m->layout == VLAYOUT_TREE) {
+      x = a->map_x + (int)c * cp;
+      y = a->map_y + (int)(m->norders - 1 - b->order) * a->row_px;
+      h = a->row_px;
+    } else {
+      x = a->map_x + (int)(c % (uint64_t)m->cols) * cp;
+      y = a->map_y + (int)(c / (uint64_t)m->cols) * cp;
+      h = cp;
+    }
+    for (int yy = y; yy < y + h && yy < fb->h; yy++)
+      for (int xx = x; xx < x + cp && xx < fb->w; xx++) {
+        uint32_t *p = fb->px + (size_t)yy * (size_t)fb->w + xx;
+        *p = vc_mix(*p, VC_HILITE, 0.45);
+      }
+  }
+}
+
+/* The state of a block's buddy, for the hover box. */
+static const char *frame_buddy(const vapp_t *a, const gpb_block_info_t *b) {
+  uint32_t k = b->order, sh = a->map.min_shift;
+  uint64_t units = a->map.managed >> sh, i = (b->offset >> sh) >> k;
+  if (k + 1 >= a->map.norders || (((i >> 1) + 1) << (k + 1)) > units)
+    return "none (root)";
+  gpb_block_info_t bb;
+  if (gpb_model_lookup(a->model, ((i ^ 1) << k) << sh, &bb)) return "?";
+  if (bb.order == k) return bb.used ? "used" : "free";
+  return bb.order < k ? "split" : "?";
+}
+
+/* --------------------------------------------------------------- panels */
+
+typedef struct frame_pen {
+  vfb_t *fb;
+  int x, y, s, w;
+} frame_pen_t;
+
+static void pen_line(frame_pen_t *p, uint32_t c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void pen_line(frame_pen_t *p, uint32_t c, const char *fmt, ...) {
+  char buf[160];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  vfont_draw(p->fb, p->x, p->y, p->s, c, buf);
+  p->y += (VFONT_H + 1) * p->s;
+}
+
+static void frame_stats(vapp_t *a, frame_pen_t *p) {
+  const gpb_stats_t *st = &a->stats;
+  char b1[32], b2[32];
+  double pct = st->managed_bytes ? 100.0 * (double)st->block_bytes /
+                                       (double)st->managed_bytes : 0;
+  pen_line(p, VC_TEXT, "%s", a->kind == VSRC_LIVE ? "LIVE" : "REPLAY");
+  pen_line(p, VC_DIM, "%.38s", a->title);
+  pen_line(p, VC_DIM, "POOL %s  MIN %s", vfmt_bytes(st->managed_bytes, b1, 32),
+           vfmt_bytes(st->min_block, b2, 32));
+  p->y += p->s * 3;
+  pen_line(p, VC_USED, "USED      %s (%.1f%%)",
+           vfmt_bytes(st->block_bytes, b1, 32), pct);
+  pen_line(p, VC_TEXT, "REQUESTED %s", vfmt_bytes(st->requested_bytes, b1, 32));
+  pen_line(p, VC_FREE == 0 ? VC_TEXT : 0xFF7FBF80u, "FREE      %s",
+           vfmt_bytes(st->free_bytes, b1, 32));
+  pen_line(p, VC_TEXT, "LARGEST   %s", vfmt_bytes(st->largest_free, b1, 32));
+  pen_line(p, VC_WASTE, "WASTE     %s (%.1f%%)",
+           vfmt_bytes(st->internal_frag_bytes, b1, 32),
+           st->block_bytes ? 100.0 * (double)st->internal_frag_bytes /
+                                 (double)st->block_bytes : 0);
+  double unusable = 0;
+  uint32_t top = st->num_orders ? st->num_orders - 1 : 0;
+  /* The index for the largest request the free space could serve if it
+   * were one block: how much of the free space is unusable for it. */
+  if (st->free_bytes) {
+    uint32_t j = 63u - (uint32_t)__builtin_clzll(st->free_bytes / st->min_block
+                                                     ? st->free_bytes / st->min_block
+                                                     : 1);
+    if (j > top) j = top;
+    unusable = st->unusable_index[j];
+  }
+  pen_line(p, VC_TEXT, "EXT FRAG  %.3f  UNUSABLE %.3f", st->external_frag,
+           unusable);
+  pen_line(p, VC_DIM, "LIVE %" PRIu64 "  FAIL %" PRIu64, st->live_allocs,
+           st->failures);
+  pen_line(p, VC_DIM, "SEQ %" PRIu64, st->seq);
+}
+
+static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
+  const gpb_stats_t *st = &a->stats;
+  uint32_t n = st->num_orders;
+  if (!n) return;
+  int s = p->s, rowh = (VFONT_H - 1) * s;
+  pen_line(p, VC_TEXT, "FREE BLOCKS PER ORDER");
+  int avail = max_y - p->y;
+  if (rowh * (int)n > avail) rowh = avail / (int)n;
+  if (rowh < 2) return;
+  uint64_t mx = 1;
+  for (uint32_t k = 0; k < n; k++)
+    if (st->free_blocks[k] > mx) mx = st->free_blocks[k];
+  int lx = p->x, bx = p->x + 9 * VFONT_W * s, bw = p->w - 9 * VFONT_W * s - 8 * VFONT_W * s;
+  for (uint32_t k = 0; k < n; k++) {
+    int y = p->y + (int)(n - 1 - k) * rowh;
+    char b1[32], num[32];
+    uint64_t c = st->free_blocks[k];
+    if (rowh >= VFONT_H * s - s) {
+      vfont_draw(p->fb, lx, y - s, s, VC_DIM, vfmt_bytes(st->min_block << k, b1, 32));
+      snprintf(num, sizeof num, "%" PRIu64, c);
+      vfont_draw(p->fb, bx + bw + 2 * s, y - s, s, VC_DIM, num);
+    }
+    int len = c ? (int)((double)bw * log1p((double)c) / log1p((double)mx)) : 0;
+    if (c && len < 1) len = 1;
+    vfb_fill(p->fb, bx, y + s, bw, rowh - 2 * s > 0 ? rowh - 2 * s : 1, VC_GRID);
+    vfb_fill(p->fb, bx, y + s, len, rowh - 2 * s > 0 ? rowh - 2 * s : 1,
+             vc_ramp(n > 1 ? (double)k / (n - 1) : 0));
+  }
+  p->y += (int)n * rowh + 4 * s;
+}
+
+static void frame_chart(frame_pen_t *p, const char *label, const double *v,
+                        const vseries_t *se, double vmax, uint32_t color,
+                        const char *now_text) {
+  int s = p->s, h = 34 * s;
+  vfont_draw(p->fb, p->x, p->y, s, VC_DIM, label);
+  vfont_draw(p->fb, p->x + p->w - vfont_width(s, now_text), p->y, s, color,
+             now_text);
+  p->y += VFONT_H * s;
+  vfb_fill(p->fb, p->x, p->y, p->w, h, VC_GRID);
+  if (se->n > 0 && vmax > 0) {
+    for (int x = 0; x < p->w; x++) {
+      int i = se->n == 1 ? 0 : (int)((int64_t)x * (se->n - 1) / (p->w - 1));
+      double f = v[i] / vmax;
+      if (f > 1) f = 1;
+      if (f < 0) f = 0;
+      int bh = (int)(f * (h - 2) + 0.5);
+      vfb_fill(p->fb, p->x + x, p->y + h - 1 - bh, 1, bh, vc_scale(color, 0.7));
+      vfb_put(p->fb, p->x + x, p->y + h - 1 - bh, color);
+    }
+  }
+  p->y += h + 4 * s;
+}
+
+static void frame_series(vapp_t *a, frame_pen_t *p) {
+  const vseries_t *se = &a->series;
+  char b1[32];
+  double m = (double)a->stats.managed_bytes;
+  frame_chart(p, "USED", se->used, se, m, VC_USED,
+              vfmt_bytes(a->stats.block_bytes, b1, 32));
+  frame_chart(p, "LARGEST FREE", se->largest, se, m, 0xFF7FBF80u,
+              vfmt_bytes(a->stats.largest_free, b1, 32));
+  char fr[32];
+  snprintf(fr, sizeof fr, "%.3f", a->stats.external_frag);
+  frame_chart(p, "EXT FRAGMENTATION", se->frag, se, 1.0, VC_WASTE, fr);
+}
+
+/* ------------------------------------------------------- bottom, overlays */
+
+static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE"};
+
+static void frame_bottom(vapp_t *a, vfb_t *fb) {
+  int s = a->scale;
+  char line[256], b1[32];
+  if (a->kind == VSRC_REPLAY) {
+    vfb_fill(fb, a->tl_x, a->tl_y, a->tl_w, a->tl_h, VC_GRID);
+    uint64_t pos = vapp_pos(a), tot = a->total_ops;
+    if (tot) {
+      int px = (int)((double)a->tl_w * (double)(pos > tot ? tot : pos) / (double)tot);
+      vfb_fill(fb, a->tl_x, a->tl_y, px, a->tl_h, 0xFF4B5563u);
+      vfb_fill(fb, a->tl_x + px - s, a->tl_y, 2 * s, a->tl_h, VC_TEXT);
+    }
+  }
+  int y = fb->h - (VFONT_H + 2) * s;
+  const char *state = a->failed         ? "ERROR"
+                      : a->disconnected ? "DISCONNECTED"
+                      : a->paused       ? "PAUSED"
+                      : (a->kind == VSRC_REPLAY && vreplay_at_end(a->rp)) ? "END"
+                      : a->kind == VSRC_LIVE ? "LIVE" : "PLAYING";
+  char speed[48] = "";
+  if (a->kind == VSRC_REPLAY) {
+    if (a->speed > 0)
+      snprintf(speed, sizeof speed, " %.0f OPS/S", a->speed);
+    else
+      snprintf(speed, sizeof speed, " MAX SPEED");
+  }
+  char pos[64];
+  if (a->kind == VSRC_REPLAY)
+    snprintf(pos, sizeof pos, "OP %" PRIu64 "/%" PRIu64, vapp_pos(a), a->total_ops);
+  else
+    snprintf(pos, sizeof pos, "EVENT %" PRIu64, vapp_pos(a));
+  snprintf(line, sizeof line, "%s%s  %s  CELL %s  %s %s  H: KEYS", state, speed,
+           pos, vfmt_bytes(a->map.bpc, b1, 32),
+           a->map.layout == VLAYOUT_TREE ? "TREE" : "MAP",
+           a->map.layout == VLAYOUT_TREE ? "" : frame_color_names[a->map.color]);
+  uint32_t col = a->failed || a->disconnected ? VC_ALERT : VC_TEXT;
+  if (a->searching) {
+    snprintf(line, sizeof line, "FIND ADDRESS OR OFFSET: %s_", a->search);
+    col = VC_WASTE;
+  } else if (a->msg[0] && gpb_now_ns() < a->msg_until_ns) {
+    int x = vfont_draw(fb, 4 * s, y, s, col, line);
+    vfont_draw(fb, x + 4 * VFONT_W * s, y, s, VC_WASTE, a->msg);
+    return;
+  }
+  vfont_draw(fb, 4 * s, y, s, col, line);
+}
+
+static void frame_box(vfb_t *fb, int x, int y, int w, int h) {
+  vfb_fill(fb, x, y, w, h, 0xFF0B0E13u);
+  vfb_rect(fb, x, y, w, h, VC_DIM);
+}
+
+static void frame_hover(vapp_t *a, vfb_t *fb, const gpb_block_info_t *b,
+                        int mx, int my) {
+  int s = a->scale, lh = (VFONT_H + 1) * s;
+  char l[9][80], b1[32], b2[32];
+  int n = 0;
+  snprintf(l[n++], 80, "OFFSET 0x%" PRIx64 " (%" PRIu64 ")", b->offset, b->offset);
+  if (a->info.base)
+    snprintf(l[n++], 80, "ADDR   0x%" PRIxPTR,
+             (uintptr_t)a->info.base + (uintptr_t)b->offset);
+  snprintf(l[n++], 80, "SIZE   %s  ORDER %u", vfmt_bytes(b->size, b1, 32), b->order);
+  snprintf(l[n++], 80, "STATE  %s", b->used ? "USED" : "FREE");
+  if (b->used) {
+    snprintf(l[n++], 80, "REQ    %s OF %s", vfmt_bytes(b->requested, b1, 32),
+             vfmt_bytes(b->alloc_size, b2, 32));
+    snprintf(l[n++], 80, "WASTE  %s",
+             vfmt_bytes(b->alloc_size > b->requested ? b->alloc_size - b->requested : 0,
+                        b1, 32));
+    uint64_t now = a->map.now_ns;
+    double age = now > b->time_ns && b->time_ns ? (double)(now - b->time_ns) / 1e9 : 0;
+    snprintf(l[n++], 80, "TAG    %u  AGE %.3f S", b->tag, age);
+  }
+  snprintf(l[n++], 80, "BUDDY  %s", frame_buddy(a, b));
+  int w = 0;
+  for (int i = 0; i < n; i++) {
+    int lw = vfont_width(s, l[i]);
+    if (lw > w) w = lw;
+  }
+  w += 8 * s;
+  int h = n * lh + 6 * s;
+  int x = mx + 14 * s, y = my + 14 * s;
+  if (x + w > fb->w) x = mx - w - 6 * s;
+  if (y + h > fb->h) y = fb->h - h;
+  if (x < 0) x = 0;
+  if (y < 0) y = 0;
+  frame_box(fb, x, y, w, h);
+  for (int i = 0; i < n; i++)
+    vfont_draw(fb, x + 4 * s, y + 3 * s + i * lh, s, VC_TEXT, l[i]);
+}
+
+static void frame_help(vapp_t *a, vfb_t *fb) {
+  int s = a->scale, lh = (VFONT_H + 1) * s;
+  int lines = 1, w = 0, cur = 0;
+  for (const char *p = vinput_keys_help; *p; p++) {
+    if (*p == '\n') {
+      lines++;
+      if (cur > w) w = cur;
+      cur = 0;
+    } else {
+      cur++;
+    }
+  }
+  w = (w > cur ? w : cur) * VFONT_W * s + 12 * s;
+  int h = lines * lh + 10 * s;
+  int x = (fb->w - w) / 2, y = (fb->h - h) / 2;
+  frame_box(fb, x, y, w, h);
+  char buf[128];
+  const char *p = vinput_keys_help;
+  for (int i = 0; *p; i++) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    vfont_draw(fb, x + 6 * s, y + 5 * s + i * lh, s, VC_TEXT, buf);
+    p += len + (e ? 1 : 0);
+  }
+}
+
+void vframe_draw(vapp_t *a, vfb_t *fb) {
+  int s = a->scale < 1 ? 1 : a->scale;
+  vframe_layout(a, fb->w, fb->h);
+  if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
+  vmap_colorize(&a->map);
+  /* Background everywhere but the map, which frame_map covers. */
+  vfb_fill(fb, a->map_x + a->map_w, 0, fb->w - a->map_w, fb->h, VC_PANEL);
+  vfb_fill(fb, 0, a->map_h, a->map_w, fb->h - a->map_h, VC_PANEL);
+  frame_map(a, fb);
+
+  gpb_block_info_t hb;
+  int hover = 0;
+  if (a->mouse_in) {
+    uint64_t off = vframe_offset_at(a, a->mouse_x, a->mouse_y, NULL);
+    if (off != UINT64_MAX && gpb_model_lookup(a->model, off, &hb) == 0) hover = 1;
+  }
+  gpb_block_info_t sb;
+  if (a->have_sel && gpb_model_lookup(a->model, a->sel_off, &sb) == 0)
+    frame_mark_block(a, fb, &sb);
+  if (hover) frame_mark_block(a, fb, &hb);
+
+  if (a->map_w < fb->w) {
+    frame_pen_t p = {fb, a->map_w + 8 * s, 6 * s, s, fb->w - a->map_w - 14 * s};
+    frame_stats(a, &p);
+    p.y += 4 * s;
+    int charts = 3 * (VFONT_H * s + 38 * s);
+    frame_buddyinfo(a, &p, a->map_h - charts - 4 * s);
+    p.y = a->map_h - charts;
+    if (p.y > 0) frame_series(a, &p);
+  }
+  frame_bottom(a, fb);
+
+  if (a->disconnected || a->failed) {
+    const char *t = a->disconnected ? "DISCONNECTED - LAST STATE SHOWN"
+                                    : "STOPPED ON AN ERROR - LAST GOOD STATE SHOWN";
+    int ts = 2 * s, w = vfont_width(ts, t) + 16 * s;
+    int x = a->map_x + (a->map_w - w) / 2, y = a->map_y + 10 * s;
+    frame_box(fb, x, y, w, VFONT_H * ts + 8 * s);
+    vfont_draw(fb, x + 8 * s, y + 3 * s, ts, VC_ALERT, t);
+  }
+  if (hover) frame_hover(a, fb, &hb, a->mouse_x, a->mouse_y);
+  else if (a->have_sel && !a->mouse_in)
+    frame_hover(a, fb, &sb, a->map_x + a->map_w / 2, a->map_y + a->map_h / 3);
+  if (a->show_help) frame_help(a, fb);
+}

@@ -1,0 +1,247 @@
+/*
+ * input.c: what keys and the mouse do. main.c turns SDL events into these
+ * calls, so the behaviour can be driven from tests without a display.
+ */
+#include "view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const vinput_keys_help =
+    "KEYS\n"
+    "SPACE        PLAY / PAUSE (LIVE: FREEZE THE VIEW, NOT THE PROGRAM)\n"
+    "RIGHT  .     STEP ONE OP (REPLAY)\n"
+    "LEFT   ,     STEP BACK ONE OP (REPLAY)\n"
+    "+  -         FASTER / SLOWER      0  AS FAST AS POSSIBLE\n"
+    "HOME  END    START / END OF THE TRACE\n"
+    "CLICK TIMELINE    SCRUB\n"
+    "WHEEL  Z  X  ZOOM IN / OUT        F  FIT THE WHOLE POOL\n"
+    "UP DOWN PGUP PGDN  DRAG    SCROLL\n"
+    "C            CYCLE COLORS: STATE, ORDER, TAG, AGE (1-4)\n"
+    "T            BLOCK MAP / BUDDY TREE (ONE ROW PER ORDER)\n"
+    "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K)\n"
+    "CLICK MAP    SELECT A BLOCK       ESC  CLEAR\n"
+    "P            SAVE A PNG SCREENSHOT\n"
+    "H  ?         THIS HELP            Q  QUIT";
+
+/* Parses "0x1f00", "4096", "64K", "1.5MiB": hex or gpb_size_parse. */
+static int input_parse_where(const char *s, uint64_t *out) {
+  while (*s == ' ') s++;
+  if ((s[0] == '0') && (s[1] == 'x' || s[1] == 'X')) {
+    char *end;
+    unsigned long long v = strtoull(s + 2, &end, 16);
+    if (end == s + 2 || *end) return GPB_EINVAL;
+    *out = v;
+    return 0;
+  }
+  size_t v;
+  int rc = gpb_size_parse(s, &v);
+  if (rc == 0) *out = v;
+  return rc;
+}
+
+static void input_find(vapp_t *a) {
+  uint64_t v;
+  if (input_parse_where(a->search, &v)) {
+    vapp_message(a, "not an address or offset: %s", a->search);
+    return;
+  }
+  uint64_t base = (uint64_t)(uintptr_t)a->info.base;
+  uint64_t off = v;
+  /* A value inside the reservation is an address; otherwise an offset. */
+  if (base && v >= base && v - base < a->info.managed_size) off = v - base;
+  if (off >= a->info.managed_size) {
+    vapp_message(a, "0x%llx is past the end of the pool",
+                 (unsigned long long)v);
+    return;
+  }
+  gpb_block_info_t b;
+  if (gpb_model_lookup(a->model, off, &b)) {
+    vapp_message(a, "no block at offset %llu", (unsigned long long)off);
+    return;
+  }
+  a->have_sel = 1;
+  a->sel_off = off;
+  vmap_center(&a->map, b.offset, b.size);
+  vapp_message(a, "offset 0x%llx: %s block of order %u at 0x%llx",
+               (unsigned long long)off, b.used ? "used" : "free", b.order,
+               (unsigned long long)b.offset);
+}
+
+static void input_step(vapp_t *a, int dir) {
+  if (a->kind != VSRC_REPLAY) return;
+  a->paused = 1;
+  uint64_t pos = vapp_pos(a);
+  if (dir < 0 && pos == 0) return;
+  a->seek_to = dir > 0 ? pos + 1 : pos - 1;
+}
+
+static void input_zoom_center(vapp_t *a, int steps) {
+  uint64_t cell;
+  int x = a->map_x + a->map_w / 2, y = a->map_y + a->map_h / 2;
+  uint64_t off = vframe_offset_at(a, x, y, &cell);
+  if (off == UINT64_MAX) off = a->map.start, cell = 0;
+  vmap_zoom(&a->map, steps, off, cell);
+}
+
+int vinput_key(vapp_t *a, int key) {
+  if (a->searching) {
+    size_t n = strlen(a->search);
+    if (key == VKEY_ENTER) {
+      a->searching = 0;
+      input_find(a);
+    } else if (key == VKEY_ESC) {
+      a->searching = 0;
+    } else if (key == VKEY_BACKSPACE && n) {
+      a->search[n - 1] = 0;
+    }
+    return 0;
+  }
+  if (a->show_help && key != 'h' && key != '?') {
+    a->show_help = 0;
+    if (key == VKEY_ESC) return 0;
+  }
+  switch (key) {
+  case 'q':
+    return 1;
+  case VKEY_ESC:
+    if (a->have_sel) a->have_sel = 0;
+    else return 1;
+    break;
+  case VKEY_SPACE:
+    a->paused = !a->paused;
+    break;
+  case VKEY_RIGHT:
+  case '.':
+    input_step(a, 1);
+    break;
+  case VKEY_LEFT:
+  case ',':
+    input_step(a, -1);
+    break;
+  case '+':
+  case '=':
+    if (a->speed <= 0) break;
+    a->speed *= 2;
+    if (a->speed > 1e9) a->speed = 0;
+    break;
+  case '-':
+    if (a->speed <= 0) a->speed = 1e6;
+    else if (a->speed > 1) a->speed /= 2;
+    break;
+  case '0':
+    a->speed = 0;
+    break;
+  case VKEY_HOME:
+    if (a->kind == VSRC_REPLAY) a->seek_to = 0;
+    break;
+  case VKEY_END:
+    if (a->kind == VSRC_REPLAY) a->seek_to = a->total_ops ? a->total_ops : UINT64_MAX - 1;
+    break;
+  case 'z':
+    input_zoom_center(a, 1);
+    break;
+  case 'x':
+    input_zoom_center(a, -1);
+    break;
+  case 'f':
+    vmap_fit(&a->map);
+    break;
+  case VKEY_UP:
+    vmap_scroll(&a->map, -8);
+    break;
+  case VKEY_DOWN:
+    vmap_scroll(&a->map, 8);
+    break;
+  case VKEY_PGUP:
+    vmap_scroll(&a->map, -(int64_t)(a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows));
+    break;
+  case VKEY_PGDN:
+    vmap_scroll(&a->map, a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows);
+    break;
+  case 'c':
+    vmap_set_color(&a->map, (vcolor_mode_t)((a->map.color + 1) % VCOLOR_COUNT));
+    break;
+  case '1':
+  case '2':
+  case '3':
+  case '4':
+    vmap_set_color(&a->map, (vcolor_mode_t)(key - '1'));
+    break;
+  case 't':
+    vmap_set_layout(&a->map, a->map.layout == VLAYOUT_TREE ? VLAYOUT_LINEAR
+                                                          : VLAYOUT_TREE);
+    break;
+  case '/':
+    a->searching = 1;
+    a->search[0] = 0;
+    break;
+  case 'p':
+    a->want_shot = 1;
+    break;
+  case 'h':
+  case '?':
+    a->show_help = !a->show_help;
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+void vinput_text(vapp_t *a, const char *utf8) {
+  if (!a->searching) return;
+  size_t n = strlen(a->search);
+  for (const char *p = utf8; *p && n + 1 < sizeof a->search; p++)
+    if (*p > ' ' && *p < 127) a->search[n++] = *p;
+  a->search[n] = 0;
+}
+
+void vinput_wheel(vapp_t *a, int x, int y, int dy) {
+  uint64_t cell;
+  uint64_t off = vframe_offset_at(a, x, y, &cell);
+  if (off == UINT64_MAX) return;
+  vmap_zoom(&a->map, dy > 0 ? 1 : -1, off, cell);
+}
+
+void vinput_button(vapp_t *a, int x, int y, int down) {
+  if (!down) {
+    a->dragging = 0;
+    return;
+  }
+  if (a->kind == VSRC_REPLAY && a->total_ops && y >= a->tl_y - a->scale &&
+      y < a->tl_y + a->tl_h + a->scale && x >= a->tl_x && x < a->tl_x + a->tl_w) {
+    a->seek_to = (uint64_t)((double)a->total_ops * (x - a->tl_x) / a->tl_w);
+    a->dragging = 2;
+    return;
+  }
+  uint64_t off = vframe_offset_at(a, x, y, NULL);
+  if (off != UINT64_MAX) {
+    a->have_sel = 1;
+    a->sel_off = off;
+    a->dragging = 1;
+    a->drag_y = y;
+  }
+}
+
+void vinput_motion(vapp_t *a, int x, int y, int buttons) {
+  a->mouse_x = x;
+  a->mouse_y = y;
+  a->mouse_in = x >= a->map_x && x < a->map_x + a->map_w && y >= a->map_y &&
+                y < a->map_y + a->map_h;
+  if (!buttons) {
+    a->dragging = 0;
+    return;
+  }
+  if (a->dragging == 2 && x >= a->tl_x && x < a->tl_x + a->tl_w) {
+    a->seek_to = (uint64_t)((double)a->total_ops * (x - a->tl_x) / a->tl_w);
+  } else if (a->dragging == 1) {
+    int step = a->cell_px * 4;
+    int d = (a->drag_y - y) / step;
+    if (d) {
+      vmap_scroll(&a->map, a->map.layout == VLAYOUT_TREE ? d : d * 4);
+      a->drag_y -= d * step;
+    }
+  }
+}

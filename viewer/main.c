@@ -1,0 +1,605 @@
+/*
+ * main.c: gpubuddy-view: options, then one of four loops: the SDL window,
+ * headless (one PNG, or a PNG every K ms), --list, or --bench.
+ *
+ * Every mode drives the same vapp_t and draws with vframe_draw into a
+ * vfb_t; the window only uploads that buffer to a streaming texture. The
+ * window is sized in the renderer's output pixels, so HiDPI screens get
+ * full resolution and a UI scale of 2.
+ */
+#include "view.h"
+
+#include <SDL.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+typedef struct opts {
+  const char *name, *connect, *token, *trace, *pattern, *png, *frames_dir;
+  const char *at, *find;
+  uint64_t steps, seed;
+  int w, h, scale, bench, headless, list, count, interval_ms, bench_frames;
+  int color, layout;
+  double speed;
+  gpb_config_t cfg;
+} opts_t;
+
+static void usage(FILE *f) {
+  fprintf(f,
+"usage: gpubuddy-view NAME                 watch a live pool published as NAME\n"
+"       gpubuddy-view --list               list pools that can be attached\n"
+"       gpubuddy-view --connect HOST:PORT [--token T]   watch through gpubuddy-relay\n"
+"       gpubuddy-view --trace FILE         replay a trace through a virtual pool\n"
+"       gpubuddy-view --pattern churn|checker|fill [--steps N] [--seed S]\n"
+"                                          replay a built-in synthetic workload\n"
+"\n"
+"replay options:\n"
+"  --pool-size SIZE   pool to replay into (default 256M)\n"
+"  --min-block SIZE   minimum block (default 256)\n"
+"  --policy P         placement policy, as gpubuddy-replay (default buddy)\n"
+"  --speed OPS        ops per second (default: whole trace in ~20 s; 0 = max)\n"
+"view options:\n"
+"  --color MODE       state, order, tag or age (default state)\n"
+"  --tree             start in the buddy-tree layout (one row per order)\n"
+"  --find WHERE       select and zoom to an address or offset (0x.., 4096, 1M)\n"
+"  --size WxH         window or image size (default 1280x800)\n"
+"  --scale N          UI scale (default: 2 on HiDPI windows, else 1)\n"
+"headless (no display needed):\n"
+"  --headless --png OUT.png [--at N|end]   render one frame after N ops\n"
+"  --headless --frames DIR [--interval-ms K] [--count N]\n"
+"                     write DIR/frame-NNN.png every K ms (default 500, 20)\n"
+"  --bench [--steps N] measure frame times and replay events/s (default\n"
+"                     1000000 live blocks; with --trace, that trace)\n"
+"  --help, --version\n"
+"\n%s\n", vinput_keys_help);
+}
+
+static int parse_size_opt(const char *opt, const char *v, size_t *out) {
+  int rc = gpb_size_parse(v, out);
+  if (rc) fprintf(stderr, "gpubuddy-view: %s: bad size '%s'\n", opt, v);
+  return rc;
+}
+
+static int parse_args(int argc, char **argv, opts_t *o) {
+  memset(o, 0, sizeof *o);
+  gpb_config_init(&o->cfg);
+  o->cfg.backend = GPB_BACKEND_VIRTUAL;
+  o->cfg.pool_size = 256u << 20;
+  o->w = 1280;
+  o->h = 800;
+  o->count = 20;
+  o->interval_ms = 500;
+  o->speed = -1;
+  o->seed = 1;
+  o->bench_frames = 300;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+#define NEXT()                                                              \
+  (i + 1 < argc ? argv[++i]                                                 \
+                : (fprintf(stderr, "gpubuddy-view: %s needs a value\n", a), \
+                   (char *)NULL))
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    } else if (!strcmp(a, "--version")) {
+      printf("gpubuddy-view %s\n", gpb_version());
+      exit(0);
+    } else if (!strcmp(a, "--list")) {
+      o->list = 1;
+    } else if (!strcmp(a, "--headless")) {
+      o->headless = 1;
+    } else if (!strcmp(a, "--bench")) {
+      o->bench = 1;
+    } else if (!strcmp(a, "--tree")) {
+      o->layout = VLAYOUT_TREE;
+    } else if (!strcmp(a, "--connect")) {
+      if (!(o->connect = NEXT())) return -1;
+    } else if (!strcmp(a, "--token")) {
+      if (!(o->token = NEXT())) return -1;
+    } else if (!strcmp(a, "--trace")) {
+      if (!(o->trace = NEXT())) return -1;
+    } else if (!strcmp(a, "--pattern") || !strcmp(a, "--selftest-pattern")) {
+      if (!(o->pattern = NEXT())) return -1;
+    } else if (!strcmp(a, "--png")) {
+      if (!(o->png = NEXT())) return -1;
+    } else if (!strcmp(a, "--frames")) {
+      if (!(o->frames_dir = NEXT())) return -1;
+    } else if (!strcmp(a, "--at")) {
+      if (!(o->at = NEXT())) return -1;
+    } else if (!strcmp(a, "--find")) {
+      if (!(o->find = NEXT())) return -1;
+    } else if (!strcmp(a, "--steps") || !strcmp(a, "--seed") ||
+               !strcmp(a, "--count") || !strcmp(a, "--interval-ms") ||
+               !strcmp(a, "--scale") || !strcmp(a, "--bench-frames")) {
+      const char *v = NEXT();
+      char *end;
+      if (!v) return -1;
+      errno = 0;
+      unsigned long long n = strtoull(v, &end, 10);
+      if (errno || end == v || *end || n > (1ull << 40)) {
+        fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", a, v);
+        return -1;
+      }
+      if (!strcmp(a, "--steps")) o->steps = n;
+      else if (!strcmp(a, "--seed")) o->seed = n;
+      else if (n > 1000000) {
+        fprintf(stderr, "gpubuddy-view: %s: %s is too large\n", a, v);
+        return -1;
+      } else if (!strcmp(a, "--count")) o->count = (int)n;
+      else if (!strcmp(a, "--interval-ms")) o->interval_ms = (int)n;
+      else if (!strcmp(a, "--bench-frames")) o->bench_frames = (int)n;
+      else o->scale = (int)n;
+    } else if (!strcmp(a, "--speed")) {
+      const char *v = NEXT();
+      char *end;
+      if (!v) return -1;
+      o->speed = strtod(v, &end);
+      if (end == v || *end || o->speed < 0) {
+        fprintf(stderr, "gpubuddy-view: --speed: bad number '%s'\n", v);
+        return -1;
+      }
+    } else if (!strcmp(a, "--size")) {
+      const char *v = NEXT();
+      if (!v || sscanf(v, "%dx%d", &o->w, &o->h) != 2 || o->w < 64 ||
+          o->h < 64 || o->w > 16384 || o->h > 16384) {
+        fprintf(stderr, "gpubuddy-view: --size wants WxH, 64..16384\n");
+        return -1;
+      }
+    } else if (!strcmp(a, "--pool-size")) {
+      const char *v = NEXT();
+      if (!v || parse_size_opt(a, v, &o->cfg.pool_size)) return -1;
+    } else if (!strcmp(a, "--min-block")) {
+      const char *v = NEXT();
+      if (!v || parse_size_opt(a, v, &o->cfg.min_block)) return -1;
+    } else if (!strcmp(a, "--policy")) {
+      const char *v = NEXT();
+      if (!v || gpb_policy_parse(v, &o->cfg.policy)) {
+        fprintf(stderr, "gpubuddy-view: --policy: unknown policy %s\n", v ? v : "");
+        return -1;
+      }
+    } else if (!strcmp(a, "--color")) {
+      const char *v = NEXT();
+      static const char *const names[] = {"state", "order", "tag", "age"};
+      int k = -1;
+      for (int j = 0; v && j < 4; j++)
+        if (!strcmp(v, names[j])) k = j;
+      if (k < 0) {
+        fprintf(stderr, "gpubuddy-view: --color: state, order, tag or age\n");
+        return -1;
+      }
+      o->color = k;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "gpubuddy-view: unknown option %s (see --help)\n", a);
+      return -1;
+    } else if (!o->name) {
+      o->name = a;
+    } else {
+      fprintf(stderr, "gpubuddy-view: one pool name only\n");
+      return -1;
+    }
+#undef NEXT
+  }
+  int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern;
+  if (!o->list && sources != 1 && !(o->bench && sources == 0)) {
+    fprintf(stderr, "gpubuddy-view: give one of NAME, --connect, --trace, "
+                    "--pattern (see --help)\n");
+    return -1;
+  }
+  if (o->headless && !o->png && !o->frames_dir) {
+    fprintf(stderr, "gpubuddy-view: --headless needs --png FILE or --frames DIR\n");
+    return -1;
+  }
+  return 0;
+}
+
+static void list_cb(const char *name, void *user) {
+  (void)user;
+  printf("%s\n", name);
+}
+
+static int open_source(opts_t *o, vapp_t *app) {
+  int rc;
+  if (o->trace || o->pattern) {
+    vops_t *ops;
+    if (o->trace) {
+      rc = vops_open_trace(o->trace, &ops);
+    } else {
+      uint64_t steps = o->steps ? o->steps : 20000;
+      rc = vops_open_pattern(o->pattern, steps, o->cfg.pool_size,
+                             o->cfg.min_block, o->seed, &ops);
+      if (rc)
+        fprintf(stderr, "gpubuddy-view: --pattern: churn, checker or fill, "
+                        "with --steps 1..2^32\n");
+    }
+    if (rc) return rc;
+    rc = vapp_open_replay(app, ops, &o->cfg);
+    if (rc) return rc;
+    snprintf(app->title, sizeof app->title, "%s", o->trace ? o->trace : o->pattern);
+    if (o->speed >= 0) app->speed = o->speed;
+  } else {
+    rc = vapp_open_live(app, o->name, o->connect, o->token);
+    if (rc) return rc;
+  }
+  app->map.color = (vcolor_mode_t)o->color;
+  app->map.layout = (vlayout_t)o->layout;
+  return 0;
+}
+
+/* Applies --find after the first layout, when the grid exists. */
+static void apply_find(opts_t *o, vapp_t *app) {
+  if (!o->find) return;
+  snprintf(app->search, sizeof app->search, "%s", o->find);
+  app->searching = 1;
+  vinput_key(app, VKEY_ENTER);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Lets a live reader catch up before a headless frame. */
+static void catch_up(vapp_t *app) {
+  for (int i = 0; i < 50; i++) {
+    uint64_t before = app->events;
+    vapp_update(app, 0);
+    if (app->kind != VSRC_LIVE || app->disconnected || app->failed ||
+        (i > 0 && app->events == before))
+      break;
+  }
+}
+
+static int run_headless(opts_t *o, vapp_t *app) {
+  vfb_t fb;
+  if (vfb_init(&fb, o->w, o->h)) return GPB_EHOSTMEM;
+  app->scale = o->scale ? o->scale : 1;
+  vframe_layout(app, fb.w, fb.h);
+  int rc = 0;
+  if (app->kind == VSRC_REPLAY && (o->png || o->at)) {
+    uint64_t at = UINT64_MAX - 1;
+    if (o->at && strcmp(o->at, "end")) {
+      char *end;
+      at = strtoull(o->at, &end, 10);
+      if (end == o->at || *end) {
+        fprintf(stderr, "gpubuddy-view: --at wants a number of ops or 'end'\n");
+        vfb_free(&fb);
+        return GPB_EINVAL;
+      }
+    }
+    vapp_seek(app, at);
+    app->paused = 1;
+  }
+  if (o->png) {
+    catch_up(app);
+    apply_find(o, app);
+    vframe_draw(app, &fb);
+    rc = vpng_write(o->png, &fb);
+    if (!rc) fprintf(stderr, "gpubuddy-view: wrote %s\n", o->png);
+  } else {
+    if (mkdir(o->frames_dir, 0755) && errno != EEXIST) {
+      fprintf(stderr, "gpubuddy-view: cannot create %s: %s\n", o->frames_dir,
+              strerror(errno));
+      vfb_free(&fb);
+      return GPB_EIO;
+    }
+    int found = 0;
+    for (int i = 0; i < o->count && !rc; i++) {
+      if (i) sleep_ms(o->interval_ms);
+      vapp_update(app, o->interval_ms / 1000.0);
+      catch_up(app);
+      if (!found) apply_find(o, app), found = 1;
+      vframe_draw(app, &fb);
+      char path[4096];
+      snprintf(path, sizeof path, "%s/frame-%03d.png", o->frames_dir, i);
+      rc = vpng_write(path, &fb);
+      fprintf(stderr, "\rgpubuddy-view: frame %d/%d%s", i + 1, o->count,
+              app->disconnected ? " (disconnected)" : "");
+    }
+    fprintf(stderr, "\ngpubuddy-view: frames are in %s/\n", o->frames_dir);
+  }
+  vfb_free(&fb);
+  if (!rc && app->failed) rc = GPB_EFORMAT;
+  return rc;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+typedef struct bench_rec {
+  gpb_event_t *ev;
+  size_t n, cap;
+} bench_rec_t;
+
+static void bench_record(const gpb_event_t *ev, void *user) {
+  bench_rec_t *r = user;
+  if (ev && r->n < r->cap) r->ev[r->n++] = *ev;
+}
+
+static double bench_ingest(vapp_t *app, uint64_t ops, const char *what) {
+  uint64_t e0 = vreplay_events(app->rp), t0 = gpb_now_ns(), done = 0;
+  while (done < ops && !vreplay_at_end(app->rp)) {
+    int64_t n = vreplay_step(app->rp, ops - done < 50000 ? ops - done : 50000);
+    if (n <= 0) break;
+    done += (uint64_t)n;
+  }
+  double secs = (double)(gpb_now_ns() - t0) / 1e9;
+  uint64_t ev = vreplay_events(app->rp) - e0;
+  printf("replay %-28s %8" PRIu64 " ops %9" PRIu64 " events  %6.3f s  %6.2f M events/s\n",
+         what, done, ev, secs, secs > 0 ? (double)ev / secs / 1e6 : 0);
+  return secs;
+}
+
+static void bench_frames(vapp_t *app, vfb_t *fb, int n, uint64_t ops_per_frame) {
+  double *ft = malloc((size_t)n * sizeof *ft);
+  if (!ft) return;
+  for (int i = 0; i < n; i++) {
+    uint64_t f0 = gpb_now_ns();
+    if (ops_per_frame) vreplay_step(app->rp, ops_per_frame);
+    vapp_update(app, 0);
+    vframe_draw(app, fb);
+    ft[i] = (double)(gpb_now_ns() - f0) / 1e6;
+  }
+  qsort(ft, (size_t)n, sizeof *ft, cmp_double);
+  int p99 = (n * 99) / 100 < n ? (n * 99) / 100 : n - 1;
+  printf("frame %dx%d, %5" PRIu64 " ops/frame: median %6.2f ms  p99 %6.2f ms  "
+         "(%d frames, %" PRIu64 " live allocations)\n",
+         fb->w, fb->h, ops_per_frame, ft[n / 2], ft[p99], n,
+         app->stats.live_allocs);
+  free(ft);
+}
+
+/* Fill: `steps` min-block allocations, then churn at that many live
+ * blocks. Reports replay ingest (pool + model + map), live ingest (model +
+ * map: what a live reader does with each event) and frame times. */
+static int run_bench(opts_t *o) {
+  vapp_t app;
+  uint64_t steps = o->steps ? o->steps : 1000000;
+  if (!o->trace) {
+    uint64_t mb = o->cfg.min_block, need = steps * mb * 2, p = mb;
+    while (p < need) p *= 2;
+    o->cfg.pool_size = p;
+    o->pattern = "fill";
+    o->steps = steps;
+  }
+  if (open_source(o, &app)) return 1;
+  vfb_t fb;
+  if (vfb_init(&fb, o->w, o->h)) return 1;
+  vframe_layout(&app, fb.w, fb.h);
+  vapp_update(&app, 0);
+  printf("gpubuddy-view --bench: pool %s, min block %zu, %s\n", app.title,
+         o->cfg.min_block, o->trace ? "trace" : "fill pattern");
+  if (o->trace) {
+    bench_ingest(&app, UINT64_MAX, "whole trace");
+  } else {
+    bench_ingest(&app, steps, "fill (allocations)");
+    bench_ingest(&app, steps / 2, "churn at full pool");
+  }
+  vapp_update(&app, 0);
+  bench_frames(&app, &fb, o->bench_frames, 0);
+  if (!o->trace) bench_frames(&app, &fb, o->bench_frames, 2000);
+
+  /* Live path: the same events into a fresh model and map. */
+  bench_rec_t rec = {0};
+  rec.cap = 2000000;
+  rec.ev = malloc(rec.cap * sizeof *rec.ev);
+  if (rec.ev) {
+    vreplay_restart(app.rp);
+    vreplay_set_hook(app.rp, bench_record, &rec);
+    while (rec.n < rec.cap && !vreplay_at_end(app.rp) && vreplay_step(app.rp, 10000) > 0) {
+    }
+    vmap_t m;
+    gpb_model_t *model;
+    if (rec.n && vmap_init(&m, app.info.managed_size, app.info.min_block) == 0 &&
+        gpb_model_create(app.info.managed_size, app.info.min_block, &model) == 0) {
+      vmap_resize(&m, app.map.cols, app.map.rows);
+      vmap_rebuild(&m, model);
+      uint64_t t0 = gpb_now_ns();
+      size_t bad = 0;
+      for (size_t i = 0; i < rec.n; i++) {
+        if (gpb_model_apply(model, &rec.ev[i])) bad++;
+        vmap_event(&m, &rec.ev[i]);
+      }
+      vmap_colorize(&m);
+      double secs = (double)(gpb_now_ns() - t0) / 1e9;
+      printf("live   %-28s %8s     %9zu events  %6.3f s  %6.2f M events/s%s\n",
+             "model + map", "", rec.n, secs, (double)rec.n / secs / 1e6,
+             bad ? " (events refused!)" : "");
+      gpb_model_destroy(model);
+      vmap_free(&m);
+    }
+    free(rec.ev);
+  }
+  vfb_free(&fb);
+  vapp_close(&app);
+  return 0;
+}
+
+/* ----------------------------------------------------------------- window */
+
+static int sdl_key(const SDL_Keysym *k) {
+  switch (k->sym) {
+  case SDLK_SPACE: return VKEY_SPACE;
+  case SDLK_RETURN: case SDLK_KP_ENTER: return VKEY_ENTER;
+  case SDLK_ESCAPE: return VKEY_ESC;
+  case SDLK_BACKSPACE: return VKEY_BACKSPACE;
+  case SDLK_LEFT: return VKEY_LEFT;
+  case SDLK_RIGHT: return VKEY_RIGHT;
+  case SDLK_UP: return VKEY_UP;
+  case SDLK_DOWN: return VKEY_DOWN;
+  case SDLK_PAGEUP: return VKEY_PGUP;
+  case SDLK_PAGEDOWN: return VKEY_PGDN;
+  case SDLK_HOME: return VKEY_HOME;
+  case SDLK_END: return VKEY_END;
+  case SDLK_KP_PLUS: return '+';
+  case SDLK_KP_MINUS: return '-';
+  default:
+    if (k->sym == SDLK_SLASH || k->sym == SDLK_QUESTION) return k->sym;
+    if ((k->mod & KMOD_SHIFT) && k->sym == SDLK_EQUALS) return '+';
+    if (k->sym >= 32 && k->sym < 127) return (int)k->sym;
+    return VKEY_NONE;
+  }
+}
+
+static void save_shot(vapp_t *app, const vfb_t *fb) {
+  char path[64];
+  for (int i = 0; i < 1000; i++) {
+    snprintf(path, sizeof path, "gpubuddy-view-%03d.png", app->shot_count++);
+    struct stat sb;
+    if (stat(path, &sb) != 0) break;
+  }
+  if (vpng_write(path, fb) == 0) vapp_message(app, "saved %s", path);
+  else vapp_message(app, "could not save %s", path);
+}
+
+static int run_window(opts_t *o, vapp_t *app) {
+  if (SDL_Init(SDL_INIT_VIDEO) != 0) {
+    fprintf(stderr, "gpubuddy-view: cannot open a display: %s\n"
+                    "  (no display? try --headless --png out.png)\n",
+            SDL_GetError());
+    return 1;
+  }
+  char title[200];
+  snprintf(title, sizeof title, "gpubuddy-view: %s", app->title);
+  SDL_Window *win = SDL_CreateWindow(title, SDL_WINDOWPOS_UNDEFINED,
+                                     SDL_WINDOWPOS_UNDEFINED, o->w, o->h,
+                                     SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
+  if (!win) {
+    fprintf(stderr, "gpubuddy-view: SDL_CreateWindow: %s\n", SDL_GetError());
+    SDL_Quit();
+    return 1;
+  }
+  SDL_Renderer *ren = SDL_CreateRenderer(win, -1, SDL_RENDERER_PRESENTVSYNC);
+  if (!ren) ren = SDL_CreateRenderer(win, -1, SDL_RENDERER_SOFTWARE);
+  if (!ren) {
+    fprintf(stderr, "gpubuddy-view: SDL_CreateRenderer: %s\n", SDL_GetError());
+    SDL_DestroyWindow(win);
+    SDL_Quit();
+    return 1;
+  }
+  SDL_Texture *tex = NULL;
+  vfb_t fb = {0};
+  int quit = 0, rc = 0, found = 0;
+  uint64_t last = gpb_now_ns();
+  double sx = 1, sy = 1; /* window points to output pixels */
+  SDL_StartTextInput();
+  while (!quit) {
+    int ow, oh, ww, wh;
+    if (SDL_GetRendererOutputSize(ren, &ow, &oh) != 0) {
+      fprintf(stderr, "gpubuddy-view: SDL_GetRendererOutputSize: %s\n", SDL_GetError());
+      rc = 1;
+      break;
+    }
+    SDL_GetWindowSize(win, &ww, &wh);
+    sx = ww ? (double)ow / ww : 1;
+    sy = wh ? (double)oh / wh : 1;
+    app->scale = o->scale ? o->scale : (sx >= 1.5 ? 2 : 1);
+    if (ow != fb.w || oh != fb.h || !tex) {
+      if (tex) SDL_DestroyTexture(tex);
+      vfb_free(&fb);
+      if (vfb_init(&fb, ow, oh)) {
+        rc = 1;
+        break;
+      }
+      tex = SDL_CreateTexture(ren, SDL_PIXELFORMAT_ARGB8888,
+                              SDL_TEXTUREACCESS_STREAMING, ow, oh);
+      if (!tex) {
+        fprintf(stderr, "gpubuddy-view: SDL_CreateTexture: %s\n", SDL_GetError());
+        rc = 1;
+        break;
+      }
+      vframe_layout(app, fb.w, fb.h);
+    }
+    SDL_Event e;
+    while (SDL_PollEvent(&e)) {
+      switch (e.type) {
+      case SDL_QUIT:
+        quit = 1;
+        break;
+      case SDL_KEYDOWN: {
+        int k = sdl_key(&e.key.keysym);
+        /* Printable keys arrive as text while the search prompt is open. */
+        if (app->searching && k >= 32 && k < 127) break;
+        if (k && vinput_key(app, k)) quit = 1;
+        break;
+      }
+      case SDL_TEXTINPUT:
+        vinput_text(app, e.text.text);
+        break;
+      case SDL_MOUSEMOTION:
+        vinput_motion(app, (int)(e.motion.x * sx), (int)(e.motion.y * sy),
+                      (int)e.motion.state);
+        break;
+      case SDL_MOUSEBUTTONDOWN:
+      case SDL_MOUSEBUTTONUP:
+        if (e.button.button == SDL_BUTTON_LEFT)
+          vinput_button(app, (int)(e.button.x * sx), (int)(e.button.y * sy),
+                        e.type == SDL_MOUSEBUTTONDOWN);
+        break;
+      case SDL_MOUSEWHEEL: {
+        int mx, my;
+        SDL_GetMouseState(&mx, &my);
+        if (e.wheel.y)
+          vinput_wheel(app, (int)(mx * sx), (int)(my * sy), e.wheel.y);
+        break;
+      }
+      case SDL_WINDOWEVENT:
+        if (e.window.event == SDL_WINDOWEVENT_LEAVE) app->mouse_in = 0;
+        break;
+      default:
+        break;
+      }
+    }
+    uint64_t now = gpb_now_ns();
+    double dt = (double)(now - last) / 1e9;
+    last = now;
+    if (dt > 0.25) dt = 0.25;
+    vapp_update(app, dt);
+    if (!found) apply_find(o, app), found = 1;
+    vframe_draw(app, &fb);
+    if (app->want_shot) {
+      app->want_shot = 0;
+      save_shot(app, &fb);
+    }
+    if (SDL_UpdateTexture(tex, NULL, fb.px, fb.w * (int)sizeof *fb.px) != 0 ||
+        SDL_RenderCopy(ren, tex, NULL, NULL) != 0) {
+      fprintf(stderr, "gpubuddy-view: drawing failed: %s\n", SDL_GetError());
+      rc = 1;
+      break;
+    }
+    SDL_RenderPresent(ren);
+  }
+  SDL_StopTextInput();
+  if (tex) SDL_DestroyTexture(tex);
+  vfb_free(&fb);
+  SDL_DestroyRenderer(ren);
+  SDL_DestroyWindow(win);
+  SDL_Quit();
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  opts_t o;
+  if (parse_args(argc, argv, &o)) return 2;
+  if (o.list) {
+    int rc = gpb_list_pools(list_cb, NULL);
+    if (rc) {
+      fprintf(stderr, "gpubuddy-view: --list: %s\n", gpb_strerror(rc));
+      return 1;
+    }
+    return 0;
+  }
+  if (o.bench) return run_bench(&o);
+  vapp_t app;
+  if (open_source(&o, &app)) return 1;
+  int rc = o.headless ? run_headless(&o, &app) : run_window(&o, &app);
+  vapp_close(&app);
+  return rc ? 1 : 0;
+}

@@ -1,0 +1,499 @@
+/*
+ * replay.c: the replay source. Trace ops (from a trace file through
+ * gpb_trace_open, or from a built-in synthetic pattern) run through a
+ * GPB_BACKEND_VIRTUAL pool; the pool's hook feeds every event to a
+ * gpb_model_t and then to the viewer, exactly as a live reader's hook
+ * would, so replay and live share one drawing path.
+ *
+ * Trace ops name allocations by id; a hash table (open addressing, linear
+ * probing, deletion by backward shift) maps live ids to pointers. Memory
+ * is the pool's metadata plus one slot per live allocation: bounded by
+ * the pool, not by the length of the trace. Scrubbing backwards restarts
+ * from op 0 (the pool cannot load a keyframe; ingest is fast).
+ */
+#include "view.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ op sources */
+
+enum { OPS_TRACE = 1, OPS_CHURN, OPS_CHECKER, OPS_FILL, OPS_ARRAY };
+
+struct vops {
+  int kind;
+  char err[256];
+  /* trace */
+  char *path;
+  gpb_trace_reader_t *rd;
+  /* pattern */
+  uint64_t steps, total, pos, seed, rng, pool_size, min_block, next_id;
+  uint64_t *live;
+  uint64_t nlive;
+  /* array */
+  gpb_trace_op_t *arr;
+};
+
+int vops_open_array(const gpb_trace_op_t *ops, size_t n, vops_t **out) {
+  *out = NULL;
+  vops_t *o = calloc(1, sizeof *o);
+  if (!o) return GPB_EHOSTMEM;
+  o->kind = OPS_ARRAY;
+  o->total = n;
+  o->arr = malloc((n ? n : 1) * sizeof *ops);
+  if (!o->arr) {
+    free(o);
+    return GPB_EHOSTMEM;
+  }
+  if (n) memcpy(o->arr, ops, n * sizeof *ops);
+  *out = o;
+  return 0;
+}
+
+int vops_open_trace(const char *path, vops_t **out) {
+  *out = NULL;
+  vops_t *o = calloc(1, sizeof *o);
+  if (!o) return GPB_EHOSTMEM;
+  o->kind = OPS_TRACE;
+  o->path = strdup(path);
+  int rc = o->path ? gpb_trace_open(path, &o->rd) : GPB_EHOSTMEM;
+  if (rc) {
+    fprintf(stderr, "gpubuddy-view: cannot open trace %s: %s%s%s\n", path,
+            gpb_strerror(rc), *gpb_last_error_detail() ? ": " : "",
+            gpb_last_error_detail());
+    free(o->path);
+    free(o);
+    return rc;
+  }
+  *out = o;
+  return 0;
+}
+
+int vops_open_pattern(const char *name, uint64_t steps, uint64_t pool_size,
+                      uint64_t min_block, uint64_t seed, vops_t **out) {
+  *out = NULL;
+  int kind = !strcmp(name, "churn")     ? OPS_CHURN
+             : !strcmp(name, "checker") ? OPS_CHECKER
+             : !strcmp(name, "fill")    ? OPS_FILL
+                                        : 0;
+  if (!kind || !steps || steps > (1ull << 32) || !min_block) return GPB_EINVAL;
+  vops_t *o = calloc(1, sizeof *o);
+  if (!o) return GPB_EHOSTMEM;
+  o->kind = kind;
+  o->steps = steps;
+  o->total = kind == OPS_CHURN     ? steps
+             : kind == OPS_CHECKER ? steps + steps / 2
+                                   : 2 * steps;
+  o->seed = seed ? seed : 1;
+  o->pool_size = pool_size;
+  o->min_block = min_block;
+  o->live = malloc((size_t)steps * sizeof *o->live);
+  if (!o->live) {
+    free(o);
+    return GPB_EHOSTMEM;
+  }
+  vops_rewind(o);
+  *out = o;
+  return 0;
+}
+
+static uint64_t ops_rand(vops_t *o) {
+  uint64_t x = o->rng;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  o->rng = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+static double ops_unit(vops_t *o) {
+  return (double)(ops_rand(o) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void ops_alloc(vops_t *o, gpb_trace_op_t *op, uint64_t size,
+                      uint32_t tag) {
+  op->op = GPB_OP_ALLOC;
+  op->id = o->next_id++;
+  op->size = size ? size : 1;
+  op->tag = tag;
+  o->live[o->nlive++] = op->id;
+}
+
+static void ops_free_at(vops_t *o, gpb_trace_op_t *op, uint64_t i) {
+  op->op = GPB_OP_FREE;
+  op->id = o->live[i];
+  o->live[i] = o->live[--o->nlive];
+}
+
+static int ops_pattern_next(vops_t *o, gpb_trace_op_t *op) {
+  if (o->pos >= o->total) return 0;
+  memset(op, 0, sizeof *op);
+  uint64_t i = o->pos++;
+  op->seq = i + 1;
+  op->time_ns = i * 1000;
+  switch (o->kind) {
+  case OPS_CHURN: {
+    /* Log-uniform sizes from min_block/4 to pool/64. Allocations lead
+     * while the live set is below what fills about half the pool, frees
+     * lead above it, so the pool hovers around half full. */
+    double lo = log((double)(o->min_block / 4 ? o->min_block / 4 : 1));
+    double hi = log((double)(o->pool_size / 64 > o->min_block
+                                 ? o->pool_size / 64
+                                 : o->min_block));
+    double mean = (exp(hi) - exp(lo)) / (hi - lo > 0 ? hi - lo : 1);
+    double target = 0.5 * (double)o->pool_size / (mean > 1 ? mean : 1);
+    double p_alloc = (double)o->nlive < target ? 0.6 : 0.4;
+    if (o->nlive && (o->nlive == o->steps || ops_unit(o) >= p_alloc)) {
+      ops_free_at(o, op, ops_rand(o) % o->nlive);
+    } else {
+      ops_alloc(o, op, (uint64_t)exp(lo + (hi - lo) * ops_unit(o)),
+                (uint32_t)(ops_rand(o) % 8));
+    }
+    break;
+  }
+  case OPS_CHECKER:
+    /* Allocate `steps` blocks of 1..2 min blocks, then free every other
+     * one: a checkerboard that no large request can use. */
+    if (i < o->steps) {
+      uint64_t sz = o->min_block + (ops_rand(o) % o->min_block);
+      ops_alloc(o, op, i % 3 ? sz : o->min_block / 2, (uint32_t)(i % 4));
+    } else {
+      uint64_t j = (i - o->steps) * 2;
+      op->op = GPB_OP_FREE;
+      op->id = j;
+    }
+    break;
+  default: /* OPS_FILL */
+    if (i < o->steps) {
+      ops_alloc(o, op, o->min_block / 2 + ops_rand(o) % (o->min_block / 2),
+                (uint32_t)(ops_rand(o) % 8));
+    } else if (o->nlive && ((i - o->steps) & 1) == 0) {
+      ops_free_at(o, op, ops_rand(o) % o->nlive);
+    } else {
+      ops_alloc(o, op, o->min_block, (uint32_t)(ops_rand(o) % 8));
+    }
+  }
+  return 1;
+}
+
+int vops_next(vops_t *o, gpb_trace_op_t *op) {
+  if (o->kind == OPS_ARRAY) {
+    if (o->pos >= o->total) return 0;
+    *op = o->arr[o->pos++];
+    return 1;
+  }
+  if (o->kind != OPS_TRACE) return ops_pattern_next(o, op);
+  if (!o->rd) return GPB_EIO;
+  int rc = gpb_trace_next(o->rd, op);
+  if (rc < 0)
+    snprintf(o->err, sizeof o->err, "%s: %s", o->path,
+             *gpb_trace_error(o->rd) ? gpb_trace_error(o->rd)
+                                     : gpb_strerror(rc));
+  return rc;
+}
+
+int vops_rewind(vops_t *o) {
+  if (o->kind != OPS_TRACE) {
+    o->pos = 0;
+    o->rng = o->seed * 0x9E3779B97F4A7C15ull | 1;
+    o->nlive = 0;
+    o->next_id = 0;
+    return 0;
+  }
+  if (!strcmp(o->path, "-")) {
+    snprintf(o->err, sizeof o->err, "standard input cannot be replayed again");
+    return GPB_EINVAL;
+  }
+  gpb_trace_close(o->rd);
+  o->rd = NULL;
+  int rc = gpb_trace_open(o->path, &o->rd);
+  if (rc)
+    snprintf(o->err, sizeof o->err, "%s: %s", o->path, gpb_strerror(rc));
+  return rc;
+}
+
+const char *vops_error(const vops_t *o) { return o->err; }
+
+void vops_close(vops_t *o) {
+  if (!o) return;
+  gpb_trace_close(o->rd);
+  free(o->path);
+  free(o->live);
+  free(o->arr);
+  free(o);
+}
+
+/* ---------------------------------------------------------------- id map */
+
+typedef struct rp_slot {
+  uint64_t key; /* id + 1; 0 = empty */
+  void *ptr;
+} rp_slot_t;
+
+typedef struct rp_ids {
+  rp_slot_t *s;
+  uint64_t cap, n; /* cap a power of two */
+} rp_ids_t;
+
+static uint64_t rp_hash(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xFF51AFD7ED558CCDull;
+  k ^= k >> 33;
+  return k;
+}
+
+static int rp_grow(rp_ids_t *t) {
+  uint64_t ncap = t->cap ? t->cap * 2 : 1024;
+  rp_slot_t *ns = calloc(ncap, sizeof *ns);
+  if (!ns) return GPB_EHOSTMEM;
+  for (uint64_t i = 0; i < t->cap; i++) {
+    if (!t->s[i].key) continue;
+    uint64_t j = rp_hash(t->s[i].key) & (ncap - 1);
+    while (ns[j].key) j = (j + 1) & (ncap - 1);
+    ns[j] = t->s[i];
+  }
+  free(t->s);
+  t->s = ns;
+  t->cap = ncap;
+  return 0;
+}
+
+static rp_slot_t *rp_find(rp_ids_t *t, uint64_t id) {
+  if (!t->cap) return NULL;
+  uint64_t key = id + 1;
+  for (uint64_t j = rp_hash(key) & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+    if (t->s[j].key == key) return &t->s[j];
+    if (!t->s[j].key) return NULL;
+  }
+}
+
+/* The slot for a new id, in one probe: NULL if the id is already live
+ * (*err 0) or the table cannot grow (*err GPB_EHOSTMEM). The caller fills
+ * ptr and then calls rp_commit, or rp_abandon if the allocation failed. */
+static rp_slot_t *rp_claim(rp_ids_t *t, uint64_t id, int *err) {
+  *err = 0;
+  if ((t->n + 1) * 4 > t->cap * 3 && rp_grow(t)) {
+    *err = GPB_EHOSTMEM;
+    return NULL;
+  }
+  uint64_t key = id + 1;
+  uint64_t j = rp_hash(key) & (t->cap - 1);
+  for (; t->s[j].key; j = (j + 1) & (t->cap - 1))
+    if (t->s[j].key == key) return NULL;
+  return &t->s[j];
+}
+
+static void rp_commit(rp_ids_t *t, rp_slot_t *slot, uint64_t id, void *ptr) {
+  slot->key = id + 1;
+  slot->ptr = ptr;
+  t->n++;
+}
+
+/* Removes a slot and shifts back later entries of its probe run, so no
+ * tombstones accumulate over a long trace. */
+static void rp_del(rp_ids_t *t, rp_slot_t *slot) {
+  uint64_t mask = t->cap - 1, i = (uint64_t)(slot - t->s);
+  for (uint64_t j = (i + 1) & mask; t->s[j].key; j = (j + 1) & mask) {
+    uint64_t h = rp_hash(t->s[j].key) & mask;
+    /* Move j into the hole at i if its home is not in (i, j]. */
+    if (((j - h) & mask) >= ((j - i) & mask)) {
+      t->s[i] = t->s[j];
+      i = j;
+    }
+  }
+  t->s[i].key = 0;
+  t->s[i].ptr = NULL;
+  t->n--;
+}
+
+static void rp_clear(rp_ids_t *t) {
+  if (t->s) memset(t->s, 0, t->cap * sizeof *t->s);
+  t->n = 0;
+}
+
+/* ---------------------------------------------------------------- replay */
+
+struct vreplay {
+  vops_t *ops;
+  gpb_config_t cfg;
+  gpb_pool_t *pool;
+  gpb_model_t *model;
+  rp_ids_t ids;
+  vevent_fn fn;
+  void *user;
+  uint64_t pos, events, failures, unmatched, total;
+  int at_end, bad;
+  char err[320];
+};
+
+static void rp_hook(const gpb_event_t *ev, void *user) {
+  vreplay_t *r = user;
+  r->events++;
+  int rc = gpb_model_apply(r->model, ev);
+  if (rc && !r->bad) {
+    r->bad = 1;
+    snprintf(r->err, sizeof r->err, "model refused event %llu: %s",
+             (unsigned long long)ev->seq, gpb_last_error_detail());
+  }
+  if (r->fn) r->fn(ev, r->user);
+}
+
+static int rp_make_pool(vreplay_t *r) {
+  int rc = gpb_pool_create(&r->cfg, &r->pool);
+  if (rc) {
+    snprintf(r->err, sizeof r->err, "cannot create the replay pool: %s: %s",
+             gpb_strerror(rc), gpb_last_error_detail());
+    return rc;
+  }
+  gpb_pool_info_t info;
+  gpb_pool_info(r->pool, &info);
+  if (!r->model) {
+    rc = gpb_model_create(info.managed_size, info.min_block, &r->model);
+    if (rc) return rc;
+  } else {
+    gpb_model_reset(r->model);
+  }
+  gpb_pool_set_hook(r->pool, rp_hook, r);
+  return 0;
+}
+
+int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out) {
+  *out = NULL;
+  vreplay_t *r = calloc(1, sizeof *r);
+  if (!r) return GPB_EHOSTMEM;
+  r->ops = ops;
+  r->cfg = *cfg;
+  r->cfg.backend = GPB_BACKEND_VIRTUAL;
+  r->cfg.name = NULL;
+  r->cfg.trace_path = NULL;
+  r->cfg.flags |= GPB_CFG_NO_ENV;
+  int rc = rp_make_pool(r);
+  if (rc) {
+    fprintf(stderr, "gpubuddy-view: %s\n", r->err);
+    gpb_pool_destroy(r->pool);
+    gpb_model_destroy(r->model);
+    free(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+void vreplay_close(vreplay_t *r) {
+  if (!r) return;
+  gpb_pool_destroy(r->pool);
+  gpb_model_destroy(r->model);
+  free(r->ids.s);
+  vops_close(r->ops);
+  free(r);
+}
+
+void vreplay_set_hook(vreplay_t *r, vevent_fn fn, void *user) {
+  r->fn = fn;
+  r->user = user;
+}
+
+int64_t vreplay_step(vreplay_t *r, uint64_t n) {
+  if (r->bad) return GPB_EFORMAT;
+  uint64_t done = 0;
+  gpb_trace_op_t op;
+  while (done < n && !r->at_end) {
+    int rc = vops_next(r->ops, &op);
+    if (rc == 0) {
+      r->at_end = 1;
+      break;
+    }
+    if (rc < 0) {
+      r->bad = 1;
+      snprintf(r->err, sizeof r->err, "bad trace after op %llu: %s",
+               (unsigned long long)r->pos, vops_error(r->ops));
+      return rc;
+    }
+    r->pos++;
+    done++;
+    if (op.op == GPB_OP_ALLOC) {
+      int err;
+      rp_slot_t *slot = rp_claim(&r->ids, op.id, &err);
+      if (!slot) {
+        if (err) {
+          r->bad = 1;
+          snprintf(r->err, sizeof r->err, "out of memory for the id table");
+          return err;
+        }
+        r->unmatched++; /* an id still live: the trace is inconsistent */
+        continue;
+      }
+      void *p = NULL;
+      uint32_t tag = op.tag < GPB_MAX_TAGS ? op.tag : 0;
+      rc = gpb_alloc_ex(r->pool, (size_t)op.size, 0, tag, NULL, &p);
+      if (rc == GPB_ENOMEM || rc == GPB_ETOOBIG) {
+        r->failures++;
+      } else if (rc) {
+        r->bad = 1;
+        snprintf(r->err, sizeof r->err, "op %llu: %s: %s",
+                 (unsigned long long)r->pos, gpb_strerror(rc),
+                 gpb_last_error_detail());
+        return rc;
+      } else {
+        rp_commit(&r->ids, slot, op.id, p);
+      }
+    } else if (op.op == GPB_OP_FREE) {
+      rp_slot_t *s = rp_find(&r->ids, op.id);
+      if (!s) {
+        r->unmatched++; /* its allocation failed, or the trace began late */
+        continue;
+      }
+      void *p = s->ptr;
+      rp_del(&r->ids, s);
+      if (p && (rc = gpb_free(r->pool, p)) != 0) {
+        r->bad = 1;
+        snprintf(r->err, sizeof r->err, "op %llu: %s",
+                 (unsigned long long)r->pos, gpb_strerror(rc));
+        return rc;
+      }
+    }
+    if (r->bad) return GPB_ECORRUPT;
+  }
+  return (int64_t)done;
+}
+
+int vreplay_restart(vreplay_t *r) {
+  gpb_pool_destroy(r->pool);
+  r->pool = NULL;
+  rp_clear(&r->ids);
+  r->pos = r->events = r->failures = r->unmatched = 0;
+  r->at_end = r->bad = 0;
+  r->err[0] = 0;
+  int rc = vops_rewind(r->ops);
+  if (rc) {
+    r->bad = 1;
+    snprintf(r->err, sizeof r->err, "%s", vops_error(r->ops));
+    return rc;
+  }
+  return rp_make_pool(r);
+}
+
+uint64_t vreplay_count(vreplay_t *r) {
+  if (r->total) return r->total;
+  if (r->ops->kind != OPS_TRACE) return r->total = r->ops->total;
+  if (r->pos || vops_rewind(r->ops)) return 0;
+  gpb_trace_op_t op;
+  uint64_t n = 0;
+  int rc;
+  while ((rc = vops_next(r->ops, &op)) > 0) n++;
+  if (vops_rewind(r->ops)) return 0;
+  /* A trace that fails to parse shows its error when the replay gets
+   * there; the timeline ends at the last good op. */
+  (void)rc;
+  return r->total = n;
+}
+
+uint64_t vreplay_pos(const vreplay_t *r) { return r->pos; }
+uint64_t vreplay_events(const vreplay_t *r) { return r->events; }
+int vreplay_at_end(const vreplay_t *r) { return r->at_end; }
+const gpb_model_t *vreplay_model(const vreplay_t *r) { return r->model; }
+const gpb_pool_t *vreplay_pool(const vreplay_t *r) { return r->pool; }
+const char *vreplay_error(const vreplay_t *r) { return r->err; }
+uint64_t vreplay_failures(const vreplay_t *r) { return r->failures; }

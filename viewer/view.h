@@ -1,0 +1,281 @@
+/*
+ * view.h: declarations shared by the files of gpubuddy-view.
+ *
+ * The viewer is split so that everything but the window is plain C with no
+ * SDL: a source (trace replay through a virtual pool, or a live reader)
+ * keeps a gpb_model_t current and calls back for every event; the block map
+ * (map.c) keeps per-cell sums updated from those events; the frame
+ * (frame.c) is drawn into our own 32-bit pixel buffer, which the window
+ * (main.c) uploads to a streaming texture and headless mode writes as PNG.
+ * Tests link the same files and check the buffer pixel by pixel.
+ *
+ * Files: map.c (layout, block map rasterizer), frame.c (panels and the
+ * whole frame), font.c (text), series.c (time series), replay.c (trace and
+ * pattern source), live.c (attach source), png.c (PNG writer), input.c
+ * (keys and mouse), app.c (the viewer object, event plumbing), main.c
+ * (options, headless, window loop, bench).
+ */
+#ifndef GPB_VIEW_H
+#define GPB_VIEW_H
+
+#include "gpubuddy.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- colors */
+
+/* Pixels are 0xAARRGGBB with alpha always 0xFF (SDL_PIXELFORMAT_ARGB8888). */
+#define VC_BG 0xFF101418u     /* outside the pool, panel background */
+#define VC_FREE 0xFF2A3A2Cu   /* free block */
+#define VC_USED 0xFF3B82F6u   /* used block, requested bytes */
+#define VC_WASTE 0xFFF59E0Bu  /* used block, bytes past the request */
+#define VC_SPLIT 0xFF303846u  /* buddy tree: node split into smaller blocks */
+#define VC_TEXT 0xFFE6E6E6u
+#define VC_DIM 0xFF8A8F98u
+#define VC_ALERT 0xFFEF4444u
+#define VC_PANEL 0xFF181C24u
+#define VC_GRID 0xFF2C323Cu
+#define VC_HILITE 0xFFFFFFFFu
+
+uint32_t vc_mix(uint32_t a, uint32_t b, double t); /* t=0: a, t=1: b */
+uint32_t vc_scale(uint32_t c, double f);
+uint32_t vc_ramp(double t);   /* 0..1 onto a blue-green-yellow ramp */
+uint32_t vc_tag(uint32_t tag); /* a distinct color per tag */
+
+/* ---------------------------------------------------------- framebuffer */
+
+typedef struct vfb {
+  uint32_t *px;
+  int w, h;
+} vfb_t;
+
+int vfb_init(vfb_t *fb, int w, int h); /* 0 or GPB_EHOSTMEM */
+void vfb_free(vfb_t *fb);
+void vfb_fill(vfb_t *fb, int x, int y, int w, int h, uint32_t c);
+void vfb_rect(vfb_t *fb, int x, int y, int w, int h, uint32_t c); /* outline */
+static inline void vfb_put(vfb_t *fb, int x, int y, uint32_t c) {
+  if ((unsigned)x < (unsigned)fb->w && (unsigned)y < (unsigned)fb->h)
+    fb->px[(size_t)y * (size_t)fb->w + (size_t)x] = c;
+}
+
+/* font.c: a 5x7 bitmap font drawn by hand for this program. Glyph cells are
+ * 6x9 pixels at scale 1. Lowercase letters are drawn as capitals. Returns
+ * the x after the text. */
+#define VFONT_W 6
+#define VFONT_H 9
+int vfont_draw(vfb_t *fb, int x, int y, int scale, uint32_t color,
+               const char *text);
+int vfont_width(int scale, const char *text);
+
+/* png.c: writes 8-bit RGB PNG through zlib. 0, GPB_EIO or GPB_EHOSTMEM. */
+int vpng_write(const char *path, const vfb_t *fb);
+
+/* -------------------------------------------------------------- the map */
+
+typedef enum vcolor_mode {
+  VCOLOR_STATE = 0, /* free / used / internal waste */
+  VCOLOR_ORDER,     /* buddy order of the blocks */
+  VCOLOR_TAG,       /* the allocation's tag */
+  VCOLOR_AGE,       /* time since allocation */
+  VCOLOR_COUNT
+} vcolor_mode_t;
+
+typedef enum vlayout {
+  VLAYOUT_LINEAR = 0, /* address space row by row */
+  VLAYOUT_TREE        /* one row per order, address across */
+} vlayout_t;
+
+/* The block map keeps, for each visible cell, sums over the bytes the cell
+ * covers: bytes in used blocks, bytes asked for, order x bytes, block
+ * starts, last tag, alloc time x bytes. Events update only the cells they
+ * touch, and only touched cells are recolored, so a frame costs the cells
+ * on screen, not the blocks in the pool. A view change (zoom, pan, resize)
+ * rebuilds the sums from the model once: O(blocks in view). */
+typedef struct vmap {
+  uint64_t managed, min_block;
+  uint32_t min_shift, norders;
+  vlayout_t layout;
+  vcolor_mode_t color;
+  int cols, rows;    /* linear: cells; tree: columns and norders */
+  uint64_t bpc;      /* bytes per cell or column: 2^k, or any size at fit */
+  uint64_t start;    /* byte offset of cell 0, a multiple of bpc */
+  uint64_t end;      /* start + covered bytes, clipped to managed */
+  size_t ncells, cap;
+  uint32_t *used, *req; /* bytes in used blocks; bytes requested */
+  uint64_t *ordsum;     /* order x bytes over all blocks */
+  uint32_t *nstart;     /* blocks starting in the cell */
+  float *tsum;          /* alloc time (ms after t0) x used bytes */
+  uint8_t *tag;         /* tag of the last allocation to touch the cell */
+  uint64_t *tfree, *tused; /* tree: [order * cols + col] bytes */
+  uint32_t *rgb;        /* per cell (linear) or [order * cols + col] */
+  uint32_t *dirty;      /* cells to recolor */
+  uint8_t *dflag;
+  size_t ndirty;
+  int all_dirty, need_rebuild;
+  uint64_t t0_ns, now_ns; /* first and latest event time (age colors) */
+} vmap_t;
+
+int vmap_init(vmap_t *m, uint64_t managed, uint64_t min_block);
+void vmap_free(vmap_t *m);
+/* Sets the grid; keeps the zoom when it can. Marks a rebuild. */
+int vmap_resize(vmap_t *m, int cols, int rows);
+void vmap_set_layout(vmap_t *m, vlayout_t l);
+void vmap_set_color(vmap_t *m, vcolor_mode_t c);
+/* Zoom by 2^steps (positive = in) keeping byte `anchor` under cell
+ * `anchor_cell`; bpc stays within [min_block/16, fit]. */
+void vmap_zoom(vmap_t *m, int steps, uint64_t anchor, uint64_t anchor_cell);
+void vmap_fit(vmap_t *m);
+/* Scroll by `rows` rows (linear) or columns/4 (tree). */
+void vmap_scroll(vmap_t *m, int64_t rows);
+/* Centers the view on `off` at a zoom where its block spans cells. */
+void vmap_center(vmap_t *m, uint64_t off, uint64_t block_size);
+/* Applies one event's effect on the cell sums. */
+void vmap_event(vmap_t *m, const gpb_event_t *ev);
+/* Rebuilds all sums from the model (after a view change or resync). */
+void vmap_rebuild(vmap_t *m, const gpb_model_t *model);
+/* Recomputes colors of changed cells (all after a rebuild). */
+void vmap_colorize(vmap_t *m);
+/* Byte offset shown at cell (cx, cy) of the grid; UINT64_MAX if none. */
+uint64_t vmap_offset_at(const vmap_t *m, int cx, int cy);
+
+/* ---------------------------------------------------------- time series */
+
+#define VSERIES_CAP 512
+/* Bounded: when full, every other point is dropped and the sampling stride
+ * doubles, so any run length fits in VSERIES_CAP points. */
+typedef struct vseries {
+  uint64_t x[VSERIES_CAP];   /* ops (replay) or events (live) */
+  double used[VSERIES_CAP];  /* bytes in used blocks */
+  double largest[VSERIES_CAP];
+  double frag[VSERIES_CAP];  /* external fragmentation 0..1 */
+  int n;
+  uint64_t stride, count;
+} vseries_t;
+void vseries_reset(vseries_t *s);
+/* Counts one step; samples the stats every `stride` steps. */
+void vseries_tick(vseries_t *s, uint64_t x, const gpb_model_t *model);
+void vseries_add(vseries_t *s, uint64_t x, const gpb_stats_t *st);
+
+/* --------------------------------------------------------------- sources */
+
+/* An op source yields trace ops: a trace file, or a built-in pattern. */
+typedef struct vops vops_t;
+/* Opens `path` with gpb_trace_open. */
+int vops_open_trace(const char *path, vops_t **out);
+/* A deterministic synthetic workload: "churn", "checker" or "fill"
+ * (fill: `steps` min-block allocations, then `steps` ops of churn). */
+int vops_open_pattern(const char *name, uint64_t steps, uint64_t pool_size,
+                      uint64_t min_block, uint64_t seed, vops_t **out);
+/* Replays a copy of ops[0..n) (tests). */
+int vops_open_array(const gpb_trace_op_t *ops, size_t n, vops_t **out);
+/* 1 with *op, 0 at the end, <0 with vops_error(). */
+int vops_next(vops_t *o, gpb_trace_op_t *op);
+int vops_rewind(vops_t *o);
+const char *vops_error(const vops_t *o);
+void vops_close(vops_t *o);
+
+typedef void (*vevent_fn)(const gpb_event_t *ev, void *user);
+
+/* Replay: ops through a GPB_BACKEND_VIRTUAL pool whose hook feeds a model,
+ * then `fn`. Scrubbing backwards replays again from the start: the pool
+ * cannot load a keyframe, and re-running costs only ingest time, so
+ * memory stays bounded however long the trace is. */
+typedef struct vreplay vreplay_t;
+int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out);
+void vreplay_close(vreplay_t *r);
+void vreplay_set_hook(vreplay_t *r, vevent_fn fn, void *user);
+/* Runs up to `n` ops. Returns ops run (0 at the end) or <0 on a bad trace
+ * (message in vreplay_error). */
+int64_t vreplay_step(vreplay_t *r, uint64_t n);
+/* Back to op 0 with an empty pool and model. */
+int vreplay_restart(vreplay_t *r);
+uint64_t vreplay_pos(const vreplay_t *r);
+uint64_t vreplay_events(const vreplay_t *r);
+int vreplay_at_end(const vreplay_t *r);
+/* Counts the ops (one pass) so the timeline has an end; 0 if unknown. */
+uint64_t vreplay_count(vreplay_t *r);
+const gpb_model_t *vreplay_model(const vreplay_t *r);
+const gpb_pool_t *vreplay_pool(const vreplay_t *r);
+const char *vreplay_error(const vreplay_t *r);
+uint64_t vreplay_failures(const vreplay_t *r);
+
+/* -------------------------------------------------------------- the app */
+
+typedef enum vsrc_kind { VSRC_REPLAY = 1, VSRC_LIVE } vsrc_kind_t;
+
+typedef struct vapp {
+  vsrc_kind_t kind;
+  vreplay_t *rp;          /* replay */
+  gpb_attach_t *at;       /* live */
+  const gpb_model_t *model;
+  gpb_pool_info_t info;
+  char title[128];
+  vmap_t map;
+  vseries_t series;
+  gpb_stats_t stats;      /* refreshed once per frame */
+  uint64_t events;        /* events seen by the map */
+  /* state shown in the status line */
+  int paused, disconnected, failed;
+  char msg[256];
+  uint64_t msg_until_ns;
+  double speed;           /* replay: ops per second; 0 = as fast as possible */
+  double carry;           /* fractional ops owed */
+  uint64_t total_ops;     /* 0 = unknown */
+  uint64_t seek_to;       /* replay: UINT64_MAX = none */
+  uint64_t last_age_rebuild_ns;
+  /* interaction */
+  int scale;              /* UI scale: 1, or 2 on HiDPI */
+  int mouse_x, mouse_y, mouse_in;
+  int have_sel;
+  uint64_t sel_off;       /* selected (searched) offset */
+  int searching;
+  char search[64];
+  int show_help;
+  int dragging, drag_y;
+  /* geometry of the last frame */
+  int map_x, map_y, map_w, map_h, cell_px, row_px;
+  int tl_x, tl_y, tl_w, tl_h; /* timeline */
+  int want_shot;
+  char shot_dir[256];
+  int shot_count;
+} vapp_t;
+
+/* app.c */
+int vapp_open_replay(vapp_t *a, vops_t *ops, const gpb_config_t *cfg);
+int vapp_open_live(vapp_t *a, const char *name, const char *connect,
+                   const char *token);
+void vapp_close(vapp_t *a);
+/* Brings the source forward by dt seconds of wall time; seeks; polls. */
+void vapp_update(vapp_t *a, double dt);
+/* Replays up to op `n` at full speed (backwards restarts). */
+int vapp_seek(vapp_t *a, uint64_t n);
+void vapp_message(vapp_t *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+uint64_t vapp_pos(const vapp_t *a);
+
+/* frame.c: lays out and draws one whole frame into fb. */
+void vframe_draw(vapp_t *a, vfb_t *fb);
+/* Sets the geometry for a frame of w x h and sizes the map grid. */
+void vframe_layout(vapp_t *a, int w, int h);
+/* Byte offset under pixel (x, y) of the map, its cell index in *cell;
+ * UINT64_MAX when (x, y) is not over the pool. */
+uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell);
+/* Formats bytes as "1.5 MiB" into buf. */
+const char *vfmt_bytes(uint64_t v, char *buf, size_t n);
+
+/* input.c: keys and mouse, SDL-free (main.c translates SDL events). */
+enum {
+  VKEY_NONE = 0, VKEY_SPACE = ' ', VKEY_ENTER = '\n', VKEY_ESC = 27,
+  VKEY_BACKSPACE = 8, VKEY_LEFT = 0x100, VKEY_RIGHT, VKEY_UP, VKEY_DOWN,
+  VKEY_PGUP, VKEY_PGDN, VKEY_HOME, VKEY_END
+};
+/* Returns 1 when the app should quit. */
+int vinput_key(vapp_t *a, int key);
+void vinput_text(vapp_t *a, const char *utf8);
+void vinput_wheel(vapp_t *a, int x, int y, int dy);
+void vinput_button(vapp_t *a, int x, int y, int down);
+void vinput_motion(vapp_t *a, int x, int y, int buttons);
+extern const char *const vinput_keys_help;
+
+#endif /* GPB_VIEW_H */
