@@ -198,6 +198,7 @@ typedef struct bench_opts {
   const char **traces;
   size_t ntraces;
   int synthetic;           /* also replay a generated trace */
+  int synth_steps;         /* its steps; 0 = default */
   size_t pairs;            /* fixed-size pairs per allocator and size */
   size_t churn_ops, churn_live;
   double thr_seconds;      /* per thread-count run */

@@ -94,6 +94,7 @@ static void usage(FILE *f) {
 "  --synthetic         also replay a generated trace\n"
 "  --save-synthetic FILE  write that generated trace to FILE (native format,\n"
 "                      .gz compresses) and exit\n"
+"  --synthetic-steps N steps of the generated trace (default 60, quick 20)\n"
 "  --only LIST         run only these suites: fixed,churn,threads,traces,meta\n"
 "  --skip LIST         skip these suites\n"
 "  --pairs N           alloc/free pairs per size (default 2000)\n"
@@ -354,7 +355,7 @@ static void md_lat(FILE *f, const bench_report_t *r, const char *group,
     }
     char q[4][24];
     fprintf(f, "| %s | %s | %s | %s | %s | %s |\n",
-            strncmp(group, "fixed", 5) ? "" : a->label, a->alloc,
+            strncmp(group, "trace:", 6) ? a->label : group + 6, a->alloc,
             bench_fmt_ratio(a->s.median / ga->s.median, q[0], 24),
             bench_fmt_ratio(a->s.p999 / ga->s.p999, q[1], 24),
             bench_fmt_ratio(z->s.median / gf->s.median, q[2], 24),
@@ -533,7 +534,7 @@ int main(int argc, char **argv) {
 
   enum { O_HOST = 256, O_GPU, O_QUICK, O_OUT, O_JSON, O_TRACE, O_SYNTH,
          O_ONLY, O_SKIP, O_PAIRS, O_CHOPS, O_CHLIVE, O_THREADS, O_TSECS,
-         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE };
+         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS };
   static const struct option lo[] = {
       {"host", no_argument, 0, O_HOST},
       {"gpu", no_argument, 0, O_GPU},
@@ -543,6 +544,7 @@ int main(int argc, char **argv) {
       {"trace", required_argument, 0, O_TRACE},
       {"synthetic", no_argument, 0, O_SYNTH},
       {"save-synthetic", required_argument, 0, O_SAVE},
+      {"synthetic-steps", required_argument, 0, O_SSTEPS},
       {"only", required_argument, 0, O_ONLY},
       {"skip", required_argument, 0, O_SKIP},
       {"pairs", required_argument, 0, O_PAIRS},
@@ -568,6 +570,10 @@ int main(int argc, char **argv) {
     case O_TRACE: traces[o.ntraces++] = optarg; break;
     case O_SYNTH: o.synthetic = 1; break;
     case O_SAVE: save_path = optarg; break;
+    case O_SSTEPS:
+      if (parse_u64("--synthetic-steps", optarg, 1, 100000, &v)) return 2;
+      o.synth_steps = (int)v;
+      break;
     case O_ONLY:
     case O_SKIP:
       if (parse_suites(&o, optarg, ch == O_ONLY)) return 2;
@@ -641,7 +647,9 @@ int main(int argc, char **argv) {
   }
   if (save_path)
     return bench_save_synthetic(save_path, o.seed,
-                                BENCH_SYNTH_STEPS(o.quick)) ? 1 : 0;
+                                o.synth_steps ? o.synth_steps
+                                              : BENCH_SYNTH_STEPS(o.quick))
+               ? 1 : 0;
   if (o.host && o.gpu) {
     fprintf(stderr, "gpubuddy-bench: choose --host or --gpu, not both\n");
     return 2;

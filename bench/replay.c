@@ -698,7 +698,8 @@ int bench_run_traces(bench_ctx_t *c) {
   }
   if (o->synthetic) {
     replay_trace_t t;
-    if (replay_synthetic(&t, o->seed, BENCH_SYNTH_STEPS(o->quick))) {
+    if (replay_synthetic(&t, o->seed, o->synth_steps ? o->synth_steps
+                                                     : BENCH_SYNTH_STEPS(o->quick))) {
       bench_seq_free(&t.q);
       return -1;
     }

@@ -326,7 +326,7 @@ static int rmm_time(const char *s, size_t n, uint64_t *ns) {
     if (part[1] >= 60 || part[2] >= 61 || part[0] >= 24) return -1;
     secs = part[0] * 3600 + part[1] * 60 + part[2];
   } else {
-    if (part[0] > 100000000000ull) return -1; /* keeps ns in range */
+    if (part[0] > 10000000000ull) return -1; /* keeps ns in 64 bits */
     secs = part[0];
   }
   uint64_t frac = 0;
@@ -633,8 +633,16 @@ int gpb_trace_write(gpb_trace_writer_t *w, const gpb_trace_op_t *op) {
   if (op->tag >= GPB_MAX_TAGS)
     return gpb__fail(GPB_EINVAL, "tag %u is not below %d", op->tag,
                      GPB_MAX_TAGS);
-  if (op->op == GPB_OP_ALLOC && (op->size == 0 || (op->id & TRACE_FAIL_ID)))
-    return gpb__fail(GPB_EINVAL, "alloc needs a size > 0 and an id below 2^63");
+  if (op->op == GPB_OP_ALLOC && op->size == 0)
+    return gpb__fail(GPB_EINVAL, "alloc of size 0");
+  /* Ops read from a trace carry failed requests as an ALLOC of a reserved
+   * id and its FREE: write them back as the one "fail" line they came
+   * from, so that copying a trace op by op loses nothing. */
+  if (op->id & TRACE_FAIL_ID) {
+    if (op->op == GPB_OP_FREE) return 0;
+    return trace_emit(w, "fail", op->time_ns, 0, op->size, op->tag,
+                      op->stream);
+  }
   /* The writer numbers ops itself so the file's sequence is gap-free. */
   return trace_emit(w, op->op == GPB_OP_ALLOC ? "alloc" : "free", op->time_ns,
                     op->id, op->size, op->tag, op->stream);

@@ -38,8 +38,11 @@ static void *relay_thread(void *arg) {
   harness_t *h = arg;
   int closed = 0;
   while (!atomic_load(&h->stop)) {
+    /* Read the flag first: every event queued before it was set is then
+     * drained before the relay hears that the pool closed. */
+    int closing = atomic_load(&h->close_src);
     ASSERT(relay_queue_drain(&h->q, h->r) >= 0);
-    if (atomic_load(&h->close_src) && !closed) {
+    if (closing && !closed) {
       relay_source_closed(h->r);
       closed = 1;
     }

@@ -7,12 +7,16 @@
  *    the trace through a fresh pool of the same config must give identical
  *    stats and an identical block map: the allocator is deterministic and
  *    the trace carries everything it decides on.
+ * 3. The same with four threads sharing the recording pool: the trace is
+ *    written under the pool's lock in the order things happened, so its
+ *    replay must again end in the same state.
  * With --record PATH it records the workload to PATH (4 MiB virtual pool,
  * min_block 256, buddy) and prints the pool's stats as "key value" lines,
  * for tests/test_trace_replay.sh to compare with gpubuddy-replay's output.
  */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #define POOL (4u << 20)
@@ -234,6 +238,35 @@ static void replay(const char *path, gpb_policy_t policy, gpb_stats_t *st,
   *fails_out = fails;
 }
 
+/* Copies a trace op by op (read, write) and checks the copy reads back
+ * as the same ops; for a plain file, that it is the same bytes. */
+static void test_copy(const char *path) {
+  char copy[300];
+  snprintf(copy, sizeof copy, "%s.copy", path);
+  gpb_trace_reader_t *r;
+  gpb_trace_writer_t *w;
+  ASSERT_OK(gpb_trace_open(path, &r));
+  ASSERT_OK(gpb_trace_writer_open(copy, &w));
+  gpb_trace_op_t o;
+  int rc;
+  while ((rc = gpb_trace_next(r, &o)) == 1) ASSERT_OK(gpb_trace_write(w, &o));
+  ASSERT_EQ(rc, 0);
+  gpb_trace_close(r);
+  ASSERT_OK(gpb_trace_writer_close(w));
+  FILE *a = fopen(path, "rb"), *b = fopen(copy, "rb");
+  ASSERT(a && b);
+  int ca, cb;
+  long at = 0;
+  do {
+    ca = getc(a);
+    cb = getc(b);
+    if (ca != cb) FAILF("%s and its copy differ at byte %ld", path, at);
+    at++;
+  } while (ca != EOF);
+  fclose(a);
+  fclose(b);
+}
+
 static void test_pool_roundtrip(gpb_policy_t policy, int use_env,
                                 const char *name, uint64_t seed, int steps) {
   char path[256];
@@ -268,6 +301,8 @@ static void test_pool_roundtrip(gpb_policy_t policy, int use_env,
   /* Every event that was an ALLOC, FREE or FAIL is one op (a FAIL two). */
   ASSERT_U64_EQ(ops, want.allocs + want.frees + 2 * want.failures);
 
+  if (!strstr(name, ".gz")) test_copy(path);
+
   if (!use_env) {
     /* After stop, the pool records nothing more: the file is unchanged. */
     FILE *f = fopen(path, "rb");
@@ -284,6 +319,51 @@ static void test_pool_roundtrip(gpb_policy_t policy, int use_env,
     fclose(f);
     gpb_pool_destroy(pool);
   }
+  free(wb.b);
+  free(gb.b);
+}
+
+typedef struct thr {
+  gpb_pool_t *pool;
+  uint64_t seed;
+  int steps;
+} thr_t;
+
+static void *thread_main(void *arg) {
+  thr_t *t = arg;
+  workload(t->pool, t->seed, t->steps);
+  return NULL;
+}
+
+static void test_threads_roundtrip(uint64_t seed, int steps) {
+  char path[256];
+  path_in(path, sizeof path, "threads.trace.gz");
+  gpb_config_t c = config(GPB_POLICY_BUDDY);
+  gpb_pool_t *pool;
+  ASSERT_OK(gpb_pool_create(&c, &pool));
+  ASSERT_OK(gpb_pool_trace_start(pool, path));
+  enum { NT = 4 };
+  pthread_t th[NT];
+  thr_t ts[NT];
+  for (int i = 0; i < NT; i++) {
+    ts[i].pool = pool;
+    ts[i].seed = seed + 100 + (uint64_t)i;
+    ts[i].steps = steps / NT;
+    ASSERT_EQ(pthread_create(&th[i], NULL, thread_main, &ts[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) ASSERT_EQ(pthread_join(th[i], NULL), 0);
+  gpb_stats_t want, got;
+  blocks_t wb = {0}, gb = {0};
+  ASSERT_OK(gpb_pool_stats(pool, &want));
+  ASSERT_OK(gpb_pool_visit(pool, collect, &wb));
+  ASSERT_OK(gpb_pool_trace_stop(pool));
+  gpb_pool_destroy(pool);
+  uint64_t ops, fails;
+  replay(path, GPB_POLICY_BUDDY, &got, &gb, &ops, &fails);
+  printf("threads: %llu ops, %llu failures\n", (unsigned long long)ops,
+         (unsigned long long)fails);
+  compare_stats(&want, &got);
+  compare_blocks(&wb, &gb);
   free(wb.b);
   free(gb.b);
 }
@@ -323,6 +403,7 @@ int main(int argc, char **argv) {
   test_pool_roundtrip(GPB_POLICY_TRIM, 0, "api-trim.trace.gz", seed + 1, steps);
   test_pool_roundtrip(GPB_POLICY_BUDDY, 1, "env-buddy.trace.gz", seed + 2, steps);
   test_pool_roundtrip(GPB_POLICY_TRIM, 1, "env-trim.trace", seed + 3, steps);
+  test_threads_roundtrip(seed + 4, steps);
 
   /* Errors at open. */
   gpb_trace_reader_t *r;

@@ -981,21 +981,23 @@ int main(int argc, char **argv) {
             r->o.token ? ", token required" : "");
 
   uint64_t last_log = relay_now(), last_events = 0, closed_at = 0;
+  uint64_t last_err = 0;
   int status = 0;
   while (!relay_stop) {
     if (!r->src_closed) {
       int rc = gpb_attach_poll(src);
-      if (rc < 0) {
-        if (rc == GPB_ECLOSED)
-          relay_log(r, 0, "pool '%s' is gone; %s", name,
-                    exit_on_close ? "telling clients, then exiting"
-                                  : "serving its last state");
-        else
-          relay_log(r, -1, "pool '%s' cannot be read any more: %s (%s); "
-                    "serving its last state", name, gpb_strerror(rc),
-                    gpb_last_error_detail());
+      if (rc == GPB_ECLOSED) {
+        relay_log(r, 0, "pool '%s' is gone; %s", name,
+                  exit_on_close ? "telling clients, then exiting"
+                                : "serving its last state");
         relay_source_closed(r);
         closed_at = relay_now();
+      } else if (rc < 0 && relay_now() - last_err > 10000000000ull) {
+        /* A garbled or oversized keyframe in the segment: clients keep
+         * the last good state while the reader keeps trying. */
+        relay_log(r, -1, "pool '%s': %s (%s); still trying", name,
+                  gpb_strerror(rc), gpb_last_error_detail());
+        last_err = relay_now();
       }
     }
     relay_step(r, 10);

@@ -13,7 +13,7 @@ EXTRA_DIST += tools/gpubuddy-import-torch docs/TRACE_FORMAT.md
 # input for every parser (C), the replay tool end to end and the importer
 # (shell, using the fixtures under tests/data).
 check_PROGRAMS += tests/test_trace tests/test_trace_bad
-tests_test_trace_LDADD = libgpubuddy.la
+tests_test_trace_LDADD = libgpubuddy.la -lpthread
 tests_test_trace_bad_LDADD = libgpubuddy.la
 TESTS += tests/test_trace tests/test_trace_bad tests/test_trace_replay.sh \
 	tests/test_import_torch.sh

@@ -188,6 +188,7 @@ void vapp_update(vapp_t *a, double dt) {
     }
   }
   if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
+  vmap_refresh(&a->map, a->model);
   vmap_colorize(&a->map);
   gpb_model_stats(a->model, &a->stats);
 }

@@ -419,6 +419,7 @@ void vframe_draw(vapp_t *a, vfb_t *fb) {
   int s = a->scale < 1 ? 1 : a->scale;
   vframe_layout(a, fb->w, fb->h);
   if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
+  vmap_refresh(&a->map, a->model);
   vmap_colorize(&a->map);
   /* Background everywhere but the map, which frame_map covers. */
   vfb_fill(fb, a->map_x + a->map_w, 0, fb->w - a->map_w, fb->h, VC_PANEL);

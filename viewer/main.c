@@ -362,7 +362,8 @@ static void bench_frames(vapp_t *app, vfb_t *fb, int n, uint64_t ops_per_frame) 
 static int run_bench(opts_t *o) {
   vapp_t app;
   uint64_t steps = o->steps ? o->steps : 1000000;
-  if (!o->trace) {
+  int fill = !o->trace && !o->pattern;
+  if (fill) {
     uint64_t mb = o->cfg.min_block, need = steps * mb * 2, p = mb;
     while (p < need) p *= 2;
     o->cfg.pool_size = p;
@@ -374,17 +375,17 @@ static int run_bench(opts_t *o) {
   if (vfb_init(&fb, o->w, o->h)) return 1;
   vframe_layout(&app, fb.w, fb.h);
   vapp_update(&app, 0);
-  printf("gpubuddy-view --bench: pool %s, min block %zu, %s\n", app.title,
-         o->cfg.min_block, o->trace ? "trace" : "fill pattern");
-  if (o->trace) {
-    bench_ingest(&app, UINT64_MAX, "whole trace");
+  printf("gpubuddy-view --bench: %s, pool %zu bytes, min block %zu\n",
+         app.title, o->cfg.pool_size, o->cfg.min_block);
+  if (!fill) {
+    bench_ingest(&app, UINT64_MAX, "whole run");
   } else {
     bench_ingest(&app, steps, "fill (allocations)");
     bench_ingest(&app, steps / 2, "churn at full pool");
   }
   vapp_update(&app, 0);
   bench_frames(&app, &fb, o->bench_frames, 0);
-  if (!o->trace) bench_frames(&app, &fb, o->bench_frames, 2000);
+  if (fill) bench_frames(&app, &fb, o->bench_frames, 2000);
 
   /* Live path: the same events into a fresh model and map. */
   bench_rec_t rec = {0};
@@ -407,6 +408,7 @@ static int run_bench(opts_t *o) {
         if (gpb_model_apply(model, &rec.ev[i])) bad++;
         vmap_event(&m, &rec.ev[i]);
       }
+      vmap_refresh(&m, model);
       vmap_colorize(&m);
       double secs = (double)(gpb_now_ns() - t0) / 1e9;
       printf("live   %-28s %8s     %9zu events  %6.3f s  %6.2f M events/s%s\n",

@@ -72,6 +72,8 @@ void vmap_free(vmap_t *m) {
   free(m->rgb);
   free(m->dirty);
   free(m->dflag);
+  free(m->stale);
+  m->stale = NULL;
   m->used = m->req = m->nstart = m->rgb = m->dirty = NULL;
   m->ordsum = m->tfree = m->tused = NULL;
   m->tsum = NULL;
@@ -113,6 +115,8 @@ static void map_settle(vmap_t *m) {
   if (m->start > max_start) m->start = max_start;
   m->start -= m->start % m->bpc;
   m->end = map_min(m->managed, m->start + span);
+  m->clip_lo = m->start;
+  m->clip_hi = m->end;
   m->need_rebuild = 1;
 }
 
@@ -135,7 +139,8 @@ int vmap_resize(vmap_t *m, int cols, int rows) {
     m->rgb = calloc(need, sizeof *m->rgb);
     m->dirty = calloc(need, sizeof *m->dirty);
     m->dflag = calloc(need, sizeof *m->dflag);
-    if (!m->used || !m->req || !m->ordsum || !m->nstart || !m->tsum ||
+    m->stale = calloc(need / VMAP_CHUNK + 1, 1);
+    if (!m->stale || !m->used || !m->req || !m->ordsum || !m->nstart || !m->tsum ||
         !m->tag || !m->tfree || !m->tused || !m->rgb || !m->dirty ||
         !m->dflag) {
       vmap_free(m);
@@ -242,8 +247,8 @@ static void map_mark(vmap_t *m, uint64_t c) {
  * is [*lo, *hi). 0 when nothing is visible. */
 static int map_cells(const vmap_t *m, uint64_t off, uint64_t len, uint64_t *c0,
                      uint64_t *c1, uint64_t *lo, uint64_t *hi) {
-  uint64_t a = map_max(off, m->start);
-  uint64_t b = map_min(off + len, m->end);
+  uint64_t a = map_max(off, m->clip_lo);
+  uint64_t b = map_min(off + len, m->clip_hi);
   if (b <= a) return 0;
   *lo = a;
   *hi = b;
@@ -338,10 +343,31 @@ static void map_tree_run(vmap_t *m, uint64_t off, uint64_t size, int to_used) {
   }
 }
 
+/* A wide event: mark its chunks stale instead of touching its cells. */
+static int map_wide(vmap_t *m, uint64_t off, uint64_t len) {
+  uint64_t c0, c1, lo, hi;
+  if (!map_cells(m, off, len, &c0, &c1, &lo, &hi)) return 1;
+  if (c1 - c0 < VMAP_WIDE) return 0;
+  /* Past a quarter of the chunks, vmap_refresh walks the whole view
+   * anyway: say so once instead of marking more. */
+  size_t n = m->layout == VLAYOUT_TREE ? (size_t)m->cols : m->ncells;
+  if (m->nstale + (c1 - c0) / VMAP_CHUNK > n / VMAP_CHUNK / 4) {
+    m->need_rebuild = 1;
+    return 1;
+  }
+  for (uint64_t k = c0 / VMAP_CHUNK; k <= c1 / VMAP_CHUNK; k++)
+    if (!m->stale[k]) {
+      m->stale[k] = 1;
+      m->nstale++;
+    }
+  return 1;
+}
+
 void vmap_event(vmap_t *m, const gpb_event_t *ev) {
   if (!m->t0_ns && ev->time_ns) m->t0_ns = ev->time_ns;
   if (ev->time_ns > m->now_ns) m->now_ns = ev->time_ns;
   if (m->need_rebuild || !m->ncells) return; /* the rebuild will see it */
+  if (ev->type != GPB_EV_FAIL && map_wide(m, ev->offset, ev->size)) return;
   int tree = m->layout == VLAYOUT_TREE;
   uint64_t half = ev->size / 2;
   switch (ev->type) {
@@ -391,7 +417,7 @@ static void map_block(vmap_t *m, const gpb_block_info_t *b) {
   }
   uint64_t c0, c1, lo, hi;
   if (!map_cells(m, b->offset, b->size, &c0, &c1, &lo, &hi)) return;
-  if (b->offset >= m->start) m->nstart[c0]++;
+  if (b->offset >= m->clip_lo) m->nstart[c0]++;
   float ms = map_ms(m, b->time_ns);
   uint64_t r0 = b->alloc_offset, r1 = b->alloc_offset + b->requested;
   for (uint64_t c = c0; c <= c1; c++) {
@@ -415,9 +441,62 @@ static int map_visit_cb(const gpb_block_info_t *b, void *user) {
   return 0;
 }
 
+/* Rebuilds chunk k (cells or columns [k*CH, (k+1)*CH)) from the model. */
+static void map_rebuild_chunk(vmap_t *m, const gpb_model_t *model, size_t k) {
+  size_t n = m->layout == VLAYOUT_TREE ? (size_t)m->cols : m->ncells;
+  size_t c0 = k * VMAP_CHUNK, c1 = c0 + VMAP_CHUNK;
+  if (c1 > n) c1 = n;
+  if (c0 >= c1) return;
+  if (m->layout == VLAYOUT_TREE) {
+    for (uint32_t o = 0; o < m->norders; o++) {
+      size_t r = (size_t)o * (size_t)m->cols;
+      memset(m->tfree + r + c0, 0, (c1 - c0) * sizeof *m->tfree);
+      memset(m->tused + r + c0, 0, (c1 - c0) * sizeof *m->tused);
+    }
+    m->all_dirty = 1;
+  } else {
+    memset(m->used + c0, 0, (c1 - c0) * sizeof *m->used);
+    memset(m->req + c0, 0, (c1 - c0) * sizeof *m->req);
+    memset(m->ordsum + c0, 0, (c1 - c0) * sizeof *m->ordsum);
+    memset(m->nstart + c0, 0, (c1 - c0) * sizeof *m->nstart);
+    memset(m->tsum + c0, 0, (c1 - c0) * sizeof *m->tsum);
+    memset(m->tag + c0, 0, (c1 - c0) * sizeof *m->tag);
+    if (!m->all_dirty)
+      for (size_t c = c0; c < c1; c++) map_mark(m, c);
+  }
+  m->clip_lo = m->start + c0 * m->bpc;
+  m->clip_hi = map_min(m->start + c1 * m->bpc, m->end);
+  gpb_block_info_t b;
+  for (uint64_t off = m->clip_lo; off < m->clip_hi; off = b.offset + b.size) {
+    if (gpb_model_lookup(model, off, &b) != 0 || b.size == 0) break;
+    map_block(m, &b);
+  }
+  m->clip_lo = m->start;
+  m->clip_hi = m->end;
+}
+
+void vmap_refresh(vmap_t *m, const gpb_model_t *model) {
+  if (!m->nstale) return;
+  size_t n = m->layout == VLAYOUT_TREE ? (size_t)m->cols : m->ncells;
+  size_t nch = (n + VMAP_CHUNK - 1) / VMAP_CHUNK;
+  /* Many stale chunks: one walk of the view is cheaper than lookups. */
+  if (m->nstale > nch / 4) {
+    vmap_rebuild(m, model);
+    return;
+  }
+  for (size_t k = 0; k < nch && m->nstale; k++)
+    if (m->stale[k]) {
+      m->stale[k] = 0;
+      m->nstale--;
+      if (model) map_rebuild_chunk(m, model, k);
+    }
+}
+
 void vmap_rebuild(vmap_t *m, const gpb_model_t *model) {
   m->need_rebuild = 0;
   m->all_dirty = 1;
+  if (m->stale) memset(m->stale, 0, m->cap / VMAP_CHUNK + 1);
+  m->nstale = 0;
   if (!m->ncells) return;
   size_t n = m->layout == VLAYOUT_TREE ? (size_t)m->cols * m->norders
                                        : m->ncells;

@@ -113,6 +113,13 @@ typedef struct vmap {
   uint8_t *dflag;
   size_t ndirty;
   int all_dirty, need_rebuild;
+  /* Events wider than VMAP_WIDE cells do not update cells one by one:
+   * they mark chunks of VMAP_CHUNK cells stale, and vmap_refresh rebuilds
+   * those from the model once per frame, so an event costs O(1) cells
+   * however large it is. */
+  uint8_t *stale;       /* per chunk */
+  size_t nchunks, nstale;
+  uint64_t clip_lo, clip_hi; /* byte window map_cells clips to */
   uint64_t t0_ns, now_ns; /* first and latest event time (age colors) */
 } vmap_t;
 
@@ -134,6 +141,10 @@ void vmap_center(vmap_t *m, uint64_t off, uint64_t block_size);
 void vmap_event(vmap_t *m, const gpb_event_t *ev);
 /* Rebuilds all sums from the model (after a view change or resync). */
 void vmap_rebuild(vmap_t *m, const gpb_model_t *model);
+#define VMAP_CHUNK 64
+#define VMAP_WIDE 64
+/* Rebuilds stale chunks from the model; call before vmap_colorize. */
+void vmap_refresh(vmap_t *m, const gpb_model_t *model);
 /* Recomputes colors of changed cells (all after a rebuild). */
 void vmap_colorize(vmap_t *m);
 /* Byte offset shown at cell (cx, cy) of the grid; UINT64_MAX if none. */

@@ -3,36 +3,40 @@
  * gzip-compressed native, RAPIDS RMM CSV).
  *
  * The readers take a path (they read through zlib's gz layer), so each
- * input is written to one temporary file and read back to the end. Any
+ * input is written to one in-memory file and read back to the end. Any
  * outcome but a crash, a sanitizer report or a leak is fine; the target
  * also checks the reader's own contract: an error comes with a message.
  * Built by --enable-fuzzers (CC=clang) or tests/run-fuzzers.sh, with
  * lib/trace.c compiled in so the parser is instrumented.
  */
+#define _GNU_SOURCE
 #include "gpubuddy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static char fuzz_path[64];
+static int fuzz_fd = -1;
 
-static void fuzz_cleanup(void) {
-  if (fuzz_path[0]) unlink(fuzz_path);
-}
-
+/* Each input goes into one in-memory file (memfd), reopened by path. */
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
-  if (!fuzz_path[0]) {
-    snprintf(fuzz_path, sizeof fuzz_path, "/tmp/gpb-fuzz-trace-%d", (int)getpid());
-    atexit(fuzz_cleanup);
+  if (fuzz_fd < 0) {
+    fuzz_fd = memfd_create("gpb-fuzz-trace", 0);
+    if (fuzz_fd < 0) abort();
+    snprintf(fuzz_path, sizeof fuzz_path, "/proc/self/fd/%d", fuzz_fd);
   }
-  FILE *f = fopen(fuzz_path, "wb");
-  if (!f) abort();
-  if (size && fwrite(data, 1, size, f) != size) abort();
-  if (fclose(f)) abort();
+  if (ftruncate(fuzz_fd, 0)) abort();
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = pwrite(fuzz_fd, data + done, size - done, (off_t)done);
+    if (n <= 0) abort();
+    done += (size_t)n;
+  }
 
   gpb_trace_reader_t *r;
   int rc = gpb_trace_open(fuzz_path, &r);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# device-run.sh OUT [bench]: what one call on the GPU machine runs. It runs
+# scripts/gpu-check.sh on the tarball carried in .gpu/, converts the
+# PyTorch snapshots it records into gpubuddy traces, optionally runs the
+# benchmark suite, and packs everything into at most 8 files under OUT
+# (the device tool brings back no more).
+set -u
+out=$1
+what=${2:-check}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=/tmp/gpb-device-run
+mkdir -p "$work" "$out"
+tarball=$(ls -t "$here"/.gpu/gpubuddy-*.tar.gz | head -1)
+if [ "$what" = check ] || [ "$what" = all ]; then
+  GPB_CHECK_WORK=$work/build "$here/scripts/gpu-check.sh" "$work/check" "$tarball"
+  cp "$work/check/report.md" "$out/gpu-check-report.md"
+  [ -f "$work/check/torch-compare.json" ] && cp "$work/check/torch-compare.json" "$out/"
+  for f in "$work"/check/traces/*.pickle; do
+    [ -f "$f" ] || continue
+    python3 "$here/tools/gpubuddy-import-torch" "$f" -o "$out/$(basename "$f" .pickle).trace.gz" ||
+      echo "device-run: import of $f failed" >&2
+  done
+  tar czf "$out/gpu-check-logs.tar.gz" -C "$work/check" . 2>/dev/null
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  build=$(ls -d "$work"/build/*/ 2>/dev/null | head -1)
+  "$here/bench/run-gpu.sh" "$work/bench" "$build"
+  tar czf "$out/bench.tar.gz" -C "$work/bench" .
+  cp "$work"/bench/*.md "$out/" 2>/dev/null
+fi
+ls -la "$out"
