@@ -23,8 +23,10 @@ if [ "$what" = check ] || [ "$what" = all ]; then
   tar czf "$out/gpu-check-logs.tar.gz" -C "$work/check" . 2>/dev/null
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-  build=$(ls -d "$work"/build/*/ 2>/dev/null | head -1)
+  build=$work/build/build  # where gpu-check.sh built
   "$here/bench/run-gpu.sh" "$work/bench" "$build"
+  [ -x "$build/bench/publish_overhead" ] &&
+    timeout 60 "$build/bench/publish_overhead" --steps 2000000 > "$work/bench/publish_overhead.txt" 2>&1
   tar czf "$out/bench.tar.gz" -C "$work/bench" .
   cp "$work"/bench/*.md "$out/" 2>/dev/null
 fi

@@ -65,12 +65,12 @@ for w in 'events:' 'peak live bytes' 'peak bytes in blocks' 'internal' \
   grep -q "$w" "$tmp/text.txt" || fail "text output lacks '$w'"
 done
 
-# 4. --policy all runs both policies and compares them.
+# 4. --policy all runs every policy (buddy, trim, bestfit) and compares them.
 $replay --policy all --quiet "$tmp/rec.trace" > "$tmp/all.txt" || fail "--policy all exited $?"
 grep -q '^comparison:' "$tmp/all.txt" || fail "--policy all printed no comparison"
-[ "$(grep -c '^policy ' "$tmp/all.txt")" = 2 ] || fail "--policy all did not run two policies"
+[ "$(grep -c '^policy ' "$tmp/all.txt")" = 3 ] || fail "--policy all did not run three policies"
 $replay --policy all --json --quiet "$tmp/rec.trace" > "$tmp/all.json" || fail "--policy all --json exited $?"
-[ "$(grep -c '"policy":' "$tmp/all.json")" = 2 ] || fail "--policy all --json lacks a run"
+[ "$(grep -c '"policy":' "$tmp/all.json")" = 3 ] || fail "--policy all --json lacks a run"
 
 # 5. --find-min-pool: the size it reports replays cleanly, and one
 # min_block less does not.

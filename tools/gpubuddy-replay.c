@@ -83,7 +83,7 @@ static void usage(FILE *f) {
 "                    two >= 2 x the trace's peak live bytes (and >= its\n"
 "                    largest request)\n"
 "  --min-block N     smallest block, a power of two >= 16 (default 256)\n"
-"  --policy P        buddy (default), trim, or all (run each, compare)\n"
+"  --policy P        buddy (default), trim, bestfit, or all (run each, compare)\n"
 "  --find-min-pool   find the smallest pool (a multiple of min_block) in\n"
 "                    which the trace replays with no failed allocation, by\n"
 "                    bisection; report it, its ratio to peak live, and the\n"
@@ -613,7 +613,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       } else {
         gpb_policy_t p;
         if (gpb_policy_parse(optarg, &p)) {
-          fprintf(stderr, "%s: unknown policy '%s' (buddy, trim, all)\n", prog,
+          fprintf(stderr, "%s: unknown policy '%s' (buddy, trim, bestfit, all)\n", prog,
                   optarg);
           return 2;
         }
@@ -682,17 +682,16 @@ int main(int argc, char **argv) {
   }
   size_t pool_size = o.pool_size ? o.pool_size : derived;
 
-  gpb_policy_t pols[2];
+  gpb_policy_t pols[GPB_NUM_POLICIES];
   int npol = 0;
   if (o.policy < 0) {
-    pols[npol++] = GPB_POLICY_BUDDY;
-    pols[npol++] = GPB_POLICY_TRIM;
+    for (int i = 0; i < GPB_NUM_POLICIES; i++) pols[npol++] = (gpb_policy_t)i;
   } else {
     pols[npol++] = (gpb_policy_t)o.policy;
   }
 
   result_t *res = calloc((size_t)npol, sizeof *res);
-  uint64_t minp[2] = {0, 0};
+  uint64_t minp[GPB_NUM_POLICIES] = {0};
   if (!res) {
     fprintf(stderr, "%s: out of memory\n", prog);
     return 1;
