@@ -76,7 +76,10 @@ static int remote_key_begin(gpb_attach_t *a, remote_t *r, const uint8_t *p,
                             size_t n, char *err) {
   int rc = gpb__np_key_begin_get(p, n, &r->key_seq, &r->key_n, err);
   if (rc) return rc;
-  uint64_t units = a->info.managed_size / a->info.min_block;
+  /* No pool info yet means no block size to divide by: out of place. */
+  uint64_t units = r->have_info && a->info.min_block
+                       ? a->info.managed_size / a->info.min_block
+                       : 0;
   if (!r->have_info || r->in_key || r->key_n == 0 || r->key_n > units) {
     snprintf(err, GPB_NP_ERRLEN, "KEY_BEGIN of %llu blocks out of place",
              (unsigned long long)r->key_n);
