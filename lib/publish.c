@@ -21,9 +21,9 @@
  * (one record per free block or allocation, in address order), the
  * counters, and the seq it includes. Writing one is O(blocks), so the
  * writer does it only (a) when a reader asks, by incrementing a request
- * counter in the header, or (b) every nslots/2 events while a reader has
- * polled within the last second, so that an attached reader can always
- * resynchronize even after the writer goes idle. Both are rate-limited:
+ * counter in the header, or (b) every nslots/2 events, so that a reader
+ * attaching at any time, even after the writer went idle, finds a keyframe
+ * and the events after it in the ring. Both are rate-limited:
  * at least 1 ms apart and 50 times the last keyframe's cost apart, which
  * bounds the writer's keyframe work to about 2% of its time. The pool
  * calls us from inside the buddy core, where only ALLOC and FAIL events
@@ -573,11 +573,10 @@ void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev,
   uint64_t req = atomic_load_explicit(&p->h->kf_request, RLX);
   int want = req != p->served;
   uint64_t now = ev->time_ns;
-  if (!want && GPB__UNLIKELY(ev->seq - p->kf_seq >= p->nslots / 2)) {
-    if (!now) now = gpb_now_ns();
-    uint64_t seen = atomic_load_explicit(&p->h->reader_seen_ns, RLX);
-    want = seen && seen + 1000 * PUB_MS > now; /* a reader polled within 1 s */
-  }
+  /* Every half ring, reader or not: a reader that attaches later, even
+   * to a writer that has gone idle, then finds a keyframe whose following
+   * events the ring still holds. */
+  if (!want && GPB__UNLIKELY(ev->seq - p->kf_seq >= p->nslots / 2)) want = 1;
   if (GPB__LIKELY(!want)) return;
   if (!now) now = gpb_now_ns();
   if (p->kf_count && (int64_t)(now - p->kf_time) < (int64_t)p->kf_interval)
