@@ -82,15 +82,15 @@ static void buddy_split(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
 
 /* Sets (k, i) free and merges upward while its buddy is free. */
 static void buddy_release_block(gpb__buddy_t *b, uint32_t k, uint64_t i) {
-  set_free(b, k, i);
+  /* Only the buddies met on the way up and the final block change bits:
+   * the intermediate blocks would be set and cleared again at once. */
   while (node_valid(b, k + 1, i >> 1) && is_free(b, k, i ^ 1)) {
-    clear_free(b, k, i);
     clear_free(b, k, i ^ 1);
     k++;
     i >>= 1;
-    set_free(b, k, i);
     buddy_emit(b, GPB_EV_MERGE, i << k, 1ull << k, k, 0, 0, 0);
   }
+  set_free(b, k, i);
 }
 
 int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
@@ -280,10 +280,17 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
     buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
   }
-  while (j > k) {
-    buddy_split(b, j, i, 1);
-    j--;
-    i <<= 1;
+  if (j > k) {
+    /* Splitting down the left edge: only the right halves become free
+     * blocks; the left path's bits would be set and cleared at once. */
+    clear_free(b, j, i);
+    while (j > k) {
+      buddy_emit(b, GPB_EV_SPLIT, i << j, 1ull << j, j, 0, 0, 0);
+      j--;
+      i <<= 1;
+      set_free(b, j, i + 1);
+    }
+    set_free(b, j, i);
   }
   /* Trim: split until the range [u0, u0+n) is a run of whole blocks. */
   uint64_t rem = n;
