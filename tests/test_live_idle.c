@@ -8,21 +8,6 @@
 
 #include <unistd.h>
 
-typedef struct blist {
-  gpb_block_info_t *v;
-  size_t n, cap;
-} blist_t;
-
-static int collect(const gpb_block_info_t *b, void *u) {
-  blist_t *l = u;
-  if (l->n == l->cap) {
-    l->cap = l->cap ? 2 * l->cap : 256;
-    l->v = realloc(l->v, l->cap * sizeof *l->v);
-  }
-  l->v[l->n++] = *b;
-  return 0;
-}
-
 int main(void) {
   uint64_t seed = test_seed(), rng = seed;
   char name[64];
@@ -61,22 +46,22 @@ int main(void) {
   ASSERT_OK(gpb_pool_stats(pool, &ps));
   ASSERT_OK(gpb_model_stats(gpb_attach_model(a), &ms));
   ASSERT_U64_EQ(ms.seq, ps.seq);
-  blist_t x = {0}, y = {0};
-  ASSERT_OK(gpb_pool_visit(pool, collect, &x));
-  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), collect, &y));
+  test_blocks_t x = {0}, y = {0};
+  ASSERT_OK(gpb_pool_visit(pool, test_collect_blocks, &x));
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), test_collect_blocks, &y));
   ASSERT_EQ(x.n, y.n);
   for (size_t i = 0; i < x.n; i++) {
     /* Times are stamped by the pool; compare the layout and records. */
-    ASSERT_U64_EQ(x.v[i].offset, y.v[i].offset);
-    ASSERT_EQ(x.v[i].used, y.v[i].used);
-    ASSERT_U64_EQ(x.v[i].requested, y.v[i].requested);
-    ASSERT_U64_EQ(x.v[i].alloc_size, y.v[i].alloc_size);
+    ASSERT_U64_EQ(x.b[i].offset, y.b[i].offset);
+    ASSERT_EQ(x.b[i].used, y.b[i].used);
+    ASSERT_U64_EQ(x.b[i].requested, y.b[i].requested);
+    ASSERT_U64_EQ(x.b[i].alloc_size, y.b[i].alloc_size);
   }
   ASSERT_U64_EQ(ms.free_bytes, ps.free_bytes);
   printf("idle writer: late reader got all %zu blocks at seq %" PRIu64 "\n", x.n, ps.seq);
   gpb_attach_close(a);
-  free(x.v);
-  free(y.v);
+  free(x.b);
+  free(y.b);
   gpb_pool_destroy(pool);
   return 0;
 }

@@ -122,21 +122,6 @@ static uint64_t pool_seq(harness_t *h) {
   return s.seq;
 }
 
-typedef struct blocks {
-  gpb_block_info_t *b;
-  size_t n, cap;
-} blocks_t;
-
-static int collect(const gpb_block_info_t *b, void *user) {
-  blocks_t *v = user;
-  if (v->n == v->cap) {
-    v->cap = v->cap ? v->cap * 2 : 1024;
-    v->b = realloc(v->b, v->cap * sizeof *v->b);
-    ASSERT(v->b);
-  }
-  v->b[v->n++] = *b;
-  return 0;
-}
 
 /* Polls the reader until it has seen `seq` (bounded), then compares its
  * map and counters with the pool's. */
@@ -153,9 +138,9 @@ static void sync_and_compare(harness_t *h, gpb_attach_t *a) {
             (unsigned long long)want);
     if (rc == 0) usleep(1000);
   }
-  blocks_t pv = {0}, mv = {0};
-  ASSERT_OK(gpb_pool_visit(h->pool, collect, &pv));
-  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), collect, &mv));
+  test_blocks_t pv = {0}, mv = {0};
+  ASSERT_OK(gpb_pool_visit(h->pool, test_collect_blocks, &pv));
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), test_collect_blocks, &mv));
   ASSERT_EQ(pv.n, mv.n);
   for (size_t i = 0; i < pv.n; i++)
     if (memcmp(&pv.b[i], &mv.b[i], sizeof pv.b[i]))
@@ -432,8 +417,8 @@ static void script_key(gpb_np_buf_t *s, gpb_pool_t *pool) {
   gpb_np_buf_t pl = {0};
   gpb__np_info_put(&pl, &info);
   put_frame(s, GPB_NP_INFO, &pl);
-  blocks_t v = {0};
-  ASSERT_OK(gpb_pool_visit(pool, collect, &v));
+  test_blocks_t v = {0};
+  ASSERT_OK(gpb_pool_visit(pool, test_collect_blocks, &v));
   gpb__np_key_begin_put(&pl, st.seq, v.n);
   put_frame(s, GPB_NP_KEY_BEGIN, &pl);
   gpb__np_put_u32(&pl, (uint32_t)v.n);
@@ -612,16 +597,16 @@ static void test_reconnect_and_close(void) {
     usleep(1000);
   ASSERT_EQ(rc, GPB_ECLOSED);
   ASSERT(strstr(gpb_last_error_detail(), "was closed"));
-  blocks_t x = {0};
-  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), collect, &x));
+  test_blocks_t x = {0};
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), test_collect_blocks, &x));
   gpb_attach_t *b;
   ASSERT_OK(gpb_attach_connect(h.addr, NULL, &b));
   t0 = gpb_now_ns();
   while ((rc = gpb_attach_poll(b)) >= 0 && gpb_now_ns() - t0 < 10000000000ull)
     usleep(1000);
   ASSERT_EQ(rc, GPB_ECLOSED);
-  blocks_t y = {0};
-  ASSERT_OK(gpb_model_visit(gpb_attach_model(b), collect, &y));
+  test_blocks_t y = {0};
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(b), test_collect_blocks, &y));
   ASSERT_EQ(x.n, y.n);
   ASSERT(memcmp(x.b, y.b, x.n * sizeof *x.b) == 0);
   /* ...and both equal the pool, which did not change since. */

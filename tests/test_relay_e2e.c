@@ -164,26 +164,11 @@ static void wait_seq(gpb_attach_t *a, uint64_t seq, const char *who) {
   ASSERT_U64_EQ(gpb_model_seq(gpb_attach_model(a)), seq);
 }
 
-typedef struct blocks {
-  gpb_block_info_t *b;
-  size_t n, cap;
-} blocks_t;
-
-static int collect(const gpb_block_info_t *b, void *user) {
-  blocks_t *v = user;
-  if (v->n == v->cap) {
-    v->cap = v->cap ? v->cap * 2 : 1024;
-    v->b = realloc(v->b, v->cap * sizeof *v->b);
-    ASSERT(v->b);
-  }
-  v->b[v->n++] = *b;
-  return 0;
-}
 
 static void compare(gpb_attach_t *local, gpb_attach_t *remote) {
-  blocks_t x = {0}, y = {0};
-  ASSERT_OK(gpb_model_visit(gpb_attach_model(local), collect, &x));
-  ASSERT_OK(gpb_model_visit(gpb_attach_model(remote), collect, &y));
+  test_blocks_t x = {0}, y = {0};
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(local), test_collect_blocks, &x));
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(remote), test_collect_blocks, &y));
   ASSERT_EQ(x.n, y.n);
   for (size_t i = 0; i < x.n; i++)
     if (memcmp(&x.b[i], &y.b[i], sizeof x.b[i]))

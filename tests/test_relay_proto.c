@@ -28,21 +28,6 @@ static void log_hook(const gpb_event_t *ev, void *user) {
   l->ev[l->n++] = *ev;
 }
 
-typedef struct blocks {
-  gpb_block_info_t *b;
-  size_t n, cap;
-} blocks_t;
-
-static int collect(const gpb_block_info_t *b, void *user) {
-  blocks_t *v = user;
-  if (v->n == v->cap) {
-    v->cap = v->cap ? v->cap * 2 : 1024;
-    v->b = realloc(v->b, v->cap * sizeof *v->b);
-    ASSERT(v->b);
-  }
-  v->b[v->n++] = *b;
-  return 0;
-}
 
 /* A pool with trim policy (multi-block allocations), tags, streams,
  * failures; returns its event log and final blocks. */
@@ -131,8 +116,8 @@ static void check_events(const evlog_t *log, uint32_t shift, int z) {
 static void check_keyframe(gpb_pool_t *p) {
   gpb_pool_info_t info;
   ASSERT_OK(gpb_pool_info(p, &info));
-  blocks_t v = {0};
-  ASSERT_OK(gpb_pool_visit(p, collect, &v));
+  test_blocks_t v = {0};
+  ASSERT_OK(gpb_pool_visit(p, test_collect_blocks, &v));
   gpb_np_buf_t b = {0};
   gpb__np_put_u32(&b, (uint32_t)v.n);
   for (size_t i = 0; i < v.n; i++) gpb__np_block_put(&b, &v.b[i]);

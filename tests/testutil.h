@@ -94,4 +94,22 @@ static inline uint64_t rng_below(uint64_t *s, uint64_t n) {
   return n ? rng_next(s) % n : 0;
 }
 
+/* A growable list of blocks, filled by gpb_pool_visit / gpb_model_visit
+ * with test_collect_blocks as the visitor. Free `b` when done. */
+typedef struct test_blocks {
+  gpb_block_info_t *b;
+  size_t n, cap;
+} test_blocks_t;
+
+static inline int test_collect_blocks(const gpb_block_info_t *b, void *user) {
+  test_blocks_t *v = user;
+  if (v->n == v->cap) {
+    v->cap = v->cap ? v->cap * 2 : 1024;
+    v->b = realloc(v->b, v->cap * sizeof *v->b);
+    if (!v->b) FAILF("out of memory collecting blocks");
+  }
+  v->b[v->n++] = *b;
+  return 0;
+}
+
 #endif
