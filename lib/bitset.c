@@ -45,22 +45,12 @@ void gpb__bits_zero(gpb__bits_t *b) {
     memset(b->w[l], 0, b->nwords[l] * sizeof(uint64_t));
 }
 
-void gpb__bits_set(gpb__bits_t *b, uint64_t i) {
+void gpb__bits_prefault(gpb__bits_t *b) {
   for (int l = 0; l < b->nlev; l++) {
-    uint64_t *w = &b->w[l][i >> 6];
-    uint64_t was = *w;
-    *w = was | (1ull << (i & 63));
-    if (was) return; /* the word was already nonzero: summaries hold */
-    i >>= 6;
-  }
-}
-
-void gpb__bits_clear(gpb__bits_t *b, uint64_t i) {
-  for (int l = 0; l < b->nlev; l++) {
-    uint64_t *w = &b->w[l][i >> 6];
-    *w &= ~(1ull << (i & 63));
-    if (*w) return; /* still nonzero: summaries hold */
-    i >>= 6;
+    volatile uint64_t *w = b->w[l];
+    /* One write per page maps it; it keeps what the word holds. */
+    for (uint64_t x = 0; x < b->nwords[l]; x += 4096 / sizeof(uint64_t))
+      w[x] = w[x];
   }
 }
 

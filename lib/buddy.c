@@ -44,12 +44,26 @@ static inline int is_free(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
   return node_valid(b, k, i) && gpb__bits_test(&b->freeb[k], i);
 }
 
+/* (k, i) has a buddy: its parent exists. */
+static inline int has_buddy(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  return node_valid(b, k + 1, i >> 1);
+}
+
+/* A free bit next to a free buddy makes (or a cleared one breaks) a pair. */
 static inline void set_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (has_buddy(b, k, i) && gpb__bits_test(&b->freeb[k], i ^ 1)) {
+    b->npairs[k]++;
+    b->pairs_total++;
+  }
   gpb__bits_set(&b->freeb[k], i);
   b->nfree[k]++;
 }
 
 static inline void clear_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (has_buddy(b, k, i) && gpb__bits_test(&b->freeb[k], i ^ 1)) {
+    b->npairs[k]--;
+    b->pairs_total--;
+  }
   gpb__bits_clear(&b->freeb[k], i);
   b->nfree[k]--;
 }
@@ -70,27 +84,92 @@ static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
   b->emit(b->emit_ctx, &ev);
 }
 
-/* Caller guarantees (k, i) is a free block and k >= 1. */
+/* SPLIT or MERGE of the block (k, i): counted in place when only the
+ * stats listen, which keeps a 20-level cascade to a few adds per level. */
+static inline void buddy_emit_sm(gpb__buddy_t *b, int type, uint32_t k,
+                                 uint64_t i) {
+  if (b->quiet) {
+    b->quiet->seq++; /* the event is numbered even though nobody sees it */
+    if (type == GPB_EV_SPLIT)
+      gpb__stats_split(b->quiet, k);
+    else
+      gpb__stats_merge(b->quiet, k);
+    return;
+  }
+  buddy_emit(b, type, i << k, 1ull << k, k, 0, 0, 0);
+}
+
 static void buddy_set_roots(gpb__buddy_t *b);
 
+/* Caller guarantees (k, i) is a free block and k >= 1. */
 static void buddy_split(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
   clear_free(b, k, i);
   set_free(b, k - 1, 2 * i);
   set_free(b, k - 1, 2 * i + 1);
-  if (emit) buddy_emit(b, GPB_EV_SPLIT, i << k, 1ull << k, k, 0, 0, 0);
+  if (emit) buddy_emit_sm(b, GPB_EV_SPLIT, k, i);
 }
 
 /* Sets (k, i) free and merges upward while its buddy is free. */
-static void buddy_release_block(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+static void buddy_merge_up(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   /* Only the buddies met on the way up and the final block change bits:
    * the intermediate blocks would be set and cleared again at once. */
-  while (node_valid(b, k + 1, i >> 1) && is_free(b, k, i ^ 1)) {
+  while (has_buddy(b, k, i) && gpb__bits_test(&b->freeb[k], i ^ 1)) {
     clear_free(b, k, i ^ 1);
     k++;
     i >>= 1;
-    buddy_emit(b, GPB_EV_MERGE, i << k, 1ull << k, k, 0, 0, 0);
+    buddy_emit_sm(b, GPB_EV_MERGE, k, i);
   }
   set_free(b, k, i);
+}
+
+/* Frees (k, i). When its buddy is free and the order has room for one
+ * more pair, the two stay unmerged; the pair is listed in dq. */
+static void buddy_release_block(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (b->npairs[k] < b->defer_cap && has_buddy(b, k, i) &&
+      gpb__bits_test(&b->freeb[k], i ^ 1)) {
+    uint64_t parent = i >> 1;
+    uint32_t n = 0, dup = 0;
+    /* Drop entries whose pair an allocation has since broken. */
+    for (uint32_t x = 0; x < b->ndq[k]; x++) {
+      uint64_t q = b->dq[k][x];
+      if (q == parent) dup = 1;
+      if (q == parent || (gpb__bits_test(&b->freeb[k], 2 * q) &&
+                          gpb__bits_test(&b->freeb[k], 2 * q + 1)))
+        b->dq[k][n++] = q;
+    }
+    b->ndq[k] = n;
+    if (dup || n < GPB__DEFER_MAX) {
+      if (!dup) b->dq[k][b->ndq[k]++] = parent;
+      set_free(b, k, i);
+      return;
+    }
+  }
+  buddy_merge_up(b, k, i);
+}
+
+/* Merges the pair under parent (k + 1, q) if both halves are still free,
+ * then on upward like any free. */
+static void buddy_merge_pair(gpb__buddy_t *b, uint32_t k, uint64_t q) {
+  if (!gpb__bits_test(&b->freeb[k], 2 * q) ||
+      !gpb__bits_test(&b->freeb[k], 2 * q + 1))
+    return;
+  clear_free(b, k, 2 * q);
+  clear_free(b, k, 2 * q + 1);
+  buddy_emit_sm(b, GPB_EV_MERGE, k + 1, q);
+  buddy_merge_up(b, k + 1, q);
+}
+
+void gpb__buddy_coalesce(gpb__buddy_t *b) {
+  for (uint32_t k = 0; k < b->norders; k++) {
+    for (uint32_t x = 0; x < b->ndq[k]; x++) buddy_merge_pair(b, k, b->dq[k][x]);
+    b->ndq[k] = 0;
+  }
+  /* Pairs not listed (a model fed someone else's events) are found by
+   * scanning; a pool never gets here. */
+  for (uint32_t k = 0; b->pairs_total && k + 1 < b->norders; k++) {
+    for (uint64_t q = 0; b->npairs[k] && q < (b->nunits >> (k + 1)); q++)
+      buddy_merge_pair(b, k, q);
+  }
 }
 
 int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
@@ -105,6 +184,7 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
   b->min_shift = min_shift;
   b->norders = top + 1;
   b->policy = policy;
+  b->defer_cap = GPB__DEFER_MAX;
   for (uint32_t k = 0; k < b->norders; k++) {
     int rc = gpb__bits_init(&b->freeb[k], nunits >> k);
     if (rc) {
@@ -159,7 +239,10 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
   for (uint32_t k = 0; k < b->norders; k++) {
     gpb__bits_zero(&b->freeb[k]);
     b->nfree[k] = 0;
+    b->npairs[k] = 0;
+    b->ndq[k] = 0;
   }
+  b->pairs_total = 0;
   gpb__atab_clear(&b->atab);
   gpb__bits_zero(&b->starts);
   if (b->exts) gpb__exts_clear(b->exts);
@@ -176,6 +259,11 @@ size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b) {
   return n;
 }
 
+void gpb__buddy_prefault(gpb__buddy_t *b) {
+  for (uint32_t k = 0; k < b->norders; k++) gpb__bits_prefault(&b->freeb[k]);
+  gpb__bits_prefault(&b->starts);
+}
+
 uint32_t gpb__buddy_num_roots(const gpb__buddy_t *b) {
   return (uint32_t)__builtin_popcountll(b->nunits);
 }
@@ -185,11 +273,22 @@ static uint32_t ceil_log2(uint64_t n) {
 }
 
 /* Splits the free block containing node (k, i) down until (k, i) is a free
- * block. -1 when no free block contains it. */
+ * block. -1 when no free block contains it. With `emit` (the pool), a node
+ * wholly free but in smaller pieces, such as a deferred pair, is merged
+ * from them instead. */
 static int buddy_carve(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
   uint32_t j = k;
   while (j < b->norders && !is_free(b, j, i >> (j - k))) j++;
-  if (j == b->norders) return -1;
+  if (j == b->norders) {
+    if (!emit || k == 0 || buddy_carve(b, k - 1, 2 * i, emit) ||
+        buddy_carve(b, k - 1, 2 * i + 1, emit))
+      return -1;
+    clear_free(b, k - 1, 2 * i);
+    clear_free(b, k - 1, 2 * i + 1);
+    set_free(b, k, i);
+    buddy_emit_sm(b, GPB_EV_MERGE, k, i);
+    return 0;
+  }
   while (j > k) {
     buddy_split(b, j, i >> (j - k), emit);
     j--;
@@ -264,6 +363,11 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   }
   uint32_t j = k;
   while (j < b->norders && b->nfree[j] == 0) j++;
+  if (j == b->norders && b->pairs_total) {
+    /* Deferred pairs may hide the block: merge them all and look again. */
+    gpb__buddy_coalesce(b);
+    for (j = k; j < b->norders && b->nfree[j] == 0;) j++;
+  }
   if (j == b->norders) {
     buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
     return gpb__fail(GPB_ENOMEM, "no free block of order %u or more for %llu "
@@ -285,7 +389,7 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
      * blocks; the left path's bits would be set and cleared at once. */
     clear_free(b, j, i);
     while (j > k) {
-      buddy_emit(b, GPB_EV_SPLIT, i << j, 1ull << j, j, 0, 0, 0);
+      buddy_emit_sm(b, GPB_EV_SPLIT, j, i);
       j--;
       i <<= 1;
       set_free(b, j, i + 1);
@@ -370,7 +474,13 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
     p += 1ull << k;
     m -= 1ull << k;
   }
-  while (cnt--) buddy_release_block(b, orders[cnt], starts[cnt] >> orders[cnt]);
+  /* Only a single-block allocation is worth deferring: asked for again,
+   * it is taken back whole, while a run's pieces would need re-splitting. */
+  if (cnt == 1) {
+    buddy_release_block(b, orders[0], starts[0] >> orders[0]);
+    return 0;
+  }
+  while (cnt--) buddy_merge_up(b, orders[cnt], starts[cnt] >> orders[cnt]);
   return 0;
 }
 
@@ -468,7 +578,7 @@ static int buddy_check_run(const gpb__buddy_t *b, uint64_t s, uint64_t len) {
 }
 
 int gpb__buddy_check(const gpb__buddy_t *b) {
-  uint64_t seen_free[GPB_MAX_ORDERS] = {0};
+  uint64_t seen_free[GPB_MAX_ORDERS] = {0}, seen_pairs[GPB_MAX_ORDERS] = {0};
   uint64_t seen_allocs = 0, runs = 0, run_start = 0, run_len = 0;
   for (uint32_t k = 0; k < b->norders; k++) {
     if (gpb__bits_check(&b->freeb[k]))
@@ -521,11 +631,8 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
     }
     if (k < 0) return CORRUPT("unit %llu is in no block", (unsigned long long)u);
     uint64_t i = u >> k;
-    if (node_valid(b, (uint32_t)k + 1, i >> 1) && is_free(b, (uint32_t)k, i ^ 1))
-      return CORRUPT("free buddies of order %d at units %llu and %llu were "
-                     "not merged",
-                     k, (unsigned long long)u,
-                     (unsigned long long)((i ^ 1) << k));
+    if (!(i & 1) && has_buddy(b, (uint32_t)k, i) && is_free(b, (uint32_t)k, i + 1))
+      seen_pairs[k]++;
     seen_free[k]++;
     if (!run_len) run_start = u;
     run_len += 1ull << k;
@@ -545,6 +652,22 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
     return CORRUPT("%llu start bits for %llu allocations",
                    (unsigned long long)gpb__bits_count(&b->starts),
                    (unsigned long long)gpb__atab_count(&b->atab));
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < b->norders; k++) {
+    total += seen_pairs[k];
+    if (seen_pairs[k] != b->npairs[k])
+      return CORRUPT("order %u: %llu free buddy pairs, count says %llu", k,
+                     (unsigned long long)seen_pairs[k],
+                     (unsigned long long)b->npairs[k]);
+    if (b->npairs[k] > b->defer_cap)
+      return CORRUPT("order %u: %llu free buddies left unmerged, at most %u "
+                     "allowed", k, (unsigned long long)b->npairs[k],
+                     b->defer_cap);
+  }
+  if (total != b->pairs_total)
+    return CORRUPT("%llu free buddy pairs, total says %llu",
+                   (unsigned long long)total,
+                   (unsigned long long)b->pairs_total);
   for (uint32_t k = 0; k < b->norders; k++)
     if (seen_free[k] != b->nfree[k])
       return CORRUPT("order %u: %llu free blocks reachable, %llu marked "

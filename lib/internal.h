@@ -56,8 +56,8 @@ typedef struct gpb__bits {
 GPB__HIDDEN int gpb__bits_init(gpb__bits_t *b, uint64_t nbits);
 GPB__HIDDEN void gpb__bits_fini(gpb__bits_t *b);
 GPB__HIDDEN void gpb__bits_zero(gpb__bits_t *b);
-GPB__HIDDEN void gpb__bits_set(gpb__bits_t *b, uint64_t i);
-GPB__HIDDEN void gpb__bits_clear(gpb__bits_t *b, uint64_t i);
+/* Maps every page now, so no allocation later takes a first-touch fault. */
+GPB__HIDDEN void gpb__bits_prefault(gpb__bits_t *b);
 /* Lowest set bit, or UINT64_MAX when empty. */
 GPB__HIDDEN uint64_t gpb__bits_first(const gpb__bits_t *b);
 /* Highest set bit at or below i, or UINT64_MAX. */
@@ -69,6 +69,26 @@ GPB__HIDDEN size_t gpb__bits_bytes(const gpb__bits_t *b);
 
 static inline int gpb__bits_test(const gpb__bits_t *b, uint64_t i) {
   return (int)((b->w[0][i >> 6] >> (i & 63)) & 1u);
+}
+
+/* Inline: a split or merge cascade calls these once per level. */
+static inline void gpb__bits_set(gpb__bits_t *b, uint64_t i) {
+  for (int l = 0; l < b->nlev; l++) {
+    uint64_t *w = &b->w[l][i >> 6];
+    uint64_t was = *w;
+    *w = was | (1ull << (i & 63));
+    if (was) return; /* the word was already nonzero: summaries hold */
+    i >>= 6;
+  }
+}
+
+static inline void gpb__bits_clear(gpb__bits_t *b, uint64_t i) {
+  for (int l = 0; l < b->nlev; l++) {
+    uint64_t *w = &b->w[l][i >> 6];
+    *w &= ~(1ull << (i & 63));
+    if (*w) return; /* still nonzero: summaries hold */
+    i >>= 6;
+  }
 }
 
 /* ------------------------------------------------------------ alloc table */
@@ -146,6 +166,9 @@ typedef void (*gpb__emit_fn)(void *ctx, gpb_event_t *ev);
  * parent does not fit is a root. State is just one free bitset per order
  * plus the allocation table: every unit lies either in exactly one free
  * block or in exactly one allocation. */
+/* Most unmerged free buddy pairs kept per order (deferred coalescing). */
+#define GPB__DEFER_MAX 8
+
 typedef struct gpb__buddy {
   uint64_t nunits;
   uint32_t min_shift;
@@ -158,6 +181,21 @@ typedef struct gpb__buddy {
   gpb__exts_t *exts;  /* free runs, for GPB_POLICY_BESTFIT only */
   gpb__emit_fn emit; /* receives every event; may be NULL */
   void *emit_ctx;
+  /* Deferred coalescing. A freed block whose buddy is free stays unmerged
+   * while its order has fewer than defer_cap such pairs, so a block freed
+   * and asked for again costs no merge and no split cascade. npairs counts
+   * the free buddy pairs of each order (kept by set_free/clear_free);
+   * dq lists the parents of the pairs made by deferring, so they can be
+   * merged when an allocation would otherwise fail. */
+  uint32_t defer_cap; /* 0: merge at once; UINT32_MAX: no limit (models) */
+  uint64_t npairs[GPB_MAX_ORDERS];
+  uint64_t pairs_total;
+  uint32_t ndq[GPB_MAX_ORDERS];
+  uint64_t dq[GPB_MAX_ORDERS][GPB__DEFER_MAX];
+  /* Non-NULL when nobody but the stats watches: SPLIT and MERGE then go
+   * straight into these counters (gpb__stats_split/merge), exactly as
+   * gpb__stats_apply would count them, without building an event. */
+  gpb_stats_t *quiet;
 } gpb__buddy_t;
 
 GPB__HIDDEN int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits,
@@ -166,6 +204,7 @@ GPB__HIDDEN void gpb__buddy_fini(gpb__buddy_t *b);
 /* All roots free, table empty; emits nothing. */
 GPB__HIDDEN void gpb__buddy_reset(gpb__buddy_t *b);
 GPB__HIDDEN size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b);
+GPB__HIDDEN void gpb__buddy_prefault(gpb__buddy_t *b);
 GPB__HIDDEN uint32_t gpb__buddy_num_roots(const gpb__buddy_t *b);
 
 /* Allocates `requested` bytes (> 0) aligned to 2^align_order units. On
@@ -179,6 +218,9 @@ GPB__HIDDEN int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested,
  * Emits FREE then MERGEs. */
 GPB__HIDDEN int gpb__buddy_free(gpb__buddy_t *b, uint64_t off,
                                 uint64_t stream);
+/* Merges every deferred pair (emitting MERGEs): the map becomes the fully
+ * coalesced one. */
+GPB__HIDDEN void gpb__buddy_coalesce(gpb__buddy_t *b);
 /* Checks every invariant; 0 or GPB_ECORRUPT with a detail. */
 GPB__HIDDEN int gpb__buddy_check(const gpb__buddy_t *b);
 GPB__HIDDEN int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn,
@@ -212,6 +254,20 @@ static inline uint32_t gpb__canon_order(uint64_t u, uint64_t n) {
 /* Applies one event to the counters. The pool and the model both run
  * their events through this, so their stats agree by construction. */
 GPB__HIDDEN void gpb__stats_apply(gpb_stats_t *s, const gpb_event_t *ev);
+
+/* What gpb__stats_apply counts for a SPLIT of order k or a MERGE into
+ * order k (besides the sequence number). */
+static inline void gpb__stats_split(gpb_stats_t *s, uint32_t k) {
+  s->free_blocks[k]--;
+  s->free_blocks[k - 1] += 2;
+  s->splits++;
+}
+
+static inline void gpb__stats_merge(gpb_stats_t *s, uint32_t k) {
+  s->free_blocks[k - 1] -= 2;
+  s->free_blocks[k]++;
+  s->merges++;
+}
 GPB__HIDDEN void gpb__stats_init(gpb_stats_t *s, uint64_t managed,
                                  uint64_t min_block, uint32_t norders);
 /* Fills the derived fields (largest free, fragmentation) of a copy. */

@@ -33,6 +33,8 @@ int gpb_model_create(uint64_t managed_size, uint64_t min_block,
     free(m);
     return rc;
   }
+  /* A model follows whatever pairs the stream leaves unmerged. */
+  m->core.defer_cap = UINT32_MAX;
   /* The core starts with its roots free: only the stats need setting. */
   gpb__stats_init(&m->stats, m->core.nunits << m->core.min_shift,
                   1ull << m->core.min_shift, m->core.norders);
@@ -70,7 +72,6 @@ int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks, size_t n,
   gpb__buddy_t *b = &m->core;
   gpb_model_reset(m);
   uint64_t expect = 0; /* next offset, in bytes */
-  const gpb_block_info_t *prev = NULL;
   const gpb_block_info_t *cur_alloc = NULL; /* first block of open run */
   for (size_t x = 0; x < n; x++) {
     const gpb_block_info_t *bl = &blocks[x];
@@ -84,10 +85,8 @@ int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks, size_t n,
     int rc = gpb__buddy_carve_free(b, bl->order, i);
     if (rc) return BADKEY("keyframe block %zu: %s", x, gpb_last_error_detail());
     if (!bl->used) {
+      /* Free buddies side by side are fine: a pool defers merging. */
       if (cur_alloc) return BADKEY("keyframe block %zu: allocation cut short", x);
-      /* Two free buddies side by side would have been merged. */
-      if ((i & 1) && prev && !prev->used && prev->order == bl->order)
-        return BADKEY("keyframe block %zu: free buddies not merged", x);
     } else {
       if (!cur_alloc) {
         if (bl->alloc_offset != bl->offset || bl->tag >= GPB_MAX_TAGS ||
@@ -111,7 +110,6 @@ int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks, size_t n,
       }
     }
     expect += bl->size;
-    prev = bl;
   }
   if (cur_alloc || expect != b->nunits << b->min_shift)
     return BADKEY("keyframe covers %llu of %llu bytes",

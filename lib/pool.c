@@ -47,6 +47,7 @@ static void pool_emit(void *ctx, gpb_event_t *ev) {
 
 static void pool_update_want_time(gpb_pool_t *p) {
   p->want_time = p->hook || p->pub || p->trace;
+  p->core.quiet = p->want_time ? NULL : &p->stats;
 }
 
 static int pool_host_visible(const gpb_pool_t *p) {
@@ -143,6 +144,9 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     free(p);
     return rc;
   }
+  if (cfg.flags & GPB_CFG_EAGER_MERGE) p->core.defer_cap = 0;
+  /* A first-touch page fault costs microseconds: take them all now. */
+  if (!(cfg.flags & GPB_CFG_LAZY_META)) gpb__buddy_prefault(&p->core);
   p->core.emit = pool_emit;
   p->core.emit_ctx = p;
   p->info.num_orders = p->core.norders;
@@ -285,6 +289,15 @@ int gpb_pool_drain(gpb_pool_t *p) {
   int rc = gpb__gpu_drain(p->gpu, &p->core);
   pthread_mutex_unlock(&p->lock);
   return rc;
+}
+
+int gpb_pool_coalesce(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  pthread_mutex_lock(&p->lock);
+  p->now = p->want_time ? gpb_now_ns() : 0;
+  gpb__buddy_coalesce(&p->core);
+  pthread_mutex_unlock(&p->lock);
+  return 0;
 }
 
 int gpb_usable_size(const gpb_pool_t *cp, const void *ptr, size_t *out) {

@@ -67,14 +67,10 @@ void gpb__stats_apply(gpb_stats_t *s, const gpb_event_t *ev) {
     PEAK(s->free_bytes, s->free_peak);
     break;
   case GPB_EV_SPLIT:
-    s->free_blocks[ev->order]--;
-    s->free_blocks[ev->order - 1] += 2;
-    s->splits++;
+    gpb__stats_split(s, ev->order);
     break;
   case GPB_EV_MERGE:
-    s->free_blocks[ev->order - 1] -= 2;
-    s->free_blocks[ev->order]++;
-    s->merges++;
+    gpb__stats_merge(s, ev->order);
     break;
   case GPB_EV_FAIL:
     s->failures++;

@@ -96,11 +96,69 @@ static void stats_known(void) {
   ASSERT_U64_EQ(s.requested_peak, 2148);
   ASSERT_U64_EQ(s.block_bytes, 256);
   ASSERT_OK(gpb_free(p, a));
+  /* The last free leaves the unit and its free buddy unmerged (deferred
+   * coalescing); coalescing merges them and the cascade above. */
   ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.free_blocks[0], 2);
+  ASSERT_U64_EQ(s.free_blocks[4], 0);
+  uint64_t merges = s.merges;
+  ASSERT_OK(gpb_pool_check(p));
+  ASSERT_OK(gpb_pool_coalesce(p));
+  ASSERT_OK(gpb_pool_check(p));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.free_blocks[0], 0);
   ASSERT_U64_EQ(s.free_blocks[4], 1);
+  ASSERT_U64_EQ(s.merges, merges + 4);
   ASSERT(s.external_frag == 0.0);
   ASSERT_U64_EQ(s.tag_bytes[3], 0);
   gpb_pool_destroy(p);
+}
+
+/* Deferred coalescing: freeing and re-asking for one size splits once; the
+ * pairs per order stay bounded; an allocation that needs the merged block
+ * still gets it; GPB_CFG_EAGER_MERGE merges at once. */
+static void deferred_merge(void) {
+  for (int eager = 0; eager < 2; eager++) {
+    gpb_config_t cfg;
+    gpb_config_init(&cfg);
+    cfg.backend = GPB_BACKEND_VIRTUAL;
+    cfg.pool_size = 1 << 20;
+    cfg.min_block = 256;
+    cfg.flags = GPB_CFG_NO_ENV | (eager ? GPB_CFG_EAGER_MERGE : 0);
+    gpb_pool_t *p;
+    ASSERT_OK(gpb_pool_create(&cfg, &p));
+    void *x;
+    gpb_stats_t s;
+    ASSERT_OK(gpb_alloc(p, 256, &x));
+    ASSERT_OK(gpb_free(p, x));
+    ASSERT_OK(gpb_pool_stats(p, &s));
+    ASSERT_U64_EQ(s.splits, 12);
+    ASSERT_U64_EQ(s.merges, eager ? 12 : 0);
+    for (int i = 0; i < 100; i++) {
+      ASSERT_OK(gpb_alloc(p, 200, &x));
+      ASSERT_OK(gpb_free(p, x));
+    }
+    ASSERT_OK(gpb_pool_stats(p, &s));
+    ASSERT_U64_EQ(s.splits, eager ? 12 * 101 : 12);
+    ASSERT_OK(gpb_pool_check(p));
+    /* Twenty 1-unit blocks freed in address order: each meets its free
+     * buddy once every other free; at most 8 pairs stay unmerged. */
+    void *v[20];
+    for (int i = 0; i < 20; i++) ASSERT_OK(gpb_alloc(p, 256, &v[i]));
+    for (int i = 0; i < 20; i++) ASSERT_OK(gpb_free(p, v[i]));
+    ASSERT_OK(gpb_pool_check(p));
+    ASSERT_OK(gpb_pool_stats(p, &s));
+    ASSERT(s.free_blocks[0] <= (eager ? 1u : 16u));
+    /* The whole pool in one piece: deferred pairs are merged first. */
+    ASSERT_OK(gpb_alloc(p, 1 << 20, &x));
+    ASSERT_OK(gpb_pool_check(p));
+    ASSERT_OK(gpb_free(p, x));
+    ASSERT_OK(gpb_pool_coalesce(p));
+    ASSERT_OK(gpb_pool_stats(p, &s));
+    ASSERT_U64_EQ(s.free_blocks[12], 1);
+    ASSERT_U64_EQ(s.free_bytes, 1 << 20);
+    gpb_pool_destroy(p);
+  }
 }
 
 static void trim_policy(void) {
@@ -151,6 +209,7 @@ static void bestfit_policy(void) {
   ASSERT_OK(gpb_free(p, c));
   ASSERT_OK(gpb_free(p, d));
   ASSERT_OK(gpb_free(p, e));
+  ASSERT_OK(gpb_pool_coalesce(p)); /* the 1-unit frees were deferred */
   ASSERT_OK(gpb_pool_stats(p, &s));
   ASSERT_U64_EQ(s.free_blocks[2], 1);
   ASSERT_U64_EQ(s.free_blocks[1], 1);
@@ -251,18 +310,19 @@ static void hooks_and_model(void) {
   ASSERT_OK(gpb_model_check(m));
   ASSERT_U64_EQ(gpb_model_seq(m), s.seq);
 
-  /* A keyframe with a hole, an overlap or unmerged buddies is refused. */
+  /* A keyframe with a hole, an overlap or a short cover is refused. */
   gpb_block_info_t bad[3] = {{0}};
   bad[0].offset = 0; bad[0].order = 0; bad[0].size = 256;
   bad[1].offset = 512; bad[1].order = 0; bad[1].size = 256;
   ASSERT_ERR(gpb_model_load(m, bad, 2, 1), GPB_EFORMAT);
   bad[1].offset = 256;
-  ASSERT_ERR(gpb_model_load(m, bad, 2, 1), GPB_EFORMAT); /* unmerged + short */
+  ASSERT_ERR(gpb_model_load(m, bad, 2, 1), GPB_EFORMAT); /* short */
   ASSERT_OK(gpb_model_check(m));
   gpb_model_destroy(m);
 
   for (int i = 0; i < 40; i++)
     if (i % 3) ASSERT_OK(gpb_free(p, v[i]));
+  ASSERT_OK(gpb_pool_coalesce(p));
   ASSERT_OK(gpb_pool_stats(p, &s));
   ASSERT_U64_EQ(s.free_bytes, 4 << 20);
   ASSERT_U64_EQ(s.free_blocks[14], 1);
@@ -292,6 +352,7 @@ int main(void) {
   defaults();
   roots();
   stats_known();
+  deferred_merge();
   trim_policy();
   bestfit_policy();
   debug_fill();

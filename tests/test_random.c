@@ -9,9 +9,19 @@
  * counts. Under GPB_POLICY_BESTFIT, whose bins the reference does not
  * mirror, the pool's choice must be the start of a free run (or its first
  * aligned unit) long enough, and a failure must mean no such run exists;
- * the reference then carves the same run and the stats must agree. After every step gpb_pool_check() runs, live blocks are checked
- * for overlap and alignment, and a block-map model fed by the pool's hook
- * must agree with the pool. When all is freed the pool must be its roots.
+ * the reference then carves the same run and the stats must agree.
+ *
+ * The reference also defers coalescing as the pool does: a freed single
+ * block whose buddy is free stays unmerged while its order has fewer than
+ * 8 such pairs, and an allocation finding no block merges everything
+ * first. Some rounds use GPB_CFG_EAGER_MERGE, where nothing is deferred.
+ *
+ * After every step gpb_pool_check() runs, live blocks are checked for
+ * overlap and alignment, a twin pool with no consumer (whose SPLITs and
+ * MERGEs are counted in place, not emitted) must report identical stats,
+ * and every 32 steps a block-map model fed by the pool's hook must agree
+ * with the pool. When all is freed and coalesced the pool must be its
+ * roots.
  */
 #include "testutil.h"
 
@@ -22,26 +32,60 @@ typedef struct ref {
   uint64_t n;          /* units */
   uint32_t norders;
   int trim;
+  uint32_t defer_cap;  /* pairs left unmerged per order: 8, or 0 (eager) */
   uint8_t freeord[MAXU]; /* order of the free block starting here, or NONE */
   uint64_t alen[MAXU];   /* units of the allocation starting here, or 0 */
   uint64_t areq[MAXU];
   uint8_t owner[MAXU];   /* 1 when the unit is in a live allocation */
 } ref_t;
 
-static void ref_init(ref_t *r, uint64_t n, int trim) {
+/* The largest free blocks covering the free units of [s, s + 2^k). */
+static void ref_canon(ref_t *r, uint64_t s, uint32_t k) {
+  uint64_t x = s;
+  while (x < s + (1ull << k) && !r->owner[x]) x++;
+  if (x == s + (1ull << k)) {
+    r->freeord[s] = (uint8_t)k;
+  } else if (k > 0) {
+    ref_canon(r, s, k - 1);
+    ref_canon(r, s + (1ull << (k - 1)), k - 1);
+  }
+}
+
+/* Merges every pair: the fully coalesced map of the free units. */
+static void ref_coalesce(ref_t *r) {
+  memset(r->freeord, NONE, sizeof r->freeord);
+  uint64_t s = 0;
+  for (int j = (int)r->norders - 1; j >= 0; j--)
+    if (r->n & (1ull << j)) {
+      ref_canon(r, s, (uint32_t)j);
+      s += 1ull << j;
+    }
+}
+
+static void ref_init(ref_t *r, uint64_t n, int trim, uint32_t defer_cap) {
   memset(r, 0, sizeof *r);
   r->n = n;
   r->trim = trim;
-  memset(r->freeord, NONE, sizeof r->freeord);
+  r->defer_cap = defer_cap;
   uint32_t k = 0;
   while ((2ull << k) <= n) k++;
   r->norders = k + 1;
-  uint64_t s = 0;
-  for (int j = (int)k; j >= 0; j--)
-    if (n & (1ull << j)) {
-      r->freeord[s] = (uint8_t)j;
-      s += 1ull << j;
-    }
+  ref_coalesce(r);
+}
+
+/* (k, s) has a buddy: its parent fits in the pool. */
+static int ref_has_buddy(const ref_t *r, uint64_t s, uint32_t k) {
+  return k + 1 < r->norders && (s >> (k + 1)) < (r->n >> (k + 1));
+}
+
+/* Free buddy pairs of order k, counted the slow way. */
+static uint64_t ref_pairs(const ref_t *r, uint32_t k) {
+  uint64_t c = 0;
+  for (uint64_t s = 0; s + (1ull << k) < r->n; s += 2ull << k)
+    if (r->freeord[s] == k && r->freeord[s + (1ull << k)] == k &&
+        ref_has_buddy(r, s, k))
+      c++;
+  return c;
 }
 
 static uint32_t clog2(uint64_t x) {
@@ -54,10 +98,14 @@ static uint32_t clog2(uint64_t x) {
 static int64_t ref_alloc(ref_t *r, uint64_t units, uint32_t align_order) {
   uint32_t k = clog2(units);
   if (align_order > k) k = align_order;
+  if (k >= r->norders) return -1; /* larger than any block: no merging */
   int64_t best = -1;
-  for (uint64_t u = 0; u < r->n; u++) {
-    if (r->freeord[u] == NONE || r->freeord[u] < k) continue;
-    if (best < 0 || r->freeord[u] < r->freeord[best]) best = (int64_t)u;
+  for (int pass = 0; pass < 2 && best < 0; pass++) {
+    if (pass) ref_coalesce(r); /* nothing fits: merge deferred pairs */
+    for (uint64_t u = 0; u < r->n; u++) {
+      if (r->freeord[u] == NONE || r->freeord[u] < k) continue;
+      if (best < 0 || r->freeord[u] < r->freeord[best]) best = (int64_t)u;
+    }
   }
   if (best < 0) return -1;
   uint64_t u = (uint64_t)best;
@@ -100,6 +148,12 @@ static void ref_free(ref_t *r, uint64_t u) {
     od[cnt++] = k;
     p += 1ull << k;
     m -= 1ull << k;
+  }
+  if (cnt == 1 && ref_has_buddy(r, st[0], od[0]) &&
+      r->freeord[st[0] ^ (1ull << od[0])] == od[0] &&
+      ref_pairs(r, od[0]) < r->defer_cap) {
+    r->freeord[st[0]] = (uint8_t)od[0]; /* deferred: stays unmerged */
+    return;
   }
   while (cnt--) {
     uint64_t s = st[cnt];
@@ -146,11 +200,19 @@ static int64_t ref_fit(ref_t *r, uint64_t units, uint32_t a, int64_t got, int go
     uint32_t k = 0;
     while ((2ull << k) <= m && (p % (2ull << k)) == 0) k++;
     uint32_t j = k;
-    uint64_t s;
+    uint64_t s = p;
     for (;; j++) {
-      if (j >= r->norders) FAILF("reference: no free block holds unit %" PRIu64, p);
+      if (j >= r->norders) break;
       s = (p >> j) << j;
       if (r->freeord[s] == j) break;
+    }
+    if (j >= r->norders) { /* free in smaller pieces: merged into one */
+      for (uint64_t x = p; x < p + (1ull << k); x++) {
+        if (r->owner[x]) FAILF("reference: unit %" PRIu64 " is not free", x);
+        r->freeord[x] = NONE;
+      }
+      j = k;
+      s = p;
     }
     while (j > k) {
       j--;
@@ -168,7 +230,7 @@ static int64_t ref_fit(ref_t *r, uint64_t units, uint32_t a, int64_t got, int go
 }
 
 typedef struct live {
-  void *p;
+  void *p, *tp; /* in the pool and in its twin */
   uint64_t unit, units, req;
 } live_t;
 
@@ -190,7 +252,12 @@ static void check_against_ref(gpb_pool_t *pool, const ref_t *r,
       req += r->areq[u];
     }
   }
-  for (uint32_t k = 0; k < r->norders; k++) ASSERT_U64_EQ(s.free_blocks[k], want[k]);
+  for (uint32_t k = 0; k < r->norders; k++)
+    if (s.free_blocks[k] != want[k])
+      FAILF("order %u: the pool has %" PRIu64 " free blocks, the reference %"
+            PRIu64 " (policy %s, %s merging)", k, s.free_blocks[k], want[k],
+            r->trim ? "trim" : "buddy or bestfit",
+            r->defer_cap ? "deferred" : "eager");
   ASSERT_U64_EQ(s.free_bytes, free_units * min_block);
   ASSERT_U64_EQ(s.block_bytes, used * min_block);
   ASSERT_U64_EQ(s.requested_bytes, req);
@@ -247,6 +314,18 @@ static void check_model(gpb_pool_t *pool, gpb_model_t *m) {
   free(c.v);
 }
 
+/* A pool with no consumer counts SPLIT and MERGE in place: its stats
+ * must be the hooked pool's, sequence numbers included. */
+static void check_twin(gpb_pool_t *pool, gpb_pool_t *twin) {
+  gpb_stats_t a, b;
+  ASSERT_OK(gpb_pool_stats(pool, &a));
+  ASSERT_OK(gpb_pool_stats(twin, &b));
+  if (memcmp(&a, &b, sizeof a) != 0)
+    FAILF("the twin pool's stats differ (seq %" PRIu64 " vs %" PRIu64 ")",
+          a.seq, b.seq);
+  ASSERT_OK(gpb_pool_check(twin));
+}
+
 static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
   static ref_t ref;
   static const uint64_t mins[] = {16, 64, 256, 4096};
@@ -262,15 +341,20 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
   /* Sometimes leave a ragged tail shorter than a block. */
   cfg.pool_size = nunits * min_block + rng_below(rng, 2) * rng_below(rng, min_block);
   cfg.policy = (gpb_policy_t)policy;
-  gpb_pool_t *pool;
+  int eager = rng_below(rng, 4) == 0;
+  if (eager) cfg.flags |= GPB_CFG_EAGER_MERGE;
+  gpb_pool_t *pool, *twin;
   ASSERT_OK(gpb_pool_create(&cfg, &pool));
+  ASSERT_OK(gpb_pool_create(&cfg, &twin));
+  gpb_pool_info_t tinfo;
+  ASSERT_OK(gpb_pool_info(twin, &tinfo));
   gpb_pool_info_t info;
   ASSERT_OK(gpb_pool_info(pool, &info));
   ASSERT_U64_EQ(info.managed_size, nunits * min_block);
   gpb_model_t *model;
   ASSERT_OK(gpb_model_create(info.managed_size, min_block, &model));
   ASSERT_OK(gpb_pool_set_hook(pool, hook_to_model, model));
-  ref_init(&ref, nunits, trim);
+  ref_init(&ref, nunits, trim, eager ? 0 : 8);
   char *base = info.base;
 
   live_t *live = calloc(MAXU, sizeof *live);
@@ -293,7 +377,12 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
         if (align > min_block) aorder = (uint32_t)(__builtin_ctzll(align) - __builtin_ctzll(min_block));
       }
       void *p = NULL;
-      int rc = gpb_alloc_ex(pool, size, align, (uint32_t)rng_below(rng, 4), NULL, &p);
+      uint32_t tag = (uint32_t)rng_below(rng, 4);
+      int rc = gpb_alloc_ex(pool, size, align, tag, NULL, &p);
+      void *tp = NULL;
+      int trc = gpb_alloc_ex(twin, size, align, tag, NULL, &tp);
+      if (trc != rc || (!rc && (char *)tp - (char *)tinfo.base != (char *)p - base))
+        FAILF("op %" PRIu64 ": the twin pool placed differently", op);
       uint64_t units = (size + min_block - 1) / min_block;
       int64_t want;
       if (size > info.managed_size)
@@ -329,25 +418,35 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
         ASSERT_U64_EQ(us, ref.alen[unit] * min_block);
         ASSERT(us >= size);
         ref.areq[unit] = size;
-        live[nlive++] = (live_t){p, unit, ref.alen[unit], size};
+        live[nlive++] = (live_t){p, tp, unit, ref.alen[unit], size};
         allocs++;
       }
     } else {
       uint64_t i = rng_below(rng, nlive);
       ASSERT_OK(gpb_free(pool, live[i].p));
+      ASSERT_OK(gpb_free(twin, live[i].tp));
       ref_free(&ref, live[i].unit);
       live[i] = live[--nlive];
       frees++;
     }
     check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
+    check_twin(pool, twin);
     if ((op & 31) == 0) check_model(pool, model);
   }
   while (nlive) {
     ASSERT_OK(gpb_free(pool, live[--nlive].p));
+    ASSERT_OK(gpb_free(twin, live[nlive].tp));
     ref_free(&ref, live[nlive].unit);
     frees++;
     check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
+    check_twin(pool, twin);
   }
+  check_model(pool, model);
+  ASSERT_OK(gpb_pool_coalesce(pool));
+  ASSERT_OK(gpb_pool_coalesce(twin));
+  ref_coalesce(&ref);
+  check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
+  check_twin(pool, twin);
   check_model(pool, model);
   /* Everything coalesced back to the roots. */
   gpb_stats_t s;
@@ -358,6 +457,7 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
   *total_ops += ops;
   free(live);
   gpb_pool_destroy(pool);
+  gpb_pool_destroy(twin);
   gpb_model_destroy(model);
 }
 

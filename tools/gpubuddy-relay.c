@@ -102,7 +102,6 @@ typedef struct relay {
   int bframe_ok[2];
   relay_key_t *key[2]; /* cache: [plain, zlib] */
   int src_closed;
-  uint64_t key_wait_seq; /* the state at this seq is mid-operation */
   gpb_np_buf_t tmp;
   /* Counters, for logs and the benchmark. */
   uint64_t events, bytes_sent, resyncs, accepted, refused;
@@ -195,7 +194,6 @@ typedef struct relay_keybuild {
   uint32_t count;
   uint64_t total;
   int z, rc;
-  gpb_block_info_t prev;
 } relay_keybuild_t;
 
 static void relay_key_chunk(relay_keybuild_t *kb) {
@@ -213,14 +211,8 @@ static void relay_key_chunk(relay_keybuild_t *kb) {
 
 static int relay_key_visit(const gpb_block_info_t *b, void *user) {
   relay_keybuild_t *kb = user;
-  /* Two free buddies side by side: the source stopped between the events
-   * of one operation (after a SPLIT, or a FREE before its MERGEs). That is
-   * no state a pool rests in, and readers refuse it; try again later. */
-  uint64_t i = b->offset / b->size;
-  if (!b->used && (i & 1) && kb->total && !kb->prev.used &&
-      kb->prev.order == b->order)
-    return kb->rc = GPB_EAGAIN;
-  kb->prev = *b;
+  /* Any state the model holds is one readers can load, even between the
+   * events of one operation: the events after it apply to it alike. */
   gpb__np_block_put(kb->chunk, b);
   kb->count++;
   kb->total++;
@@ -237,7 +229,7 @@ static relay_key_t *relay_key_build(relay_t *r, int z) {
   k->refs = 1;
   k->seq = gpb_model_seq(r->model);
   gpb__np_put_u32(&chunk, 0);
-  relay_keybuild_t kb = {r, &blocks, &chunk, 0, 0, z, 0, {0}};
+  relay_keybuild_t kb = {r, &blocks, &chunk, 0, 0, z, 0};
   gpb_model_visit(r->model, relay_key_visit, &kb);
   if (!kb.rc) relay_key_chunk(&kb);
   gpb_stats_t s;
@@ -254,8 +246,7 @@ static relay_key_t *relay_key_build(relay_t *r, int z) {
   gpb__np_buf_free(&chunk);
   gpb__np_buf_free(&pl);
   if (rc) {
-    if (kb.rc == GPB_EAGAIN) r->key_wait_seq = k->seq;
-    else relay_log(r, -1, "out of memory for a keyframe; will retry");
+    relay_log(r, -1, "out of memory for a keyframe; will retry");
     gpb__np_buf_free(&k->buf);
     free(k);
     return NULL;
@@ -274,7 +265,6 @@ static void relay_key_unref(relay_key_t *k) {
 
 static relay_key_t *relay_key_get(relay_t *r, int z) {
   uint64_t seq = gpb_model_seq(r->model);
-  if (seq == r->key_wait_seq) return NULL; /* mid-operation: wait */
   if (!r->key[z] || r->key[z]->seq != seq) {
     relay_key_unref(r->key[z]);
     r->key[z] = relay_key_build(r, z);
@@ -578,7 +568,6 @@ static int relay_open(const relay_opts_t *o, relay_t **out) {
   if (!r) return GPB_EHOSTMEM;
   r->o = *o;
   r->lfd = -1;
-  r->key_wait_seq = UINT64_MAX;
   if (r->o.max_clients <= 0) r->o.max_clients = 16;
   if (r->o.client_buf == 0) r->o.client_buf = RELAY_DEFAULT_BUF;
   if (r->o.token && !*r->o.token) r->o.token = NULL;
@@ -665,10 +654,7 @@ static void relay_client_upkeep(relay_t *r, relay_client_t *c) {
     c->key_off = 0;
     if (c->key) c->need_key = 0;
   }
-  /* A pool that died in the middle of an operation leaves no state a
-   * keyframe can carry: those waiting get CLOSED without one. */
-  if (r->src_closed && !c->told_closed &&
-      (!c->need_key || r->key_wait_seq == gpb_model_seq(r->model))) {
+  if (r->src_closed && !c->told_closed && !c->need_key) {
     relay_client_put(c, GPB_NP_CLOSED, NULL);
     c->told_closed = 1;
   }
