@@ -402,7 +402,9 @@ GPB_API gpb_pool_t *gpb_torch_pool(int device);
 
 /* ------------------------------------------------------------------ misc */
 
-/* Monotonic nanoseconds, the clock events are stamped with. */
+/* Monotonic nanoseconds, the clock events are stamped with: within
+ * microseconds of CLOCK_MONOTONIC, never decreasing within a thread (on
+ * x86-64 read from the TSC; GPB_CLOCK=monotonic reads the real clock). */
 GPB_API uint64_t gpb_now_ns(void);
 GPB_API const char *gpb_version(void);
 

@@ -25,6 +25,7 @@ struct gpb_pool {
   size_t host_align; /* alignment the host backend reserved with */
   uint64_t base_align; /* largest power of two dividing base */
   uint64_t now;        /* time of the call in progress (0: not recorded) */
+  uint64_t last_now;   /* latest time stamped */
   int want_time;
   int debug;
   gpb_hook_fn hook;
@@ -43,6 +44,18 @@ static void pool_emit(void *ctx, gpb_event_t *ev) {
   if (p->hook) p->hook(ev, p->hook_user);
   if (p->pub) gpb__pub_event(p->pub, ev, p);
   if (p->trace) gpb__trace_event(p->trace, ev);
+}
+
+/* Caller holds the lock. Threads read the clock apart (clock.c), so a
+ * pool keeps its own times from going back. */
+static inline void pool_stamp(gpb_pool_t *p) {
+  if (!p->want_time) {
+    p->now = 0;
+    return;
+  }
+  uint64_t t = gpb_now_ns();
+  if (t > p->last_now) p->last_now = t;
+  p->now = p->last_now;
 }
 
 static void pool_update_want_time(gpb_pool_t *p) {
@@ -213,7 +226,7 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
     align_order = (uint32_t)(__builtin_ctzll(align) - p->core.min_shift);
   }
   pthread_mutex_lock(&p->lock);
-  p->now = p->want_time ? gpb_now_ns() : 0;
+  pool_stamp(p);
   uint64_t unit;
   int rc = p->gpu ? gpb__gpu_alloc(p->gpu, &p->core, size, align_order, tag,
                                    stream, p->now, &unit)
@@ -262,7 +275,7 @@ static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
   int rc = pool_offset(p, ptr, &off);
   if (rc) return rc;
   pthread_mutex_lock(&p->lock);
-  p->now = p->want_time ? gpb_now_ns() : 0;
+  pool_stamp(p);
   if (p->debug >= 1 && pool_host_visible(p) && !async &&
       !(p->gpu && gpb__gpu_pending(p->gpu, off >> p->core.min_shift))) {
     const gpb__arec_t *r = gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
@@ -285,7 +298,7 @@ int gpb_free_async(gpb_pool_t *p, void *ptr, void *stream) {
 int gpb_pool_drain(gpb_pool_t *p) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
   pthread_mutex_lock(&p->lock);
-  p->now = p->want_time ? gpb_now_ns() : 0;
+  pool_stamp(p);
   int rc = gpb__gpu_drain(p->gpu, &p->core);
   pthread_mutex_unlock(&p->lock);
   return rc;
@@ -294,7 +307,7 @@ int gpb_pool_drain(gpb_pool_t *p) {
 int gpb_pool_coalesce(gpb_pool_t *p) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
   pthread_mutex_lock(&p->lock);
-  p->now = p->want_time ? gpb_now_ns() : 0;
+  pool_stamp(p);
   gpb__buddy_coalesce(&p->core);
   pthread_mutex_unlock(&p->lock);
   return 0;

@@ -88,10 +88,4 @@ const char *gpb_event_type_name(int type) {
   }
 }
 
-uint64_t gpb_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 const char *gpb_version(void) { return GPB_VERSION_STRING; }
