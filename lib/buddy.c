@@ -72,15 +72,13 @@ static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
                        uint64_t units, uint32_t order, uint64_t requested,
                        uint32_t tag, uint64_t stream) {
   if (!b->emit) return;
-  gpb_event_t ev;
-  memset(&ev, 0, sizeof ev);
-  ev.type = (uint8_t)type;
-  ev.offset = unit << b->min_shift;
-  ev.size = units << b->min_shift;
-  ev.order = (uint8_t)order;
-  ev.requested = requested;
-  ev.tag = tag;
-  ev.stream = stream;
+  gpb_event_t ev = {.offset = unit << b->min_shift,
+                    .size = units << b->min_shift,
+                    .requested = requested,
+                    .stream = stream,
+                    .tag = tag,
+                    .type = (uint8_t)type,
+                    .order = (uint8_t)order};
   b->emit(b->emit_ctx, &ev);
 }
 

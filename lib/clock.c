@@ -39,7 +39,11 @@ static _Atomic uint64_t clock_mult; /* ns per tick, 32.32 fixed point */
 static _Atomic uint64_t clock_anchor_ticks; /* ANCHOR_NS in ticks */
 static uint64_t calib_tsc, calib_ns; /* written once, before state 1 */
 
-static _Thread_local uint64_t t_tsc, t_ns, t_last;
+/* initial-exec: a plain TLS load instead of a __tls_get_addr call per
+ * read; 24 bytes fit the static TLS glibc keeps even for dlopen. */
+#define CLOCK_TLS __attribute__((tls_model("initial-exec")))
+static _Thread_local uint64_t t_tsc CLOCK_TLS, t_ns CLOCK_TLS,
+    t_last CLOCK_TLS;
 
 static int clock_tsc_usable(void) {
   const char *e = getenv("GPB_CLOCK");

@@ -158,8 +158,6 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     return rc;
   }
   if (cfg.flags & GPB_CFG_EAGER_MERGE) p->core.defer_cap = 0;
-  /* A first-touch page fault costs microseconds: take them all now. */
-  if (!(cfg.flags & GPB_CFG_LAZY_META)) gpb__buddy_prefault(&p->core);
   p->core.emit = pool_emit;
   p->core.emit_ctx = p;
   p->info.num_orders = p->core.norders;
@@ -174,6 +172,10 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     return rc;
   }
   p->info.base = p->base;
+  /* A first-touch page fault costs microseconds: take them all now, once
+   * the memory is ours (a simulated pool may be far larger than RAM). */
+  if (!(cfg.flags & GPB_CFG_LAZY_META) && cfg.backend != GPB_BACKEND_VIRTUAL)
+    gpb__buddy_prefault(&p->core);
   uintptr_t b = (uintptr_t)p->base;
   p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
   pthread_mutex_init(&p->lock, NULL);
