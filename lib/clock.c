@@ -5,7 +5,7 @@
  * often more; a pool with a consumer reads it on every call, which was
  * most of the cost of publishing live. On x86-64 with an invariant TSC the
  * clock is instead the TSC, converted with a rate measured against
- * CLOCK_MONOTONIC over the process's first 5 ms of calls (which read the
+ * CLOCK_MONOTONIC over the process's first 20 ms of calls (which read the
  * real clock meanwhile). Each thread re-anchors to CLOCK_MONOTONIC once a
  * second, so readings stay within microseconds of it and never go back.
  * GPB_CLOCK=monotonic in the environment turns the TSC path off.
@@ -30,7 +30,7 @@ static uint64_t clock_mono(void) {
 }
 
 #ifdef CLOCK_HAVE_TSC
-#define CALIB_NS 5000000ull  /* measure the rate over 5 ms */
+#define CALIB_NS 20000000ull /* measure the rate over 20 ms */
 #define ANCHOR_NS 1000000000ull /* re-anchor each thread every second */
 
 /* 0 unknown, 1 calibrating, 2 TSC in use, 3 TSC not used. */

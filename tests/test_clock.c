@@ -1,9 +1,10 @@
 /*
  * test_clock.c: gpb_now_ns, the clock events are stamped with. On x86-64
  * it reads the TSC once calibrated (lib/clock.c). Checks, in four threads
- * at once: it never goes back, it tracks CLOCK_MONOTONIC within 1 ms
- * before, during and after calibration, and elapsed times agree with
- * CLOCK_MONOTONIC's within 1%. Runs under TSan in CI.
+ * at once: it never goes back, it tracks CLOCK_MONOTONIC within 5 ms
+ * before, during and after calibration (and past a re-anchor), and elapsed
+ * times agree with CLOCK_MONOTONIC's within 2%. A clock, not a speed: no
+ * figure here depends on how fast anything runs. Runs under TSan in CI.
  */
 #include "testutil.h"
 
@@ -17,17 +18,18 @@ static uint64_t mono(void) {
 }
 
 static void check_near(uint64_t before, uint64_t got, uint64_t after) {
-  /* got was read between before and after, give or take 1 ms. */
-  if (got + 1000000 < before || got > after + 1000000)
+  /* got was read between before and after, give or take 5 ms (a loaded
+   * machine, or a sanitizer, can skew the rate measured). */
+  if (got + 5000000 < before || got > after + 5000000)
     FAILF("gpb_now_ns %" PRIu64 " outside [%" PRIu64 ", %" PRIu64 "] by more "
-          "than 1 ms", got, before, after);
+          "than 5 ms", got, before, after);
 }
 
 static void *work(void *arg) {
   (void)arg;
   uint64_t last = 0, m0 = mono(), g0 = gpb_now_ns();
-  /* 30 ms of calls: through calibration (the first 5 ms) and beyond. */
-  while (mono() - m0 < 30000000) {
+  /* 60 ms of calls: through calibration (the first 20 ms) and beyond. */
+  while (mono() - m0 < 60000000) {
     uint64_t b = mono(), g = gpb_now_ns(), a = mono();
     if (g < last) FAILF("went back: %" PRIu64 " after %" PRIu64, g, last);
     check_near(b, g, a);
@@ -37,7 +39,7 @@ static void *work(void *arg) {
   nanosleep(&nap, NULL);
   uint64_t m1 = mono(), g1 = gpb_now_ns();
   double dm = (double)(m1 - m0), dg = (double)(g1 - g0);
-  if (dg < dm * 0.99 - 1e6 || dg > dm * 1.01 + 1e6)
+  if (dg < dm * 0.98 - 5e6 || dg > dm * 1.02 + 5e6)
     FAILF("elapsed %.0f ns by gpb_now_ns, %.0f ns by CLOCK_MONOTONIC", dg, dm);
   return NULL;
 }
