@@ -162,8 +162,8 @@ void gpb__buddy_coalesce(gpb__buddy_t *b) {
     for (uint32_t x = 0; x < b->ndq[k]; x++) buddy_merge_pair(b, k, b->dq[k][x]);
     b->ndq[k] = 0;
   }
-  /* Pairs not listed (a model fed someone else's events) are found by
-   * scanning; a pool never gets here. */
+  /* Every pair a pool makes by deferring is listed, so this finds none;
+   * it only keeps the result fully coalesced should that ever not hold. */
   for (uint32_t k = 0; b->pairs_total && k + 1 < b->norders; k++) {
     for (uint64_t q = 0; b->npairs[k] && q < (b->nunits >> (k + 1)); q++)
       buddy_merge_pair(b, k, q);
