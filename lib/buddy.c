@@ -53,7 +53,6 @@ static inline int has_buddy(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
 static inline void set_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   if (has_buddy(b, k, i) && gpb__bits_test(&b->freeb[k], i ^ 1)) {
     b->npairs[k]++;
-    b->pairs_total++;
   }
   gpb__bits_set(&b->freeb[k], i);
   b->nfree[k]++;
@@ -62,7 +61,6 @@ static inline void set_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
 static inline void clear_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   if (has_buddy(b, k, i) && gpb__bits_test(&b->freeb[k], i ^ 1)) {
     b->npairs[k]--;
-    b->pairs_total--;
   }
   gpb__bits_clear(&b->freeb[k], i);
   b->nfree[k]--;
@@ -164,7 +162,7 @@ void gpb__buddy_coalesce(gpb__buddy_t *b) {
   }
   /* Every pair a pool makes by deferring is listed, so this finds none;
    * it only keeps the result fully coalesced should that ever not hold. */
-  for (uint32_t k = 0; b->pairs_total && k + 1 < b->norders; k++) {
+  for (uint32_t k = 0; k + 1 < b->norders; k++) {
     for (uint64_t q = 0; b->npairs[k] && q < (b->nunits >> (k + 1)); q++)
       buddy_merge_pair(b, k, q);
   }
@@ -240,7 +238,6 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
     b->npairs[k] = 0;
     b->ndq[k] = 0;
   }
-  b->pairs_total = 0;
   gpb__atab_clear(&b->atab);
   gpb__bits_zero(&b->starts);
   if (b->exts) gpb__exts_clear(b->exts);
@@ -361,8 +358,11 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   }
   uint32_t j = k;
   while (j < b->norders && b->nfree[j] == 0) j++;
-  if (j == b->norders && b->pairs_total) {
-    /* Deferred pairs may hide the block: merge them all and look again. */
+  uint32_t m = 0;
+  while (j == b->norders && m < k && b->npairs[m] == 0) m++;
+  if (j == b->norders && m < k) {
+    /* Deferred pairs (only below k: no block of order k or more is free)
+     * may hide the block: merge them all and look again. */
     gpb__buddy_coalesce(b);
     for (j = k; j < b->norders && b->nfree[j] == 0;) j++;
   }
@@ -650,9 +650,7 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
     return CORRUPT("%llu start bits for %llu allocations",
                    (unsigned long long)gpb__bits_count(&b->starts),
                    (unsigned long long)gpb__atab_count(&b->atab));
-  uint64_t total = 0;
   for (uint32_t k = 0; k < b->norders; k++) {
-    total += seen_pairs[k];
     if (seen_pairs[k] != b->npairs[k])
       return CORRUPT("order %u: %llu free buddy pairs, count says %llu", k,
                      (unsigned long long)seen_pairs[k],
@@ -662,10 +660,6 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
                      "allowed", k, (unsigned long long)b->npairs[k],
                      b->defer_cap);
   }
-  if (total != b->pairs_total)
-    return CORRUPT("%llu free buddy pairs, total says %llu",
-                   (unsigned long long)total,
-                   (unsigned long long)b->pairs_total);
   for (uint32_t k = 0; k < b->norders; k++)
     if (seen_free[k] != b->nfree[k])
       return CORRUPT("order %u: %llu free blocks reachable, %llu marked "

@@ -189,7 +189,6 @@ typedef struct gpb__buddy {
    * merged when an allocation would otherwise fail. */
   uint32_t defer_cap; /* 0: merge at once; UINT32_MAX: no limit (models) */
   uint64_t npairs[GPB_MAX_ORDERS];
-  uint64_t pairs_total;
   uint32_t ndq[GPB_MAX_ORDERS];
   uint64_t dq[GPB_MAX_ORDERS][GPB__DEFER_MAX];
   /* Non-NULL when nobody but the stats watches: SPLIT and MERGE then go
