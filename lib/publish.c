@@ -24,8 +24,11 @@
  * counter in the header, or (b) every nslots/2 events, so that a reader
  * attaching at any time, even after the writer went idle, finds a keyframe
  * and the events after it in the ring. Both are rate-limited:
- * at least 1 ms apart and 50 times the last keyframe's cost apart, which
- * bounds the writer's keyframe work to about 2% of its time. The pool
+ * at least 1 ms apart and 50 times a keyframe's cost apart, which bounds
+ * the writer's keyframe work to about 2% of its time, except that (c) when
+ * the ring is about to lose the events after the last keyframe, one is
+ * written anyway if that keeps keyframes under a fifth of the writer's
+ * time. The pool
  * calls us from inside the buddy core, where only ALLOC and FAIL events
  * leave the map consistent (a FREE is followed by its MERGEs, and an
  * ALLOC's record is inserted before its SPLITs), so keyframes are taken at
@@ -337,6 +340,8 @@ struct gpb__pub {
   uint64_t kf_seq;      /* seq of the last keyframe */
   uint64_t kf_time;     /* when it was finished */
   uint64_t kf_interval; /* rate limit */
+  uint64_t kf_cost;     /* what one costs: the least recent cost, allowed
+                           to double per keyframe so a real rise shows */
   pid_t pid;
   dev_t dev;
   ino_t ino;
@@ -548,6 +553,10 @@ static void pub_keyframe(gpb__pub_t *p, uint64_t seq, const gpb_pool_t *pool,
   p->kf_seq = seq;
   p->kf_time = gpb_now_ns();
   uint64_t cost = p->kf_time - t0;
+  /* One keyframe stretched by preemption must not silence the periodic
+   * ones for 50 times its length (that lost a late reader its state). */
+  if (p->kf_cost && cost > 2 * p->kf_cost) cost = 2 * p->kf_cost;
+  p->kf_cost = cost;
   p->kf_interval = cost * 50 > PUB_MS ? cost * 50 : PUB_MS;
 }
 
@@ -579,8 +588,14 @@ void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev,
   if (!want && GPB__UNLIKELY(ev->seq - p->kf_seq >= p->nslots / 2)) want = 1;
   if (GPB__LIKELY(!want)) return;
   if (!now) now = gpb_now_ns();
-  if (p->kf_count && (int64_t)(now - p->kf_time) < (int64_t)p->kf_interval)
-    return;
+  int64_t since = (int64_t)(now - p->kf_time);
+  /* The rate limit yields when the ring is about to overwrite the events
+   * after the last keyframe, as long as keyframes stay cheap next to the
+   * events between them (at most a fifth of the writer's time): only a
+   * huge map under heavy churn can then leave a late reader waiting. */
+  int losing = ev->seq - p->kf_seq >= p->nslots - p->nslots / 8 &&
+               since >= (int64_t)(4 * p->kf_cost);
+  if (p->kf_count && since < (int64_t)p->kf_interval && !losing) return;
   pub_keyframe(p, ev->seq, pool, req);
 }
 
