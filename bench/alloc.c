@@ -56,6 +56,7 @@ int bench_alloc_open(bench_kind_t kind, const bench_pool_opts_t *o,
     cfg.pool_size = o->pool_size;
     cfg.min_block = o->min_block ? o->min_block : 256;
     cfg.device = o->device;
+    cfg.arenas = o->arenas ? o->arenas : 1;
     cfg.flags = GPB_CFG_NO_ENV; /* a stray GPB_TRACE would skew timings */
     gpb_pool_t *pool;
     int rc = gpb_pool_create(&cfg, &pool);
@@ -70,6 +71,8 @@ int bench_alloc_open(bench_kind_t kind, const bench_pool_opts_t *o,
     if (o->policy != GPB_POLICY_BUDDY)
       snprintf(out->name, sizeof out->name, "gpubuddy-%s",
                gpb_policy_name(o->policy));
+    if (o->arenas > 1)
+      snprintf(out->name, sizeof out->name, "gpubuddy-arenas");
     out->ctx = pool;
     out->alloc = alloc_gpb_alloc;
     out->free = alloc_gpb_free;

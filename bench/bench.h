@@ -61,6 +61,7 @@ typedef struct bench_pool_opts {
   size_t pool_size;
   size_t min_block;
   int device;
+  uint32_t arenas; /* gpb_config_t.arenas; 0 here means 1 */
 } bench_pool_opts_t;
 
 /* Opens one allocator. 0, or nonzero with a message on stderr. */
@@ -212,6 +213,7 @@ typedef struct bench_opts {
 typedef struct bench_contender {
   bench_kind_t kind;
   gpb_policy_t policy;
+  uint32_t arenas; /* gpb_config_t.arenas; 0 here means 1 */
   char name[48];
 } bench_contender_t;
 

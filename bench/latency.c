@@ -11,7 +11,7 @@
  * subtracted: every figure is a time that was observed.
  */
 #include "bench.h"
-#include "internal.h" /* gpb__pool_core, gpb__buddy_meta_bytes */
+#include "internal.h" /* gpb__pool_meta_bytes */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,6 +32,7 @@ int bench_open_contender(const bench_ctx_t *c, int i, size_t pool_size,
   po.pool_size = pool_size;
   po.min_block = min_block;
   po.device = c->o->device;
+  po.arenas = c->cont[i].arenas;
   int rc = bench_alloc_open(c->cont[i].kind, &po, out);
   if (rc == 0) snprintf(out->name, sizeof out->name, "%s", c->cont[i].name);
   return rc;
@@ -496,7 +497,7 @@ int bench_run_meta(bench_ctx_t *c) {
                 gpb_last_error_detail());
         return -1;
       }
-      meta = gpb__buddy_meta_bytes(gpb__pool_core(pool));
+      meta = gpb__pool_meta_bytes(pool);
       uint64_t t2 = bench_now();
       gpb_pool_destroy(pool);
       uint64_t t3 = bench_now();

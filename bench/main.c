@@ -729,6 +729,15 @@ int main(int argc, char **argv) {
     if (p == GPB_POLICY_BUDDY) snprintf(k->name, sizeof k->name, "gpubuddy");
     else snprintf(k->name, sizeof k->name, "gpubuddy-%s", gpb_policy_name(k->policy));
   }
+  /* The buddy policy with one arena per thread of the throughput suite:
+   * what a multi-threaded program would configure. */
+  {
+    bench_contender_t *k = &c.cont[c.ncont++];
+    k->kind = BENCH_GPUBUDDY;
+    k->policy = GPB_POLICY_BUDDY;
+    k->arenas = (uint32_t)(o.max_threads < 2 ? 2 : o.max_threads);
+    snprintf(k->name, sizeof k->name, "gpubuddy-arenas");
+  }
   bench_kind_t others[2] = {BENCH_MALLOC, BENCH_MALLOC};
   int nothers = 1;
   if (o.gpu) {

@@ -113,6 +113,14 @@ typedef struct gpb_config {
                             alloc, 0xDD on free); 2 also check all
                             invariants after every call (slow) */
   unsigned flags;        /* GPB_CFG_* */
+  /* Per-thread arenas: 1 (the default) is one lock for the whole pool;
+   * N up to 64 gives threads N sub-allocators, each with its own lock,
+   * fed superblocks by the pool, so threads allocate in parallel; 0 is
+   * one per online CPU. Buddy and trim policies only. Costs some memory
+   * (each arena keeps up to one free superblock). While a hook, publisher
+   * or trace listens, calls serialize again so events keep one order.
+   * GPB_ARENAS=N sets it when this is 1. See docs/DESIGN.md. */
+  uint32_t arenas;
 } gpb_config_t;
 
 /* Do not read GPB_TRACE / GPB_PUBLISH from the environment. */
@@ -203,6 +211,8 @@ typedef struct gpb_pool_info {
   gpb_policy_t policy;
   int device;
   char name[GPB_NAME_MAX]; /* "" when not published */
+  uint32_t num_arenas;     /* 1 without arenas (see gpb_config_t.arenas) */
+  uint32_t reserved;
 } gpb_pool_info_t;
 GPB_API int gpb_pool_info(const gpb_pool_t *pool, gpb_pool_info_t *out);
 

@@ -44,9 +44,10 @@ static inline int is_free(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
   return node_valid(b, k, i) && gpb__bits_test(&b->freeb[k], i);
 }
 
-/* (k, i) has a buddy: its parent exists. */
+/* (k, i) has a buddy it may merge with: its parent exists and is not
+ * above the cap (an arena's superblocks are its roots). */
 static inline int has_buddy(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
-  return node_valid(b, k + 1, i >> 1);
+  return k < b->cap && (i >> 1) < (b->nunits >> (k + 1));
 }
 
 /* A free bit next to a free buddy makes (or a cleared one breaks) a pair. */
@@ -69,7 +70,7 @@ static inline void clear_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
 static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
                        uint64_t units, uint32_t order, uint64_t requested,
                        uint32_t tag, uint64_t stream) {
-  if (!b->emit) return;
+  if (!b->emit || (type == GPB_EV_FAIL && b->mute_fail)) return;
   gpb_event_t ev = {.offset = unit << b->min_shift,
                     .size = units << b->min_shift,
                     .requested = requested,
@@ -146,7 +147,7 @@ static void buddy_release_block(gpb__buddy_t *b, uint32_t k, uint64_t i) {
 /* Merges the pair under parent (k + 1, q) if both halves are still free,
  * then on upward like any free. */
 static void buddy_merge_pair(gpb__buddy_t *b, uint32_t k, uint64_t q) {
-  if (!gpb__bits_test(&b->freeb[k], 2 * q) ||
+  if (k >= b->cap || !gpb__bits_test(&b->freeb[k], 2 * q) ||
       !gpb__bits_test(&b->freeb[k], 2 * q + 1))
     return;
   clear_free(b, k, 2 * q);
@@ -181,6 +182,7 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
   b->norders = top + 1;
   b->policy = policy;
   b->defer_cap = GPB__DEFER_MAX;
+  b->cap = b->norders - 1;
   for (uint32_t k = 0; k < b->norders; k++) {
     int rc = gpb__bits_init(&b->freeb[k], nunits >> k);
     if (rc) {
@@ -205,6 +207,33 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
    * even an 80 GiB pool's metadata to a few page faults. */
   buddy_set_roots(b);
   return 0;
+}
+
+int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
+                          uint32_t min_shift, gpb_policy_t policy,
+                          uint32_t cap) {
+  if (policy == GPB_POLICY_BESTFIT)
+    return gpb__fail(GPB_EINVAL, "arenas need the buddy or trim policy");
+  int rc = gpb__buddy_init(b, nunits, min_shift, policy);
+  if (rc) return rc;
+  /* Drop the roots init set: an arena owns only what it is lent. */
+  uint64_t start = 0;
+  for (int k = (int)b->norders - 1; k >= 0; k--) {
+    if (nunits & (1ull << k)) {
+      clear_free(b, (uint32_t)k, start >> k);
+      start += 1ull << k;
+    }
+  }
+  b->cap = cap < b->norders ? cap : b->norders - 1;
+  return 0;
+}
+
+void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  set_free(b, k, i);
+}
+
+void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  clear_free(b, k, i);
 }
 
 void gpb__buddy_fini(gpb__buddy_t *b) {
@@ -333,6 +362,64 @@ static int buddy_alloc_fit(gpb__buddy_t *b, uint64_t units, uint64_t requested,
   return 0;
 }
 
+/* The smallest order >= k with a free block, or norders. Deferred pairs
+ * (only below k: no block of order k or more is free) may hide the block:
+ * then they are all merged and the search runs again. */
+static inline uint32_t buddy_find(gpb__buddy_t *b, uint32_t k) {
+  uint32_t j = k;
+  while (j < b->norders && b->nfree[j] == 0) j++;
+  if (j < b->norders) return j;
+  uint32_t m = 0;
+  while (m < k && b->npairs[m] == 0) m++;
+  if (m == k) return j;
+  gpb__buddy_coalesce(b);
+  for (j = k; j < b->norders && b->nfree[j] == 0;) j++;
+  return j;
+}
+
+/* Splits the free block (j, i) down its left edge to order k, leaving
+ * (k, i << (j - k)) free. Only the right halves become free blocks on
+ * the way: the left path's bits would be set and cleared at once. */
+static inline void buddy_split_left(gpb__buddy_t *b, uint32_t j, uint64_t i,
+                                    uint32_t k) {
+  if (j == k) return;
+  clear_free(b, j, i);
+  while (j > k) {
+    buddy_emit_sm(b, GPB_EV_SPLIT, j, i);
+    j--;
+    i <<= 1;
+    set_free(b, j, i + 1);
+  }
+  set_free(b, j, i);
+}
+
+int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
+  uint32_t j = buddy_find(b, k);
+  if (j == b->norders) return GPB_ENOMEM;
+  uint64_t i = gpb__bits_first(&b->freeb[j]);
+  uint64_t u0 = i << j;
+  gpb__arec_t rec = {0, 1ull << k, 0, 0, GPB__TAG_LENT, 0};
+  if (gpb__atab_insert(&b->atab, u0, &rec))
+    return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
+  buddy_split_left(b, j, i, k);
+  clear_free(b, k, u0 >> k);
+  gpb__bits_set(&b->starts, u0);
+  *unit = u0;
+  return 0;
+}
+
+int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t u) {
+  gpb__arec_t *r = u < b->nunits ? gpb__atab_find(&b->atab, u) : NULL;
+  if (!r || r->tag != GPB__TAG_LENT)
+    return gpb__fail(GPB_ECORRUPT, "unit %llu is not a lent superblock",
+                     (unsigned long long)u);
+  uint32_t k = (uint32_t)__builtin_ctzll(r->units);
+  gpb__atab_remove(&b->atab, u);
+  gpb__bits_clear(&b->starts, u);
+  buddy_merge_up(b, k, u >> k);
+  return 0;
+}
+
 int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
                      uint32_t tag, uint64_t stream, uint64_t time_ns,
                      uint64_t *unit) {
@@ -356,16 +443,7 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
                      "order in this pool is %u",
                      (unsigned long long)requested, k, b->norders - 1);
   }
-  uint32_t j = k;
-  while (j < b->norders && b->nfree[j] == 0) j++;
-  uint32_t m = 0;
-  while (j == b->norders && m < k && b->npairs[m] == 0) m++;
-  if (j == b->norders && m < k) {
-    /* Deferred pairs (only below k: no block of order k or more is free)
-     * may hide the block: merge them all and look again. */
-    gpb__buddy_coalesce(b);
-    for (j = k; j < b->norders && b->nfree[j] == 0;) j++;
-  }
+  uint32_t j = buddy_find(b, k);
   if (j == b->norders) {
     buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
     return gpb__fail(GPB_ENOMEM, "no free block of order %u or more for %llu "
@@ -382,18 +460,9 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
     buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
   }
-  if (j > k) {
-    /* Splitting down the left edge: only the right halves become free
-     * blocks; the left path's bits would be set and cleared at once. */
-    clear_free(b, j, i);
-    while (j > k) {
-      buddy_emit_sm(b, GPB_EV_SPLIT, j, i);
-      j--;
-      i <<= 1;
-      set_free(b, j, i + 1);
-    }
-    set_free(b, j, i);
-  }
+  buddy_split_left(b, j, i, k);
+  j = k;
+  i = u0 >> k;
   /* Trim: split until the range [u0, u0+n) is a run of whole blocks. */
   uint64_t rem = n;
   while (rem != (1ull << j)) {
@@ -453,6 +522,9 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
                      a ? (unsigned long long)((a->key - 1) << b->min_shift)
                        : 0ull);
   }
+  if (GPB__UNLIKELY(r->tag == GPB__TAG_LENT))
+    return gpb__fail(GPB_EFOREIGN, "offset %llu starts a superblock lent to "
+                     "an arena, not an allocation", (unsigned long long)off);
   uint64_t n = r->units, requested = r->requested;
   uint32_t tag = r->tag;
   gpb__atab_remove(&b->atab, u);
@@ -514,8 +586,13 @@ static int buddy_free_at(const gpb__buddy_t *b, uint64_t u) {
 }
 
 int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn, void *user) {
+  return gpb__buddy_visit_range(b, 0, b->nunits, fn, user);
+}
+
+int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
+                           gpb_visit_fn fn, void *user) {
   gpb_block_info_t bi;
-  for (uint64_t u = 0; u < b->nunits;) {
+  for (uint64_t u = u0; u < u1;) {
     const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
     if (r) {
       for (uint64_t p = u, m = r->units; m;) {
@@ -575,30 +652,28 @@ static int buddy_check_run(const gpb__buddy_t *b, uint64_t s, uint64_t len) {
   return 0;
 }
 
-int gpb__buddy_check(const gpb__buddy_t *b) {
-  uint64_t seen_free[GPB_MAX_ORDERS] = {0}, seen_pairs[GPB_MAX_ORDERS] = {0};
-  uint64_t seen_allocs = 0, runs = 0, run_start = 0, run_len = 0;
-  for (uint32_t k = 0; k < b->norders; k++) {
-    if (gpb__bits_check(&b->freeb[k]))
-      return CORRUPT("order %u: summary bits disagree with the bitset", k);
-    if (gpb__bits_count(&b->freeb[k]) != b->nfree[k])
-      return CORRUPT("order %u: %llu free bits but count says %llu", k,
-                     (unsigned long long)gpb__bits_count(&b->freeb[k]),
-                     (unsigned long long)b->nfree[k]);
-  }
-  if (gpb__bits_check(&b->starts))
-    return CORRUPT("start bits: summary disagrees with the bitset");
-  for (uint64_t u = 0; u < b->nunits;) {
+/* What the walk over the units has seen so far. */
+typedef struct buddy_seen {
+  uint64_t free[GPB_MAX_ORDERS], pairs[GPB_MAX_ORDERS];
+  uint64_t allocs, runs, run_start, run_len;
+} buddy_seen_t;
+
+/* Walks units [u0, u1): every unit in exactly one block. */
+static int buddy_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
+                            buddy_seen_t *w) {
+  for (uint64_t u = u0; u < u1;) {
     const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
     int k = buddy_free_at(b, u);
     if (r) {
       if (k >= 0)
         return CORRUPT("unit %llu is both allocated and free",
                        (unsigned long long)u);
-      if (r->units == 0 || r->units > b->nunits - u)
-        return CORRUPT("allocation at unit %llu runs past the pool",
+      if (r->units == 0 || r->units > u1 - u)
+        return CORRUPT("allocation at unit %llu runs past its range",
                        (unsigned long long)u);
-      if (r->requested > (r->units << b->min_shift) || r->tag >= GPB_MAX_TAGS)
+      if (r->requested > (r->units << b->min_shift) ||
+          (r->tag >= GPB_MAX_TAGS &&
+           (r->tag != GPB__TAG_LENT || (r->units & (r->units - 1)))))
         return CORRUPT("allocation at unit %llu has a bad record",
                        (unsigned long long)u);
       /* No free block and no other allocation may start inside it. */
@@ -618,32 +693,69 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
       if (!gpb__bits_test(&b->starts, u))
         return CORRUPT("allocation at unit %llu has no start bit",
                        (unsigned long long)u);
-      if (b->exts && run_len) {
-        if (buddy_check_run(b, run_start, run_len)) return GPB_ECORRUPT;
-        runs++;
-        run_len = 0;
+      if (b->exts && w->run_len) {
+        if (buddy_check_run(b, w->run_start, w->run_len)) return GPB_ECORRUPT;
+        w->runs++;
+        w->run_len = 0;
       }
-      seen_allocs++;
+      w->allocs++;
       u += r->units;
       continue;
     }
     if (k < 0) return CORRUPT("unit %llu is in no block", (unsigned long long)u);
+    if (u + (1ull << k) > u1)
+      return CORRUPT("free block (order %d, unit %llu) runs past its range", k,
+                     (unsigned long long)u);
     uint64_t i = u >> k;
     if (!(i & 1) && has_buddy(b, (uint32_t)k, i) && is_free(b, (uint32_t)k, i + 1))
-      seen_pairs[k]++;
-    seen_free[k]++;
-    if (!run_len) run_start = u;
-    run_len += 1ull << k;
+      w->pairs[k]++;
+    w->free[k]++;
+    if (!w->run_len) w->run_start = u;
+    w->run_len += 1ull << k;
     u += 1ull << k;
   }
-  if (b->exts) {
-    if (run_len) {
-      if (buddy_check_run(b, run_start, run_len)) return GPB_ECORRUPT;
-      runs++;
+  return 0;
+}
+
+int gpb__buddy_check(const gpb__buddy_t *b) {
+  return gpb__buddy_check_in(b, NULL, 0);
+}
+
+int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
+                        uint64_t nsb) {
+  buddy_seen_t w;
+  memset(&w, 0, sizeof w);
+  for (uint32_t k = 0; k < b->norders; k++) {
+    if (gpb__bits_check(&b->freeb[k]))
+      return CORRUPT("order %u: summary bits disagree with the bitset", k);
+    if (gpb__bits_count(&b->freeb[k]) != b->nfree[k])
+      return CORRUPT("order %u: %llu free bits but count says %llu", k,
+                     (unsigned long long)gpb__bits_count(&b->freeb[k]),
+                     (unsigned long long)b->nfree[k]);
+  }
+  if (gpb__bits_check(&b->starts))
+    return CORRUPT("start bits: summary disagrees with the bitset");
+  int rc = 0;
+  if (!sb) {
+    rc = buddy_check_walk(b, 0, b->nunits, &w);
+  } else {
+    for (uint64_t x = 0; rc == 0 && x < nsb; x++) {
+      uint64_t u0 = sb[x] << b->cap;
+      if (u0 >= b->nunits || (1ull << b->cap) > b->nunits - u0)
+        return CORRUPT("superblock %llu is outside the pool",
+                       (unsigned long long)sb[x]);
+      rc = buddy_check_walk(b, u0, u0 + (1ull << b->cap), &w);
     }
-    if (runs != gpb__exts_count(b->exts))
+  }
+  if (rc) return rc;
+  if (b->exts) {
+    if (w.run_len) {
+      if (buddy_check_run(b, w.run_start, w.run_len)) return GPB_ECORRUPT;
+      w.runs++;
+    }
+    if (w.runs != gpb__exts_count(b->exts))
       return CORRUPT("%llu free runs, %llu extents recorded",
-                     (unsigned long long)runs,
+                     (unsigned long long)w.runs,
                      (unsigned long long)gpb__exts_count(b->exts));
   }
   if (gpb__bits_count(&b->starts) != gpb__atab_count(&b->atab))
@@ -651,9 +763,9 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
                    (unsigned long long)gpb__bits_count(&b->starts),
                    (unsigned long long)gpb__atab_count(&b->atab));
   for (uint32_t k = 0; k < b->norders; k++) {
-    if (seen_pairs[k] != b->npairs[k])
+    if (w.pairs[k] != b->npairs[k])
       return CORRUPT("order %u: %llu free buddy pairs, count says %llu", k,
-                     (unsigned long long)seen_pairs[k],
+                     (unsigned long long)w.pairs[k],
                      (unsigned long long)b->npairs[k]);
     if (b->npairs[k] > b->defer_cap)
       return CORRUPT("order %u: %llu free buddies left unmerged, at most %u "
@@ -661,14 +773,14 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
                      b->defer_cap);
   }
   for (uint32_t k = 0; k < b->norders; k++)
-    if (seen_free[k] != b->nfree[k])
+    if (w.free[k] != b->nfree[k])
       return CORRUPT("order %u: %llu free blocks reachable, %llu marked "
-                     "(overlapping free blocks)",
-                     k, (unsigned long long)seen_free[k],
+                     "(overlapping free blocks, or outside its superblocks)",
+                     k, (unsigned long long)w.free[k],
                      (unsigned long long)b->nfree[k]);
-  if (seen_allocs != gpb__atab_count(&b->atab))
+  if (w.allocs != gpb__atab_count(&b->atab))
     return CORRUPT("%llu allocations reachable, %llu recorded",
-                   (unsigned long long)seen_allocs,
+                   (unsigned long long)w.allocs,
                    (unsigned long long)gpb__atab_count(&b->atab));
   return 0;
 }

@@ -18,6 +18,12 @@ typedef struct gpb__gpu gpb__gpu_t;
  * library was built without CUDA. */
 GPB__HIDDEN int gpb__gpu_open(gpb_backend_t backend, int device, void *base,
                               size_t size, gpb__gpu_t **out);
+/* GPU state for an arena of the pool whose state is `parent`: its own
+ * pending frees, the parent's NVTX heap. When out of memory it returns
+ * GPB_ENOMEM rather than wait (the pool has other places to look); the
+ * pool drains it before a request finally fails. *out NULL for NULL. */
+GPB__HIDDEN int gpb__gpu_open_child(const gpb__gpu_t *parent,
+                                    gpb__gpu_t **out);
 /* Drops pending frees without emitting events (the pool dies with them),
  * destroys the events and unregisters the NVTX heap. NULL-safe. Call
  * before the backend releases the memory. */

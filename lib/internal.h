@@ -195,10 +195,28 @@ typedef struct gpb__buddy {
    * straight into these counters (gpb__stats_split/merge), exactly as
    * gpb__stats_apply would count them, without building an event. */
   gpb_stats_t *quiet;
+  /* Highest order a merge may reach: norders - 1 for a pool or model; the
+   * superblock order for an arena's core, whose roots are the superblocks
+   * lent to it (two lent superblocks never merge inside the arena). */
+  uint32_t cap;
+  /* Set while an attempt may still be retried elsewhere: a failure then
+   * emits no FAIL, since the request has not failed yet. */
+  uint8_t mute_fail;
 } gpb__buddy_t;
+
+/* Tag of the record a pool's core keeps for a superblock lent to an arena:
+ * allocated in the core, free (and carved further) in the arena. Never a
+ * user tag, and it never appears in an event. */
+#define GPB__TAG_LENT GPB_MAX_TAGS
 
 GPB__HIDDEN int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits,
                                 uint32_t min_shift, gpb_policy_t policy);
+/* An arena's core: the same unit range but nothing free until superblocks
+ * of order `cap` are adopted; merges stop at `cap`. Its metadata pages are
+ * touched only where superblocks land. */
+GPB__HIDDEN int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
+                                      uint32_t min_shift, gpb_policy_t policy,
+                                      uint32_t cap);
 GPB__HIDDEN void gpb__buddy_fini(gpb__buddy_t *b);
 /* All roots free, table empty; emits nothing. */
 GPB__HIDDEN void gpb__buddy_reset(gpb__buddy_t *b);
@@ -220,10 +238,30 @@ GPB__HIDDEN int gpb__buddy_free(gpb__buddy_t *b, uint64_t off,
 /* Merges every deferred pair (emitting MERGEs): the map becomes the fully
  * coalesced one. */
 GPB__HIDDEN void gpb__buddy_coalesce(gpb__buddy_t *b);
-/* Checks every invariant; 0 or GPB_ECORRUPT with a detail. */
+/* Lends a free block of order k to an arena: SPLITs are emitted as for an
+ * allocation, but the block itself stays free to everyone watching events
+ * (no ALLOC); the core records it with GPB__TAG_LENT. GPB_ENOMEM quietly
+ * when no block of order k or more is free. */
+GPB__HIDDEN int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit);
+/* Takes back the superblock lent at `unit` (whole and free in the arena):
+ * no FREE event, then MERGEs with its free buddies. */
+GPB__HIDDEN int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t unit);
+/* An arena's core gains or loses the free block (k, i), silently. */
+GPB__HIDDEN void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i);
+GPB__HIDDEN void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i);
+/* Checks every invariant; 0 or GPB_ECORRUPT with a detail. An arena's
+ * core is checked over the superblocks it holds: nsb of them, the order-
+ * `cap` block indices in sb (sb NULL: the whole range, as for a pool). */
 GPB__HIDDEN int gpb__buddy_check(const gpb__buddy_t *b);
+GPB__HIDDEN int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
+                                    uint64_t nsb);
 GPB__HIDDEN int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn,
                                  void *user);
+/* Visits the blocks of units [u0, u1), which must start and end on block
+ * boundaries. */
+GPB__HIDDEN int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0,
+                                       uint64_t u1, gpb_visit_fn fn,
+                                       void *user);
 GPB__HIDDEN int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t unit,
                                   gpb_block_info_t *out);
 
@@ -267,6 +305,9 @@ static inline void gpb__stats_merge(gpb_stats_t *s, uint32_t k) {
   s->free_blocks[k]++;
   s->merges++;
 }
+/* Adds counters that started from zero (an arena's) to s: wrapping sums,
+ * so a delta may be "negative". Peaks are raised to the new totals. */
+GPB__HIDDEN void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d);
 GPB__HIDDEN void gpb__stats_init(gpb_stats_t *s, uint64_t managed,
                                  uint64_t min_block, uint32_t norders);
 /* Fills the derived fields (largest free, fragmentation) of a copy. */
@@ -329,8 +370,12 @@ GPB__HIDDEN int gpb__attach_shm_open(const char *name, gpb_attach_t *a);
 GPB__HIDDEN void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev);
 
 /* For consumers that must see the pool as it is (keyframes), called with
- * the pool's lock held. */
-GPB__HIDDEN const gpb__buddy_t *gpb__pool_core(const gpb_pool_t *pool);
+ * the pool's lock held while a consumer listens (then arenas, if any, run
+ * under it too and their counters are folded into the pool's). */
+GPB__HIDDEN int gpb__pool_visit_locked(const gpb_pool_t *pool, gpb_visit_fn fn,
+                                       void *user);
 GPB__HIDDEN const gpb_stats_t *gpb__pool_counters(const gpb_pool_t *pool);
+/* Host metadata of a pool: its core's and every arena's (bench/). */
+GPB__HIDDEN size_t gpb__pool_meta_bytes(const gpb_pool_t *pool);
 
 #endif /* GPB_INTERNAL_H */

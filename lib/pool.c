@@ -9,34 +9,13 @@
  * the allocation path makes a system call (the clock is read through the
  * vDSO, and only when a consumer wants times).
  */
-#include "internal.h"
-#include "gpu.h"
+#include "pool.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct gpb_pool {
-  pthread_mutex_t lock;
-  gpb__buddy_t core;
-  gpb_stats_t stats;
-  gpb_pool_info_t info;
-  char *base;
-  size_t host_align; /* alignment the host backend reserved with */
-  uint64_t base_align; /* largest power of two dividing base */
-  uint64_t now;        /* time of the call in progress (0: not recorded) */
-  uint64_t last_now;   /* latest time stamped */
-  int want_time;
-  int debug;
-  gpb_hook_fn hook;
-  void *hook_user;
-  gpb__pub_t *pub;
-  gpb_trace_writer_t *trace;
-  gpb__gpu_t *gpu; /* device/pinned pools: async frees, NVTX (stream.c) */
-};
-
 /* Caller holds the lock. */
-static void pool_emit(void *ctx, gpb_event_t *ev) {
+void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
   gpb_pool_t *p = ctx;
   ev->seq = p->stats.seq + 1;
   ev->time_ns = p->now;
@@ -48,7 +27,7 @@ static void pool_emit(void *ctx, gpb_event_t *ev) {
 
 /* Caller holds the lock. Threads read the clock apart (clock.c), so a
  * pool keeps its own times from going back. */
-static inline void pool_stamp(gpb_pool_t *p) {
+void gpb__pool_stamp(gpb_pool_t *p) {
   if (!p->want_time) {
     p->now = 0;
     return;
@@ -58,9 +37,11 @@ static inline void pool_stamp(gpb_pool_t *p) {
   p->now = p->last_now;
 }
 
+/* Every lock held (gpb__pool_lock_all). */
 static void pool_update_want_time(gpb_pool_t *p) {
   p->want_time = p->hook || p->pub || p->trace;
   p->core.quiet = p->want_time ? NULL : &p->stats;
+  gpb__arenas_set_loud(p, p->want_time);
 }
 
 static int pool_host_visible(const gpb_pool_t *p) {
@@ -132,7 +113,18 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     if (!cfg.name && e && *e) cfg.name = e;
     e = getenv("GPB_TRACE");
     if (!cfg.trace_path && e && *e) cfg.trace_path = e;
+    e = getenv("GPB_ARENAS");
+    if (cfg.arenas == 1 && e && *e) {
+      char *end;
+      unsigned long v = strtoul(e, &end, 10);
+      if (*end || v > 64)
+        return gpb__fail(GPB_EINVAL, "GPB_ARENAS=%s: want 0 (one per CPU) "
+                         "to 64", e);
+      cfg.arenas = (uint32_t)v;
+    }
   }
+  if (cfg.arenas > 64)
+    return gpb__fail(GPB_EINVAL, "arenas %u: at most 64", cfg.arenas);
   if (cfg.name && (strlen(cfg.name) == 0 || strlen(cfg.name) >= GPB_NAME_MAX))
     return gpb__fail(GPB_EINVAL, "name must be 1 to %d characters",
                      GPB_NAME_MAX - 1);
@@ -158,7 +150,7 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     return rc;
   }
   if (cfg.flags & GPB_CFG_EAGER_MERGE) p->core.defer_cap = 0;
-  p->core.emit = pool_emit;
+  p->core.emit = gpb__pool_emit;
   p->core.emit_ctx = p;
   p->info.num_orders = p->core.norders;
   p->info.num_roots = gpb__buddy_num_roots(&p->core);
@@ -179,11 +171,14 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   uintptr_t b = (uintptr_t)p->base;
   p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
   pthread_mutex_init(&p->lock, NULL);
+  p->narenas = 1;
   if ((rc = gpb__gpu_open(p->info.backend, p->info.device, p->base,
-                          (size_t)p->info.pool_size, &p->gpu))) {
+                          (size_t)p->info.pool_size, &p->gpu)) ||
+      (rc = gpb__arenas_open(p, cfg.arenas))) {
     gpb_pool_destroy(p);
     return rc;
   }
+  p->info.num_arenas = p->narenas;
 
   if (cfg.trace_path && (rc = gpb_pool_trace_start(p, cfg.trace_path))) {
     gpb_pool_destroy(p);
@@ -202,6 +197,7 @@ void gpb_pool_destroy(gpb_pool_t *p) {
   if (!p) return;
   if (p->trace) gpb_trace_writer_close(p->trace);
   gpb__pub_close(p->pub);
+  gpb__arenas_close(p);
   gpb__gpu_close(p->gpu);
   pool_release(p);
   gpb__buddy_fini(&p->core);
@@ -227,24 +223,35 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
                        (unsigned long long)p->info.managed_size);
     align_order = (uint32_t)(__builtin_ctzll(align) - p->core.min_shift);
   }
-  pthread_mutex_lock(&p->lock);
-  pool_stamp(p);
   uint64_t unit;
-  int rc = p->gpu ? gpb__gpu_alloc(p->gpu, &p->core, size, align_order, tag,
-                                   stream, p->now, &unit)
-                  : gpb__buddy_alloc(&p->core, size, align_order, tag,
-                                     (uint64_t)(uintptr_t)stream, p->now,
-                                     &unit);
-  if (rc == 0) {
-    *out = p->base + (unit << p->core.min_shift);
-    /* Not for pinned pools: a block reused from a pending async free may
-     * still be in use by earlier work on its stream. */
-    if (p->debug >= 1 && p->info.backend == GPB_BACKEND_HOST)
-      memset(*out, 0xA5, size); /* mem5's habit: make stale reads visible */
-    if (p->debug >= 2 && (rc = gpb__buddy_check(&p->core)) != 0) *out = NULL;
+  int rc;
+  if (p->narenas > 1) {
+    rc = gpb__arenas_alloc(p, size, align_order, tag, stream, &unit);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    gpb__pool_stamp(p);
+    rc = gpb__pool_core_alloc(p, &p->core, p->gpu, size, align_order, tag,
+                              stream, p->now, &unit);
+    pthread_mutex_unlock(&p->lock);
   }
-  pthread_mutex_unlock(&p->lock);
+  if (rc) return rc;
+  *out = p->base + (unit << p->core.min_shift);
+  /* Not for pinned pools: a block reused from a pending async free may
+   * still be in use by earlier work on its stream. */
+  if (p->debug >= 1 && p->info.backend == GPB_BACKEND_HOST)
+    memset(*out, 0xA5, size); /* mem5's habit: make stale reads visible */
+  if (p->debug >= 2 && (rc = gpb_pool_check(p)) != 0) *out = NULL;
   return rc;
+}
+
+int gpb__pool_core_alloc(gpb_pool_t *p, gpb__buddy_t *core, gpb__gpu_t *gpu,
+                         uint64_t size, uint32_t align_order, uint32_t tag,
+                         void *stream, uint64_t now, uint64_t *unit) {
+  (void)p;
+  return gpu ? gpb__gpu_alloc(gpu, core, size, align_order, tag, stream, now,
+                              unit)
+             : gpb__buddy_alloc(core, size, align_order, tag,
+                                (uint64_t)(uintptr_t)stream, now, unit);
 }
 
 int gpb_alloc(gpb_pool_t *p, size_t size, void **out) {
@@ -270,24 +277,33 @@ static int pool_offset(const gpb_pool_t *p, const void *ptr, uint64_t *off) {
   return 0;
 }
 
+int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core, gpb__gpu_t *gpu,
+                        uint64_t off, void *stream, int async) {
+  if (p->debug >= 1 && pool_host_visible(p) && !async &&
+      !(gpu && gpb__gpu_pending(gpu, off >> core->min_shift))) {
+    const gpb__arec_t *r = gpb__atab_find(&core->atab, off >> core->min_shift);
+    if (r && r->tag != GPB__TAG_LENT && (off & (p->info.min_block - 1)) == 0)
+      memset(p->base + off, 0xDD, r->units << core->min_shift);
+  }
+  return gpu ? gpb__gpu_free(gpu, core, off, stream, async)
+             : gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
+}
+
 static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
   if (!ptr) return 0;
   uint64_t off = 0;
   int rc = pool_offset(p, ptr, &off);
   if (rc) return rc;
-  pthread_mutex_lock(&p->lock);
-  pool_stamp(p);
-  if (p->debug >= 1 && pool_host_visible(p) && !async &&
-      !(p->gpu && gpb__gpu_pending(p->gpu, off >> p->core.min_shift))) {
-    const gpb__arec_t *r = gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
-    if (r && (off & (p->info.min_block - 1)) == 0)
-      memset(ptr, 0xDD, r->units << p->core.min_shift);
+  if (p->narenas > 1) {
+    rc = gpb__arenas_free(p, off, stream, async);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    gpb__pool_stamp(p);
+    rc = gpb__pool_core_free(p, &p->core, p->gpu, off, stream, async);
+    pthread_mutex_unlock(&p->lock);
   }
-  rc = p->gpu ? gpb__gpu_free(p->gpu, &p->core, off, stream, async)
-              : gpb__buddy_free(&p->core, off, (uint64_t)(uintptr_t)stream);
-  if (rc == 0 && p->debug >= 2) rc = gpb__buddy_check(&p->core);
-  pthread_mutex_unlock(&p->lock);
+  if (rc == 0 && p->debug >= 2) rc = gpb_pool_check(p);
   return rc;
 }
 
@@ -299,19 +315,22 @@ int gpb_free_async(gpb_pool_t *p, void *ptr, void *stream) {
 
 int gpb_pool_drain(gpb_pool_t *p) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
-  pthread_mutex_lock(&p->lock);
-  pool_stamp(p);
+  gpb__pool_lock_all(p);
+  gpb__pool_stamp(p);
   int rc = gpb__gpu_drain(p->gpu, &p->core);
-  pthread_mutex_unlock(&p->lock);
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
+    gpb__gpu_drain(p->arenas[i].gpu, &p->arenas[i].core);
+  gpb__pool_unlock_all(p);
   return rc;
 }
 
 int gpb_pool_coalesce(gpb_pool_t *p) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
-  pthread_mutex_lock(&p->lock);
-  pool_stamp(p);
+  gpb__pool_lock_all(p);
+  gpb__pool_stamp(p);
+  gpb__arenas_reclaim(p, 0);
   gpb__buddy_coalesce(&p->core);
-  pthread_mutex_unlock(&p->lock);
+  gpb__pool_unlock_all(p);
   return 0;
 }
 
@@ -321,13 +340,19 @@ int gpb_usable_size(const gpb_pool_t *cp, const void *ptr, size_t *out) {
   uint64_t off = 0;
   int rc = pool_offset(p, ptr, &off);
   if (rc) return rc;
-  pthread_mutex_lock(&p->lock);
-  const gpb__arec_t *r = (off & (p->info.min_block - 1))
-                             ? NULL
-                             : gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
-  if (r) *out = (size_t)(r->units << p->core.min_shift);
-  pthread_mutex_unlock(&p->lock);
-  if (!r) return gpb__fail(GPB_EINTERIOR, "pointer %p is not the start of an "
+  if (p->narenas > 1) {
+    rc = gpb__arenas_usable(p, off, out);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    const gpb__arec_t *r =
+        (off & (p->info.min_block - 1))
+            ? NULL
+            : gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
+    if (r) *out = (size_t)(r->units << p->core.min_shift);
+    else rc = GPB_EINTERIOR;
+    pthread_mutex_unlock(&p->lock);
+  }
+  if (rc) return gpb__fail(GPB_EINTERIOR, "pointer %p is not the start of an "
                            "allocation", (void *)ptr);
   return 0;
 }
@@ -335,21 +360,33 @@ int gpb_usable_size(const gpb_pool_t *cp, const void *ptr, size_t *out) {
 int gpb_pool_check(const gpb_pool_t *cp) {
   gpb_pool_t *p = (gpb_pool_t *)cp;
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
-  pthread_mutex_lock(&p->lock);
+  gpb__pool_lock_all(p);
   int rc = gpb__buddy_check(&p->core);
-  const gpb_stats_t *s = &p->stats;
+  if (rc == 0) rc = gpb__arenas_check(p);
+  gpb_stats_t s;
+  gpb__arenas_stats(p, &s);
+  /* Lent superblocks are records of the pool's core, blocks of arenas. */
+  uint64_t nfree[GPB_MAX_ORDERS], live = gpb__atab_count(&p->core.atab);
+  memcpy(nfree, p->core.nfree, sizeof nfree);
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
+    const gpb__buddy_t *c = &p->arenas[i].core;
+    for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) nfree[k] += c->nfree[k];
+    live += gpb__atab_count(&c->atab);
+  }
+  for (uint64_t sb = 0; sb < p->nsb; sb++)
+    live -= atomic_load_explicit(&p->owner[sb], memory_order_relaxed) != 0;
   for (uint32_t k = 0; rc == 0 && k < p->core.norders; k++)
-    if (s->free_blocks[k] != p->core.nfree[k])
+    if (s.free_blocks[k] != nfree[k])
       rc = gpb__fail(GPB_ECORRUPT, "stats: order %u free count %llu, map has "
-                     "%llu", k, (unsigned long long)s->free_blocks[k],
-                     (unsigned long long)p->core.nfree[k]);
-  if (rc == 0 && s->live_allocs != gpb__atab_count(&p->core.atab))
-    rc = gpb__fail(GPB_ECORRUPT, "stats: %llu live allocations, table has %llu",
-                   (unsigned long long)s->live_allocs,
-                   (unsigned long long)gpb__atab_count(&p->core.atab));
-  if (rc == 0 && s->free_bytes + s->block_bytes != p->info.managed_size)
+                     "%llu", k, (unsigned long long)s.free_blocks[k],
+                     (unsigned long long)nfree[k]);
+  if (rc == 0 && s.live_allocs != live)
+    rc = gpb__fail(GPB_ECORRUPT, "stats: %llu live allocations, tables have "
+                   "%llu", (unsigned long long)s.live_allocs,
+                   (unsigned long long)live);
+  if (rc == 0 && s.free_bytes + s.block_bytes != p->info.managed_size)
     rc = gpb__fail(GPB_ECORRUPT, "stats: free + used bytes != managed size");
-  pthread_mutex_unlock(&p->lock);
+  gpb__pool_unlock_all(p);
   return rc;
 }
 
@@ -362,29 +399,35 @@ int gpb_pool_info(const gpb_pool_t *p, gpb_pool_info_t *out) {
 int gpb_pool_stats(const gpb_pool_t *cp, gpb_stats_t *out) {
   gpb_pool_t *p = (gpb_pool_t *)cp;
   if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
-  pthread_mutex_lock(&p->lock);
-  *out = p->stats;
-  pthread_mutex_unlock(&p->lock);
+  if (p->narenas > 1) {
+    gpb__pool_lock_all(p);
+    gpb__arenas_stats(p, out);
+    gpb__pool_unlock_all(p);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    *out = p->stats;
+    pthread_mutex_unlock(&p->lock);
+  }
   gpb__stats_finish(out);
   return 0;
 }
 
 int gpb_pool_set_hook(gpb_pool_t *p, gpb_hook_fn fn, void *user) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
-  pthread_mutex_lock(&p->lock);
+  gpb__pool_lock_all(p);
   p->hook = fn;
   p->hook_user = user;
   pool_update_want_time(p);
-  pthread_mutex_unlock(&p->lock);
+  gpb__pool_unlock_all(p);
   return 0;
 }
 
 int gpb_pool_visit(const gpb_pool_t *cp, gpb_visit_fn fn, void *user) {
   gpb_pool_t *p = (gpb_pool_t *)cp;
   if (!p || !fn) return gpb__fail(GPB_EINVAL, "NULL argument");
-  pthread_mutex_lock(&p->lock);
-  int rc = gpb__buddy_visit(&p->core, fn, user);
-  pthread_mutex_unlock(&p->lock);
+  gpb__pool_lock_all(p);
+  int rc = gpb__pool_visit_locked(p, fn, user);
+  gpb__pool_unlock_all(p);
   return rc;
 }
 
@@ -393,24 +436,56 @@ int gpb_pool_trace_start(gpb_pool_t *p, const char *path) {
   gpb_trace_writer_t *w;
   int rc = gpb_trace_writer_open(path, &w);
   if (rc) return rc;
-  pthread_mutex_lock(&p->lock);
+  gpb__pool_lock_all(p);
   gpb_trace_writer_t *old = p->trace;
   p->trace = w;
   pool_update_want_time(p);
-  pthread_mutex_unlock(&p->lock);
+  gpb__pool_unlock_all(p);
   if (old) gpb_trace_writer_close(old);
   return 0;
 }
 
 int gpb_pool_trace_stop(gpb_pool_t *p) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
-  pthread_mutex_lock(&p->lock);
+  gpb__pool_lock_all(p);
   gpb_trace_writer_t *w = p->trace;
   p->trace = NULL;
   pool_update_want_time(p);
-  pthread_mutex_unlock(&p->lock);
+  gpb__pool_unlock_all(p);
   return w ? gpb_trace_writer_close(w) : 0;
 }
 
-const gpb__buddy_t *gpb__pool_core(const gpb_pool_t *p) { return &p->core; }
+typedef struct pool_visit_ctx {
+  const gpb_pool_t *p;
+  gpb_visit_fn fn;
+  void *user;
+} pool_visit_ctx_t;
+
+/* A lent superblock shows as the arena's blocks inside it. */
+static int pool_visit_block(const gpb_block_info_t *b, void *user) {
+  const pool_visit_ctx_t *c = user;
+  if (!b->used || b->tag != GPB__TAG_LENT) return c->fn(b, c->user);
+  const gpb_pool_t *p = c->p;
+  uint64_t u = b->offset >> p->core.min_shift;
+  uint8_t o = atomic_load_explicit(&p->owner[u >> p->sb_order],
+                                   memory_order_relaxed);
+  if (o == 0 || o > p->narenas)
+    return gpb__fail(GPB_ECORRUPT, "superblock at unit %llu has no arena",
+                     (unsigned long long)u);
+  return gpb__buddy_visit_range(&p->arenas[o - 1].core, u,
+                                u + (1ull << p->sb_order), c->fn, c->user);
+}
+
+int gpb__pool_visit_locked(const gpb_pool_t *p, gpb_visit_fn fn, void *user) {
+  if (p->narenas <= 1) return gpb__buddy_visit(&p->core, fn, user);
+  pool_visit_ctx_t c = {p, fn, user};
+  return gpb__buddy_visit(&p->core, pool_visit_block, &c);
+}
+size_t gpb__pool_meta_bytes(const gpb_pool_t *p) {
+  size_t n = sizeof *p + gpb__buddy_meta_bytes(&p->core);
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
+    n += gpb__buddy_meta_bytes(&p->arenas[i].core);
+  return n + p->nsb;
+}
+
 const gpb_stats_t *gpb__pool_counters(const gpb_pool_t *p) { return &p->stats; }

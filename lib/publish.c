@@ -535,7 +535,7 @@ static void pub_keyframe(gpb__pub_t *p, uint64_t seq, const gpb_pool_t *pool,
   atomic_store_explicit(&meta->gen, gen + 1, RLX);
   atomic_thread_fence(REL);
   pub_kfctx_t c = {p->kf[b], 0, p->kf_cap};
-  int rc = gpb__buddy_visit(gpb__pool_core(pool), pub_kf_block, &c);
+  int rc = gpb__pool_visit_locked(pool, pub_kf_block, &c);
   const gpb_stats_t *s = gpb__pool_counters(pool);
   uint64_t cnt[KC_N] = {s->allocs, s->frees, s->failures, s->splits,
                         s->merges, s->requested_peak, s->block_peak,

@@ -80,6 +80,24 @@ void gpb__stats_apply(gpb_stats_t *s, const gpb_event_t *ev) {
   }
 }
 
+void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d) {
+  s->seq += d->seq;
+  s->requested_bytes += d->requested_bytes;
+  s->block_bytes += d->block_bytes;
+  s->free_bytes += d->free_bytes;
+  s->allocs += d->allocs;
+  s->frees += d->frees;
+  s->failures += d->failures;
+  s->splits += d->splits;
+  s->merges += d->merges;
+  s->live_allocs += d->live_allocs;
+  for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) s->free_blocks[k] += d->free_blocks[k];
+  for (uint32_t t = 0; t < GPB_MAX_TAGS; t++) s->tag_bytes[t] += d->tag_bytes[t];
+  PEAK(s->requested_bytes, s->requested_peak);
+  PEAK(s->block_bytes, s->block_peak);
+  PEAK(s->free_bytes, s->free_peak);
+}
+
 void gpb__stats_finish(gpb_stats_t *s) {
   s->internal_frag_bytes = s->block_bytes - s->requested_bytes;
   s->largest_free = 0;

@@ -83,6 +83,8 @@ struct gpb__gpu {
   uint64_t npending, seq;
   gpb__emit_fn emit; /* the core's consumer, saved while FAILs are muted */
   void *emit_ctx;
+  int child; /* an arena's: the heap is its pool's, and out of memory it
+                asks the pool for room instead of waiting */
 };
 
 /* ------------------------------------------------------------- devices */
@@ -276,6 +278,25 @@ int gpb__gpu_open(gpb_backend_t backend, int device, void *base, size_t size,
   return 0;
 }
 
+int gpb__gpu_open_child(const gpb__gpu_t *parent, gpb__gpu_t **out) {
+  *out = NULL;
+  if (!parent) return 0;
+  gpb__gpu_t *g = calloc(1, sizeof *g);
+  if (!g) return gpb__fail(GPB_EHOSTMEM, "no host memory for GPU state");
+  g->hmask = 63;
+  g->hash = calloc(g->hmask + 1, sizeof *g->hash);
+  if (!g->hash) {
+    free(g);
+    return gpb__fail(GPB_EHOSTMEM, "no host memory for GPU state");
+  }
+  g->device = parent->device;
+  g->base = parent->base;
+  g->heap = parent->heap;
+  g->child = 1;
+  *out = g;
+  return 0;
+}
+
 void gpb__gpu_close(gpb__gpu_t *g) {
   if (!g) return;
   int saved = stream_enter(g);
@@ -294,7 +315,7 @@ void gpb__gpu_close(gpb__gpu_t *g) {
     nx = e->hnext;
     free(e);
   }
-  gpb__nvtx_heap_close(g->heap);
+  if (!g->child) gpb__nvtx_heap_close(g->heap);
   stream_leave(g, saved);
   free(g->evs);
   free(g->q);
@@ -419,8 +440,10 @@ int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
                           time_ns, unit, 0);
         break;
       }
-      if (stream_reap(g, core, UINT64_MAX, UINT32_MAX) == 0)
+      if (stream_reap(g, core, UINT64_MAX, UINT32_MAX) == 0) {
+        if (g->child) break; /* muted: the pool tries elsewhere first */
         stream_wait_oldest(g, core);
+      }
     }
     stream_leave(g, saved);
   }
@@ -533,6 +556,11 @@ int gpb__gpu_drain(gpb__gpu_t *g, gpb__buddy_t *core) {
 int gpb__gpu_open(gpb_backend_t backend, int device, void *base, size_t size,
                   gpb__gpu_t **out) {
   (void)backend, (void)device, (void)base, (void)size;
+  *out = NULL;
+  return 0;
+}
+int gpb__gpu_open_child(const gpb__gpu_t *parent, gpb__gpu_t **out) {
+  (void)parent;
   *out = NULL;
   return 0;
 }

@@ -18,6 +18,7 @@ void gpb_config_init(gpb_config_t *cfg) {
   cfg->pool_size = (size_t)256 << 20;
   cfg->min_block = 256; /* cudaMalloc's alignment */
   cfg->policy = GPB_POLICY_BUDDY;
+  cfg->arenas = 1;
 }
 
 static const char *const backend_names[] = {"auto", "device", "pinned", "host",

@@ -50,13 +50,23 @@ static void *work(void *arg) {
   return NULL;
 }
 
-int main(void) {
-  uint64_t seed = test_seed();
+static void count_hook(const gpb_event_t *ev, void *user) {
+  (void)ev;
+  ++*(uint64_t *)user; /* called under the pool's lock: no race */
+}
+
+/* arenas: 1 is one lock; more gives each thread an arena. With `toggle`
+ * the main thread attaches and detaches a hook, and reads stats and
+ * checks the pool, while the workers run: arenas switch between counting
+ * on their own and feeding the pool's ordered stream under them. A small
+ * pool runs out, so superblocks move and get reclaimed between arenas. */
+static void run(uint64_t seed, size_t pool_size, uint32_t arenas, int toggle) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
   cfg.flags = GPB_CFG_NO_ENV;
   cfg.backend = GPB_BACKEND_HOST;
-  cfg.pool_size = 32 << 20;
+  cfg.pool_size = pool_size;
+  cfg.arenas = arenas;
   gpb_pool_t *pool;
   ASSERT_OK(gpb_pool_create(&cfg, &pool));
   pthread_t th[NTHREADS];
@@ -66,19 +76,43 @@ int main(void) {
     w[i] = (worker_t){pool, seed + (uint64_t)i * 7919u, i, ops, 0};
     ASSERT_EQ(pthread_create(&th[i], NULL, work, &w[i]), 0);
   }
+  uint64_t hooked = 0;
+  for (int i = 0; toggle && i < 50; i++) {
+    ASSERT_OK(gpb_pool_set_hook(pool, i % 2 ? NULL : count_hook, &hooked));
+    gpb_stats_t s;
+    ASSERT_OK(gpb_pool_stats(pool, &s));
+    ASSERT_U64_EQ(s.free_bytes + s.block_bytes, cfg.pool_size);
+    ASSERT_OK(gpb_pool_check(pool));
+  }
+  ASSERT_OK(gpb_pool_set_hook(pool, NULL, NULL));
   long ooms = 0;
   for (int i = 0; i < NTHREADS; i++) {
     pthread_join(th[i], NULL);
     ooms += w[i].ooms;
   }
   ASSERT_OK(gpb_pool_check(pool));
+  ASSERT_OK(gpb_pool_coalesce(pool));
+  ASSERT_OK(gpb_pool_check(pool));
   gpb_stats_t s;
   ASSERT_OK(gpb_pool_stats(pool, &s));
   ASSERT_U64_EQ(s.live_allocs, 0);
   ASSERT_U64_EQ(s.free_bytes, cfg.pool_size);
   ASSERT_U64_EQ(s.allocs, s.frees);
-  printf("%d threads, %" PRIu64 " allocations, %ld out-of-memory, pool intact\n",
-         NTHREADS, s.allocs, ooms);
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(pool, &info));
+  printf("%d threads, %u arena(s)%s: %" PRIu64 " allocations, %ld out-of-"
+         "memory, %" PRIu64 " events seen by the hook, pool intact\n",
+         NTHREADS, info.num_arenas, toggle ? ", hook toggled" : "", s.allocs,
+         ooms, hooked);
   gpb_pool_destroy(pool);
+}
+
+int main(void) {
+  uint64_t seed = test_seed();
+  run(seed, 32 << 20, 1, 0);
+  run(seed, 32 << 20, 4, 0);
+  run(seed, 32 << 20, 8, 1);
+  /* Short of memory: arenas borrow, give back and reclaim under pressure. */
+  run(seed, 1 << 20, 4, 1);
   return 0;
 }
