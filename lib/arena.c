@@ -45,16 +45,28 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Threads are numbered from 1 as they first allocate from any pool. */
+/* Threads are numbered from 1 as they first allocate from any pool; a
+ * thread remembers its arena in the last pool it used (pools are told
+ * apart by an id, since a new pool may reuse a freed one's address). */
 static _Atomic uint32_t arena_next_slot;
+static _Atomic uint64_t arena_next_pool_id;
 static __thread uint32_t arena_slot;
+static __thread uint64_t arena_last_pool;
+static __thread uint32_t arena_last_index;
+
+static gpb__arena_t *arena_pick(gpb_pool_t *p) {
+  if (!arena_slot)
+    arena_slot = atomic_fetch_add_explicit(&arena_next_slot, 1,
+                                           memory_order_relaxed) + 1;
+  arena_last_pool = p->id;
+  arena_last_index = (arena_slot - 1) % p->narenas;
+  return &p->arenas[arena_last_index];
+}
 
 static inline gpb__arena_t *arena_mine(gpb_pool_t *p) {
-  uint32_t s = arena_slot;
-  if (GPB__UNLIKELY(!s))
-    s = arena_slot = atomic_fetch_add_explicit(&arena_next_slot, 1,
-                                               memory_order_relaxed) + 1;
-  return &p->arenas[(s - 1) % p->narenas];
+  if (GPB__LIKELY(arena_last_pool == p->id))
+    return &p->arenas[arena_last_index];
+  return arena_pick(p);
 }
 
 /* The arena's event sink while no consumer listens: its own counters. */
@@ -76,6 +88,8 @@ static uint32_t arena_log2(uint64_t x) { return 63u - (uint32_t)__builtin_clzll(
 
 int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
   p->narenas = 1;
+  p->id = atomic_fetch_add_explicit(&arena_next_pool_id, 1,
+                                    memory_order_relaxed) + 1;
   if (n == 0) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     n = c < 1 ? 1 : (uint32_t)c;

@@ -55,6 +55,7 @@ struct gpb_pool {
   int loud;             /* a consumer listens: arena calls hold the pool's
                            lock too, so events form one ordered stream */
   uint64_t nsb;         /* superblocks in the pool */
+  uint64_t id;          /* tells pools apart in a thread's memory */
   _Atomic uint8_t *owner; /* per superblock: 0 the pool's core, a+1 arena a */
   gpb__arena_t *arenas;
 };

@@ -144,7 +144,7 @@ if [ "$BUILT" = yes ]; then
   done
   for t in test_stream test_gpu; do
     [ -x "$BUILD/tests/$t" ] || continue
-    step "racecheck-$t" 120 "GPB_TEST_SCALE=0.3 $SAN --tool racecheck tests/$t"
+    step "racecheck-$t" 120 "GPB_TEST_SCALE=0.1 $SAN --tool racecheck tests/$t"
   done
   [ -x "$BUILD/tests/test_stream" ] && \
     step "synccheck-test_stream" 120 "GPB_TEST_SCALE=0.3 $SAN --tool synccheck tests/test_stream"

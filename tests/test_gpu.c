@@ -3,14 +3,101 @@
  * a device pool, a kernel writes a distinct pattern into every word of
  * every live block, and the host reads each block back. Any pointer that
  * is not valid device memory faults; any two blocks that overlap show a
- * broken pattern. Without a GPU this test is skipped (exit 77).
+ * broken pattern. Then eight host threads share a pool with arenas, each
+ * on its own stream, writing, checking and freeing (half of it with
+ * gpb_free_async) at once. Without a GPU this test is skipped (exit 77).
  */
 #include "testutil.h"
 #include "gpu.h"
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 
 #define N 300
+#define NTHR 8
+
+typedef struct thr {
+  gpb_pool_t *pool;
+  uint64_t rng;
+  int id;
+  uint64_t blocks;
+} thr_t;
+
+static void *thr_work(void *arg) {
+  thr_t *t = arg;
+  cudaStream_t st;
+  if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess)
+    FAILF("thread %d: no stream", t->id);
+  enum { M = 40 };
+  void *p[M];
+  size_t sz[M];
+  uint32_t *host = malloc((size_t)1 << 20);
+  int rounds = (int)(20 * test_scale());
+  if (rounds < 2) rounds = 2;
+  for (int round = 0; round < rounds; round++) {
+    int n = 0;
+    for (int i = 0; i < M; i++) {
+      sz[i] = 4 + 4 * rng_below(&t->rng, 1u << (2 + rng_below(&t->rng, 16)));
+      if (gpb_alloc_ex(t->pool, sz[i], 0, (uint32_t)t->id, st, &p[n]) != 0) break;
+      sz[n++] = sz[i];
+    }
+    uint32_t v0 = 0x9e3779b9u * (uint32_t)(t->id * 1000 + round + 1);
+    for (int i = 0; i < n; i++)
+      ASSERT_EQ(gpbt_fill(p[i], sz[i], v0 + (uint32_t)i * 77u, st), 0);
+    ASSERT_EQ(cudaStreamSynchronize(st), 0);
+    for (int i = 0; i < n; i++) {
+      ASSERT_EQ(cudaMemcpy(host, p[i], sz[i], cudaMemcpyDeviceToHost), 0);
+      for (size_t w = 0; w < sz[i] / 4; w++)
+        if (host[w] != ((v0 + (uint32_t)i * 77u) ^ (uint32_t)w))
+          FAILF("thread %d round %d block %d word %zu: another thread's "
+                "block overlaps it", t->id, round, i, w);
+    }
+    for (int i = 0; i < n; i++) {
+      /* More work queued on the stream, then a stream-ordered free. */
+      if (i % 2) ASSERT_EQ(gpbt_fill(p[i], sz[i], 1, st), 0);
+      ASSERT_OK(i % 2 ? gpb_free_async(t->pool, p[i], st) : gpb_free(t->pool, p[i]));
+    }
+    t->blocks += (uint64_t)n;
+  }
+  ASSERT_EQ(cudaStreamSynchronize(st), 0);
+  cudaStreamDestroy(st);
+  free(host);
+  return NULL;
+}
+
+static void test_arenas(uint64_t seed) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.backend = GPB_BACKEND_DEVICE;
+  cfg.pool_size = (size_t)256 << 20;
+  cfg.arenas = NTHR;
+  gpb_pool_t *pool;
+  ASSERT_OK(gpb_pool_create(&cfg, &pool));
+  pthread_t th[NTHR];
+  thr_t t[NTHR];
+  for (int i = 0; i < NTHR; i++) {
+    t[i] = (thr_t){pool, seed + 31u * (uint64_t)i, i, 0};
+    ASSERT_EQ(pthread_create(&th[i], NULL, thr_work, &t[i]), 0);
+  }
+  uint64_t blocks = 0;
+  for (int i = 0; i < NTHR; i++) {
+    pthread_join(th[i], NULL);
+    blocks += t[i].blocks;
+  }
+  ASSERT_OK(gpb_pool_drain(pool));
+  ASSERT_OK(gpb_pool_check(pool));
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(pool, &s));
+  ASSERT_U64_EQ(s.live_allocs, 0);
+  ASSERT_U64_EQ(s.allocs, blocks);
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(pool, &info));
+  printf("gpu arenas: %d threads on %u arenas, %" PRIu64 " device blocks "
+         "written, read back intact and freed (half stream-ordered)\n", NTHR,
+         info.num_arenas, blocks);
+  gpb_pool_destroy(pool);
+}
 
 int main(void) {
   int ndev = 0;
@@ -63,5 +150,6 @@ int main(void) {
          s.allocs);
   free(host);
   gpb_pool_destroy(pool);
+  test_arenas(seed);
   return 0;
 }

@@ -30,8 +30,9 @@ static void on_event(const gpb_event_t *ev, void *user) {
                 gpb_event_type_name(ev->type), gpb_last_error_detail());
 }
 
-static gpb_pool_t *make_pool(int device, size_t size, gpb_policy_t policy,
-                             watch_t *w) {
+static gpb_pool_t *make_pool_arenas(int device, size_t size,
+                                    gpb_policy_t policy, uint32_t arenas,
+                                    watch_t *w) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
   cfg.flags = GPB_CFG_NO_ENV;
@@ -40,6 +41,7 @@ static gpb_pool_t *make_pool(int device, size_t size, gpb_policy_t policy,
   cfg.pool_size = size;
   cfg.min_block = 256;
   cfg.policy = policy;
+  cfg.arenas = arenas;
   gpb_pool_t *p;
   ASSERT_OK(gpb_pool_create(&cfg, &p));
   gpb_pool_info_t info;
@@ -48,6 +50,11 @@ static gpb_pool_t *make_pool(int device, size_t size, gpb_policy_t policy,
   w->fails = w->events = 0;
   ASSERT_OK(gpb_pool_set_hook(p, on_event, w));
   return p;
+}
+
+static gpb_pool_t *make_pool(int device, size_t size, gpb_policy_t policy,
+                             watch_t *w) {
+  return make_pool_arenas(device, size, policy, 1, w);
 }
 
 /* Pool and model agree, invariants hold, and the caller's device (1) is
@@ -249,7 +256,11 @@ static void test_stress(uint64_t *rng) {
   watch_t w;
   static const gpb_policy_t pol[] = {GPB_POLICY_BUDDY, GPB_POLICY_TRIM,
                                      GPB_POLICY_BESTFIT};
-  gpb_pool_t *p = make_pool(0, 2 << 20, pol[rng_below(rng, 3)], &w);
+  /* Half the runs with arenas: each has its own pending frees. */
+  uint32_t arenas = rng_below(rng, 2) ? 4 : 1;
+  gpb_pool_t *p = make_pool_arenas(0, 2 << 20,
+                                   pol[rng_below(rng, arenas > 1 ? 2 : 3)],
+                                   arenas, &w);
   enum { NS = 3, NSH = 200 };
   void *s[NS];
   for (int i = 0; i < NS; i++) s[i] = fake_stream_create(0);
@@ -304,8 +315,9 @@ static void test_stress(uint64_t *rng) {
   ASSERT_U64_EQ(st.allocs, st.frees);
   ASSERT_U64_EQ(w.fails, st.failures);
   check_pool(p, &w);
-  printf("stress: %" PRIu64 " allocs, %" PRIu64 " same-stream reuses, %" PRIu64
-         " waits, %" PRIu64 " failures\n", st.allocs, reused,
+  printf("stress (%u arena(s)): %" PRIu64 " allocs, %" PRIu64 " same-stream "
+         "reuses, %" PRIu64 " waits, %" PRIu64 " failures\n", arenas, st.allocs,
+         reused,
          fake_counts.syncs - waited0, st.failures);
   finish_pool(p, &w);
 }
