@@ -23,6 +23,16 @@
 #define CLOCK_HAVE_TSC 1
 #endif
 
+uint64_t gpb__now_coarse_ns(void) {
+#ifdef CLOCK_MONOTONIC_COARSE
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#else
+  return gpb_now_ns();
+#endif
+}
+
 static uint64_t clock_mono(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

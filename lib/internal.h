@@ -32,6 +32,12 @@
 #define GPB__UNLIKELY(x) (x)
 #endif
 
+/* ----------------------------------------------------------------- clock */
+
+/* CLOCK_MONOTONIC at the kernel's tick resolution (1 to 4 ms): a few
+ * nanoseconds to read, for times that only people look at. */
+GPB__HIDDEN uint64_t gpb__now_coarse_ns(void);
+
 /* ---------------------------------------------------------------- errors */
 
 /* Records a printf-style detail for gpb_last_error_detail() and returns err,

@@ -41,7 +41,7 @@ struct gpb_pool {
   uint64_t base_align; /* largest power of two dividing base */
   uint64_t now;        /* time of the call in progress (0: not recorded) */
   uint64_t last_now;   /* latest time stamped */
-  int want_time;
+  int want_time;        /* 0 no times, 1 tick clock, 2 fine clock */
   int debug;
   gpb_hook_fn hook;
   void *hook_user;
