@@ -138,7 +138,7 @@ int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
     a->core.emit = arena_emit;
     a->core.emit_ctx = a;
     a->core.quiet = &a->delta;
-    pthread_mutex_init(&a->lock, NULL);
+    gpb__mutex_init(&a->lock);
   }
   p->narenas = n;
   return 0;
@@ -205,14 +205,14 @@ static int arena_try(gpb_pool_t *p, gpb__arena_t *a, uint64_t size,
     now = p->now;
   }
   a->core.mute_fail = 1;
-  int rc = gpb__pool_core_alloc(p, &a->core, a->gpu, size, align_order, tag,
+  int rc = gpb__pool_core_alloc(&a->core, a->gpu, size, align_order, tag,
                                 stream, now, unit);
   if (rc == GPB_ENOMEM && lend) {
     if (!loud) pthread_mutex_lock(&p->lock);
     int lr = arena_lend(p, a);
     if (!loud) pthread_mutex_unlock(&p->lock);
     if (lr == 0)
-      rc = gpb__pool_core_alloc(p, &a->core, a->gpu, size, align_order, tag,
+      rc = gpb__pool_core_alloc(&a->core, a->gpu, size, align_order, tag,
                                 stream, now, unit);
   }
   a->core.mute_fail = 0;
@@ -227,7 +227,7 @@ static int arena_try_pool(gpb_pool_t *p, uint64_t size, uint32_t align_order,
   pthread_mutex_lock(&p->lock);
   gpb__pool_stamp(p);
   p->core.mute_fail = (uint8_t)mute;
-  int rc = gpb__pool_core_alloc(p, &p->core, p->gpu, size, align_order, tag,
+  int rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag,
                                 stream, p->now, unit);
   p->core.mute_fail = 0;
   pthread_mutex_unlock(&p->lock);

@@ -25,18 +25,6 @@ void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
   if (p->trace) gpb__trace_event(p->trace, ev);
 }
 
-/* Caller holds the lock. Threads read the clock apart (clock.c), so a
- * pool keeps its own times from going back. */
-void gpb__pool_stamp(gpb_pool_t *p) {
-  if (!p->want_time) {
-    p->now = 0;
-    return;
-  }
-  uint64_t t = p->want_time == 2 ? gpb_now_ns() : gpb__now_coarse_ns();
-  if (t > p->last_now) p->last_now = t;
-  p->now = p->last_now;
-}
-
 /* Every lock held (gpb__pool_lock_all). A hook or a trace gets the fine
  * clock. The publisher alone gets the kernel's tick clock: reading the
  * fine one on every call was half of what publishing cost, and the
@@ -173,7 +161,7 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     gpb__buddy_prefault(&p->core);
   uintptr_t b = (uintptr_t)p->base;
   p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
-  pthread_mutex_init(&p->lock, NULL);
+  gpb__mutex_init(&p->lock);
   p->narenas = 1;
   if ((rc = gpb__gpu_open(p->info.backend, p->info.device, p->base,
                           (size_t)p->info.pool_size, &p->gpu)) ||
@@ -233,7 +221,7 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
   } else {
     pthread_mutex_lock(&p->lock);
     gpb__pool_stamp(p);
-    rc = gpb__pool_core_alloc(p, &p->core, p->gpu, size, align_order, tag,
+    rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag,
                               stream, p->now, &unit);
     pthread_mutex_unlock(&p->lock);
   }
@@ -245,16 +233,6 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
     memset(*out, 0xA5, size); /* mem5's habit: make stale reads visible */
   if (p->debug >= 2 && (rc = gpb_pool_check(p)) != 0) *out = NULL;
   return rc;
-}
-
-int gpb__pool_core_alloc(gpb_pool_t *p, gpb__buddy_t *core, gpb__gpu_t *gpu,
-                         uint64_t size, uint32_t align_order, uint32_t tag,
-                         void *stream, uint64_t now, uint64_t *unit) {
-  (void)p;
-  return gpu ? gpb__gpu_alloc(gpu, core, size, align_order, tag, stream, now,
-                              unit)
-             : gpb__buddy_alloc(core, size, align_order, tag,
-                                (uint64_t)(uintptr_t)stream, now, unit);
 }
 
 int gpb_alloc(gpb_pool_t *p, size_t size, void **out) {

@@ -63,16 +63,31 @@ struct gpb_pool {
 /* pool.c: the pool's event sink (stats, hook, publisher, trace). Caller
  * holds the pool's lock. */
 GPB__HIDDEN void gpb__pool_emit(void *ctx, gpb_event_t *ev);
-/* Stamps the time of the call in progress into p->now. Pool's lock held. */
-GPB__HIDDEN void gpb__pool_stamp(gpb_pool_t *p);
+/* Stamps the time of the call in progress into p->now. Pool's lock held.
+ * Threads read the clock apart (clock.c), so a pool keeps its own times
+ * from going back. */
+static inline void gpb__pool_stamp(gpb_pool_t *p) {
+  if (!p->want_time) {
+    p->now = 0;
+    return;
+  }
+  uint64_t t = p->want_time == 2 ? gpb_now_ns() : gpb__now_coarse_ns();
+  if (t > p->last_now) p->last_now = t;
+  p->now = p->last_now;
+}
+
 /* One allocation or free in one core, through its GPU state when it has
  * one; the free fills host-visible memory first in debug mode. Caller
  * holds that core's lock. */
-GPB__HIDDEN int gpb__pool_core_alloc(gpb_pool_t *p, gpb__buddy_t *core,
-                                     gpb__gpu_t *gpu, uint64_t size,
-                                     uint32_t align_order, uint32_t tag,
-                                     void *stream, uint64_t now,
-                                     uint64_t *unit);
+static inline int gpb__pool_core_alloc(gpb__buddy_t *core, gpb__gpu_t *gpu,
+                                       uint64_t size, uint32_t align_order,
+                                       uint32_t tag, void *stream,
+                                       uint64_t now, uint64_t *unit) {
+  return gpu ? gpb__gpu_alloc(gpu, core, size, align_order, tag, stream, now,
+                              unit)
+             : gpb__buddy_alloc(core, size, align_order, tag,
+                                (uint64_t)(uintptr_t)stream, now, unit);
+}
 GPB__HIDDEN int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core,
                                     gpb__gpu_t *gpu, uint64_t off,
                                     void *stream, int async);
