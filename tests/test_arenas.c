@@ -267,6 +267,30 @@ int main(void) {
   cfg.arenas = 4;
   gpb_pool_t *p;
   ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
+  /* GPB_ARENAS sets the count when the config leaves the default (1). */
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_VIRTUAL;
+  cfg.pool_size = (size_t)64 << 20;
+  setenv("GPB_ARENAS", "3", 1);
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT_EQ(info.num_arenas, 3);
+  gpb_pool_destroy(p);
+  setenv("GPB_ARENAS", "65", 1);
+  ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
+  setenv("GPB_ARENAS", "x", 1);
+  ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
+  unsetenv("GPB_ARENAS");
+  cfg.arenas = 65;
+  ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
+  /* Too small for superblocks: one lock, said so. */
+  cfg.arenas = 8;
+  cfg.pool_size = (size_t)1 << 20;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT_EQ(info.num_arenas, 1);
+  gpb_pool_destroy(p);
   printf("%ld rounds of %ld steps with arenas (%" PRIu64 " with a hook), %"
          PRIu64 " refused allocations: every placement, failure and counter "
          "as the reference says\n", rounds, steps, hooked_rounds, total_fails);
