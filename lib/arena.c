@@ -138,7 +138,7 @@ int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
     a->core.emit = arena_emit;
     a->core.emit_ctx = a;
     a->core.quiet = &a->delta;
-    gpb__mutex_init(&a->lock);
+    pthread_mutex_init(&a->lock, NULL);
   }
   p->narenas = n;
   return 0;

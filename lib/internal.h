@@ -38,10 +38,6 @@
  * nanoseconds to read, for times that only people look at. */
 GPB__HIDDEN uint64_t gpb__now_coarse_ns(void);
 
-/* A mutex that spins briefly before sleeping (lock.c). */
-#include <pthread.h>
-GPB__HIDDEN void gpb__mutex_init(pthread_mutex_t *m);
-
 /* ---------------------------------------------------------------- errors */
 
 /* Records a printf-style detail for gpb_last_error_detail() and returns err,

@@ -161,7 +161,7 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     gpb__buddy_prefault(&p->core);
   uintptr_t b = (uintptr_t)p->base;
   p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
-  gpb__mutex_init(&p->lock);
+  pthread_mutex_init(&p->lock, NULL);
   p->narenas = 1;
   if ((rc = gpb__gpu_open(p->info.backend, p->info.device, p->base,
                           (size_t)p->info.pool_size, &p->gpu)) ||
