@@ -70,7 +70,14 @@ static inline void clear_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
 static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
                        uint64_t units, uint32_t order, uint64_t requested,
                        uint32_t tag, uint64_t stream) {
-  if (!b->emit || (type == GPB_EV_FAIL && b->mute_fail)) return;
+  if (type == GPB_EV_FAIL && b->mute_fail) return;
+  if (b->quiet) { /* only the stats listen: count, build nothing */
+    b->quiet->seq++;
+    gpb__stats_count(b->quiet, type, unit << b->min_shift, units << b->min_shift,
+                     requested, tag, order);
+    return;
+  }
+  if (!b->emit) return;
   gpb_event_t ev = {.offset = unit << b->min_shift,
                     .size = units << b->min_shift,
                     .requested = requested,

@@ -311,6 +311,58 @@ static inline void gpb__stats_merge(gpb_stats_t *s, uint32_t k) {
   s->free_blocks[k]++;
   s->merges++;
 }
+
+/* What gpb__stats_apply counts for an event of `type` on the range
+ * [off, off+size) (besides the sequence number): the core calls it
+ * directly when only the stats listen, so no event is built. */
+static inline void gpb__stats_count(gpb_stats_t *s, int type, uint64_t off,
+                                    uint64_t size, uint64_t requested,
+                                    uint32_t tag, uint32_t order) {
+  int64_t d = type == GPB_EV_ALLOC ? -1 : 1;
+  switch (type) {
+  case GPB_EV_ALLOC:
+  case GPB_EV_FREE: {
+    uint32_t shift = (uint32_t)__builtin_ctzll(s->min_block);
+    for (uint64_t u = off >> shift, n = size >> shift; n;) {
+      uint32_t k = gpb__canon_order(u, n);
+      s->free_blocks[k] += (uint64_t)d;
+      u += 1ull << k;
+      n -= 1ull << k;
+    }
+    if (type == GPB_EV_ALLOC) {
+      s->allocs++;
+      s->live_allocs++;
+      s->requested_bytes += requested;
+      s->block_bytes += size;
+      s->free_bytes -= size;
+      if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] += size;
+      if (s->requested_bytes > s->requested_peak)
+        s->requested_peak = s->requested_bytes;
+      if (s->block_bytes > s->block_peak) s->block_peak = s->block_bytes;
+    } else {
+      s->frees++;
+      s->live_allocs--;
+      s->requested_bytes -= requested;
+      s->block_bytes -= size;
+      s->free_bytes += size;
+      if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] -= size;
+      if (s->free_bytes > s->free_peak) s->free_peak = s->free_bytes;
+    }
+    break;
+  }
+  case GPB_EV_SPLIT:
+    gpb__stats_split(s, order);
+    break;
+  case GPB_EV_MERGE:
+    gpb__stats_merge(s, order);
+    break;
+  case GPB_EV_FAIL:
+    s->failures++;
+    break;
+  default:
+    break;
+  }
+}
 /* Adds counters that started from zero (an arena's) to s: wrapping sums,
  * so a delta may be "negative". Peaks are raised to the new totals. */
 GPB__HIDDEN void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d);

@@ -26,17 +26,6 @@ void gpb__stats_init(gpb_stats_t *s, uint64_t managed, uint64_t min_block,
     if (units & (1ull << k)) s->free_blocks[k] = 1;
 }
 
-/* Adds `delta` free blocks for each canonical block of the range. */
-static void stats_run(gpb_stats_t *s, uint64_t off, uint64_t size, int delta) {
-  uint32_t shift = (uint32_t)__builtin_ctzll(s->min_block);
-  for (uint64_t u = off >> shift, n = size >> shift; n;) {
-    uint32_t k = gpb__canon_order(u, n);
-    s->free_blocks[k] += (uint64_t)(int64_t)delta;
-    u += 1ull << k;
-    n -= 1ull << k;
-  }
-}
-
 #define PEAK(v, p) \
   do {             \
     if ((v) > (p)) (p) = (v); \
@@ -44,40 +33,8 @@ static void stats_run(gpb_stats_t *s, uint64_t off, uint64_t size, int delta) {
 
 void gpb__stats_apply(gpb_stats_t *s, const gpb_event_t *ev) {
   s->seq = ev->seq;
-  switch (ev->type) {
-  case GPB_EV_ALLOC:
-    stats_run(s, ev->offset, ev->size, -1);
-    s->allocs++;
-    s->live_allocs++;
-    s->requested_bytes += ev->requested;
-    s->block_bytes += ev->size;
-    s->free_bytes -= ev->size;
-    if (ev->tag < GPB_MAX_TAGS) s->tag_bytes[ev->tag] += ev->size;
-    PEAK(s->requested_bytes, s->requested_peak);
-    PEAK(s->block_bytes, s->block_peak);
-    break;
-  case GPB_EV_FREE:
-    stats_run(s, ev->offset, ev->size, +1);
-    s->frees++;
-    s->live_allocs--;
-    s->requested_bytes -= ev->requested;
-    s->block_bytes -= ev->size;
-    s->free_bytes += ev->size;
-    if (ev->tag < GPB_MAX_TAGS) s->tag_bytes[ev->tag] -= ev->size;
-    PEAK(s->free_bytes, s->free_peak);
-    break;
-  case GPB_EV_SPLIT:
-    gpb__stats_split(s, ev->order);
-    break;
-  case GPB_EV_MERGE:
-    gpb__stats_merge(s, ev->order);
-    break;
-  case GPB_EV_FAIL:
-    s->failures++;
-    break;
-  default:
-    break;
-  }
+  gpb__stats_count(s, ev->type, ev->offset, ev->size, ev->requested, ev->tag,
+                   ev->order);
 }
 
 void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d) {
