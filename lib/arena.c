@@ -50,9 +50,11 @@
  * apart by an id, since a new pool may reuse a freed one's address). */
 static _Atomic uint32_t arena_next_slot;
 static _Atomic uint64_t arena_next_pool_id;
-static __thread uint32_t arena_slot;
-static __thread uint64_t arena_last_pool;
-static __thread uint32_t arena_last_index;
+/* initial-exec: a plain TLS load, not a __tls_get_addr call per use. */
+#define ARENA_TLS __attribute__((tls_model("initial-exec")))
+static _Thread_local uint32_t arena_slot ARENA_TLS;
+static _Thread_local uint64_t arena_last_pool ARENA_TLS;
+static _Thread_local uint32_t arena_last_index ARENA_TLS;
 
 static gpb__arena_t *arena_pick(gpb_pool_t *p) {
   if (!arena_slot)
@@ -126,7 +128,10 @@ int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     gpb__arena_t *a = &p->arenas[i];
     int rc = gpb__buddy_init_arena(&a->core, units, shift, p->info.policy, s);
-    if (!rc) rc = gpb__gpu_open_child(p->gpu, &a->gpu);
+    if (!rc) {
+      pthread_mutex_init(&a->lock, NULL); /* destroyed with the core */
+      rc = gpb__gpu_open_child(p->gpu, &a->gpu);
+    }
     if (rc) {
       p->narenas = i + 1; /* close what exists, this one included */
       gpb__arenas_close(p);
@@ -138,7 +143,6 @@ int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
     a->core.emit = arena_emit;
     a->core.emit_ctx = a;
     a->core.quiet = &a->delta;
-    pthread_mutex_init(&a->lock, NULL);
   }
   p->narenas = n;
   return 0;
@@ -251,19 +255,23 @@ int gpb__arenas_alloc(gpb_pool_t *p, uint64_t size, uint32_t align_order,
   }
   if (size > p->info.managed_size) /* GPB_ETOOBIG: nothing to retry */
     return arena_try_pool(p, size, align_order, tag, stream, 0, unit);
-  rc = arena_try_pool(p, size, align_order, tag, stream, 1, unit);
-  if (rc != GPB_ENOMEM) return rc;
-  gpb__pool_lock_all(p);
-  gpb__arenas_reclaim(p, 1);
-  gpb__pool_unlock_all(p);
-  if (fits) {
-    gpb__arena_t *mine = arena_mine(p);
-    rc = arena_try(p, mine, size, align_order, tag, stream, 1, unit);
-    for (uint32_t i = 0; rc == GPB_ENOMEM && i < p->narenas; i++)
-      if (&p->arenas[i] != mine)
-        rc = arena_try(p, &p->arenas[i], size, align_order, tag, stream, 0,
-                       unit);
+  /* Reclaim, and look everywhere; with pending async frees, a second
+   * round waits for them: the only wait, and only before failing. */
+  for (int drain = 0; drain < (p->gpu ? 2 : 1); drain++) {
+    rc = arena_try_pool(p, size, align_order, tag, stream, 1, unit);
     if (rc != GPB_ENOMEM) return rc;
+    gpb__pool_lock_all(p);
+    gpb__arenas_reclaim(p, drain);
+    gpb__pool_unlock_all(p);
+    if (fits) {
+      gpb__arena_t *mine = arena_mine(p);
+      rc = arena_try(p, mine, size, align_order, tag, stream, 1, unit);
+      for (uint32_t i = 0; rc == GPB_ENOMEM && i < p->narenas; i++)
+        if (&p->arenas[i] != mine)
+          rc = arena_try(p, &p->arenas[i], size, align_order, tag, stream, 0,
+                         unit);
+      if (rc != GPB_ENOMEM) return rc;
+    }
   }
   return arena_try_pool(p, size, align_order, tag, stream, 0, unit);
 }
