@@ -259,7 +259,9 @@ typedef enum gpb_event_type {
  * policy that is a single block. */
 typedef struct gpb_event {
   uint64_t seq;       /* 1, 2, 3... per pool, no gaps */
-  uint64_t time_ns;   /* CLOCK_MONOTONIC */
+  uint64_t time_ns;   /* CLOCK_MONOTONIC (gpb_now_ns) with a hook or trace;
+                         at tick resolution (1-4 ms) when only the live
+                         publisher listens; 0 when nobody listens */
   uint64_t offset;    /* bytes from the pool base */
   uint64_t size;      /* ALLOC/FREE: range bytes; SPLIT/MERGE: 2^order*min */
   uint64_t requested; /* ALLOC/FREE/FAIL: bytes asked for */
