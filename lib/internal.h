@@ -10,6 +10,7 @@
  *   stats.c     stats as a pure function of the event stream
  *   model.c     a core fed by validated events (the block-map model)
  *   pool.c      the public pool: lock, backend, pointers, hooks, consumers
+ *   arena.c     per-thread arenas: cores fed superblocks by the pool's core
  */
 #ifndef GPB_INTERNAL_H
 #define GPB_INTERNAL_H

@@ -2,12 +2,14 @@
  * pool.c: the public pool. It owns the lock, the backend reservation, the
  * offset <-> pointer translation and the event consumers.
  *
- * Every public call takes the pool's mutex once; the buddy core below it
- * does O(orders) work and emits events into pool_emit(), which stamps the
+ * Without arenas every public call takes the pool's mutex once (with
+ * arenas, arena.c routes the calls); the buddy core below it does
+ * O(orders) work and emits events into gpb__pool_emit(), which stamps the
  * sequence number and time and hands each event to the stats, the user's
- * hook, the live publisher and the trace writer, in that order. No call on
- * the allocation path makes a system call (the clock is read through the
- * vDSO, and only when a consumer wants times).
+ * hook, the live publisher and the trace writer, in that order. When only
+ * the stats listen, the core counts into them in place instead. No call
+ * on the allocation path makes a system call (the clock is read through
+ * the vDSO, and only when a consumer wants times).
  */
 #include "pool.h"
 
