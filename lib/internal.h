@@ -41,6 +41,11 @@ GPB__HIDDEN uint64_t gpb__now_coarse_ns(void);
 
 /* ---------------------------------------------------------------- errors */
 
+/* Parses an arena count from environment variable `var` (value s): 0 to
+ * 64, else GPB_EINVAL naming the variable. */
+GPB__HIDDEN int gpb__parse_arenas(const char *var, const char *s,
+                                  uint32_t *out);
+
 /* Records a printf-style detail for gpb_last_error_detail() and returns err,
  * so a failing path reads `return gpb__fail(GPB_EINVAL, "...", ...)`. */
 GPB__HIDDEN int gpb__fail(int err, const char *fmt, ...)

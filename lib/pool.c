@@ -107,14 +107,10 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     e = getenv("GPB_TRACE");
     if (!cfg.trace_path && e && *e) cfg.trace_path = e;
     e = getenv("GPB_ARENAS");
-    if (cfg.arenas == 1 && e && *e) {
-      char *end;
-      unsigned long v = strtoul(e, &end, 10);
-      if (*end || v > 64)
-        return gpb__fail(GPB_EINVAL, "GPB_ARENAS=%s: want 0 (one per CPU) "
-                         "to 64", e);
-      cfg.arenas = (uint32_t)v;
-    }
+    int rc;
+    if (cfg.arenas == 1 && e && *e &&
+        (rc = gpb__parse_arenas("GPB_ARENAS", e, &cfg.arenas)))
+      return rc;
   }
   if (cfg.arenas > 64)
     return gpb__fail(GPB_EINVAL, "arenas %u: at most 64", cfg.arenas);

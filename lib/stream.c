@@ -257,20 +257,30 @@ static void stream_wait_oldest(gpb__gpu_t *g, gpb__buddy_t *core) {
 
 /* ------------------------------------------------------------- entries */
 
-int gpb__gpu_open(gpb_backend_t backend, int device, void *base, size_t size,
-                  gpb__gpu_t **out) {
-  *out = NULL;
-  if (backend != GPB_BACKEND_DEVICE && backend != GPB_BACKEND_PINNED) return 0;
+/* Empty state for `device` and `base`: no heap, no pending frees. */
+static int stream_new(int device, void *base, gpb__gpu_t **out) {
   gpb__gpu_t *g = calloc(1, sizeof *g);
-  if (!g) return gpb__fail(GPB_EHOSTMEM, "no host memory for GPU state");
-  g->hmask = 63;
-  g->hash = calloc(g->hmask + 1, sizeof *g->hash);
-  if (!g->hash) {
+  if (g) {
+    g->hmask = 63;
+    g->hash = calloc(g->hmask + 1, sizeof *g->hash);
+  }
+  if (!g || !g->hash) {
     free(g);
     return gpb__fail(GPB_EHOSTMEM, "no host memory for GPU state");
   }
   g->device = device;
   g->base = base;
+  *out = g;
+  return 0;
+}
+
+int gpb__gpu_open(gpb_backend_t backend, int device, void *base, size_t size,
+                  gpb__gpu_t **out) {
+  *out = NULL;
+  if (backend != GPB_BACKEND_DEVICE && backend != GPB_BACKEND_PINNED) return 0;
+  gpb__gpu_t *g;
+  int rc = stream_new(device, base, &g);
+  if (rc) return rc;
   int saved = stream_enter(g);
   g->heap = gpb__nvtx_heap_open(base, size);
   stream_leave(g, saved);
@@ -281,19 +291,10 @@ int gpb__gpu_open(gpb_backend_t backend, int device, void *base, size_t size,
 int gpb__gpu_open_child(const gpb__gpu_t *parent, gpb__gpu_t **out) {
   *out = NULL;
   if (!parent) return 0;
-  gpb__gpu_t *g = calloc(1, sizeof *g);
-  if (!g) return gpb__fail(GPB_EHOSTMEM, "no host memory for GPU state");
-  g->hmask = 63;
-  g->hash = calloc(g->hmask + 1, sizeof *g->hash);
-  if (!g->hash) {
-    free(g);
-    return gpb__fail(GPB_EHOSTMEM, "no host memory for GPU state");
-  }
-  g->device = parent->device;
-  g->base = parent->base;
-  g->heap = parent->heap;
-  g->child = 1;
-  *out = g;
+  int rc = stream_new(parent->device, parent->base, out);
+  if (rc) return rc;
+  (*out)->heap = parent->heap;
+  (*out)->child = 1;
   return 0;
 }
 

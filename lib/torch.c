@@ -100,14 +100,8 @@ static int torch_create(int device, gpb_pool_t **out) {
   if (e && *e && (rc = gpb_policy_parse(e, &cfg.policy)))
     return gpb__fail(rc, "GPB_TORCH_POLICY=%s: expected buddy or trim", e);
   e = getenv("GPB_TORCH_ARENAS");
-  if (e && *e) {
-    char *end;
-    unsigned long v = strtoul(e, &end, 10);
-    if (*end || v > 64)
-      return gpb__fail(GPB_EINVAL, "GPB_TORCH_ARENAS=%s: expected 0 (one per "
-                       "CPU) to 64", e);
-    cfg.arenas = (uint32_t)v;
-  }
+  if (e && *e && (rc = gpb__parse_arenas("GPB_TORCH_ARENAS", e, &cfg.arenas)))
+    return rc;
   char name[GPB_NAME_MAX];
   e = getenv("GPB_TORCH_PUBLISH");
   if (e && *e) {

@@ -90,3 +90,14 @@ const char *gpb_event_type_name(int type) {
 }
 
 const char *gpb_version(void) { return GPB_VERSION_STRING; }
+
+int gpb__parse_arenas(const char *var, const char *s, uint32_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno || end == s || *end || v > 64)
+    return gpb__fail(GPB_EINVAL, "%s=%s: want 0 (one arena per CPU) to 64",
+                     var, s);
+  *out = (uint32_t)v;
+  return 0;
+}
