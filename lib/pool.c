@@ -19,9 +19,10 @@
 /* Caller holds the lock. */
 void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
   gpb_pool_t *p = ctx;
-  ev->seq = p->stats.seq + 1;
+  ev->seq = ++p->stats.seq;
   ev->time_ns = p->now;
-  gpb__stats_apply(&p->stats, ev);
+  gpb__stats_count(&p->stats, ev->type, ev->offset, ev->size, ev->requested,
+                   ev->tag, ev->order); /* = gpb__stats_apply, inline */
   if (p->hook) p->hook(ev, p->hook_user);
   if (p->pub) gpb__pub_event(p->pub, ev, p);
   if (p->trace) gpb__trace_event(p->trace, ev);
