@@ -119,7 +119,8 @@ typedef struct gpb_config {
    * one per online CPU. Buddy and trim policies only. Costs some memory
    * (each arena keeps up to one free superblock). While a hook, publisher
    * or trace listens, calls serialize again so events keep one order.
-   * GPB_ARENAS=N sets it when this is 1. See docs/DESIGN.md. */
+   * GPB_ARENAS=N sets it when this is 1 (bestfit pools ignore it). See
+   * docs/DESIGN.md. */
   uint32_t arenas;
 } gpb_config_t;
 

@@ -112,6 +112,10 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     if (cfg.arenas == 1 && e && *e &&
         (rc = gpb__parse_arenas("GPB_ARENAS", e, &cfg.arenas)))
       return rc;
+    /* The environment asks for arenas where they can be had; only a
+     * program that asks itself gets an error for a bestfit pool. */
+    if (cfg.policy == GPB_POLICY_BESTFIT && cfg_in->arenas == 1)
+      cfg.arenas = 1;
   }
   if (cfg.arenas > 64)
     return gpb__fail(GPB_EINVAL, "arenas %u: at most 64", cfg.arenas);

@@ -277,6 +277,12 @@ int main(void) {
   ASSERT_OK(gpb_pool_info(p, &info));
   ASSERT_EQ(info.num_arenas, 3);
   gpb_pool_destroy(p);
+  cfg.policy = GPB_POLICY_BESTFIT; /* the environment does not break it */
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT_EQ(info.num_arenas, 1);
+  gpb_pool_destroy(p);
+  cfg.policy = GPB_POLICY_BUDDY;
   setenv("GPB_ARENAS", "65", 1);
   ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
   setenv("GPB_ARENAS", "x", 1);
