@@ -17,9 +17,11 @@
  * against "off". A publisher alone stamps events with the kernel's tick
  * clock (lib/pool.c), so "on" can cost less than "hook".
  */
+#define _GNU_SOURCE /* pthread_setaffinity_np */
 #include "gpubuddy.h"
 
 #include <inttypes.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,7 +37,18 @@ static const char *const mode_name[NMODES] = {"off", "hook", "on",
 typedef struct bench_opts {
   long steps, live, rounds;
   int json, host, virt;
+  int writer_cpu, reader_cpu; /* -1: wherever the scheduler puts them */
 } bench_opts_t;
+
+/* Pins the calling thread to one CPU (-1: leaves it alone). */
+static void bench_pin(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+    fprintf(stderr, "publish_overhead: cannot pin to CPU %d\n", cpu);
+}
 
 typedef struct bench_run {
   gpb_pool_t *pool;
@@ -66,8 +79,11 @@ static size_t bench_size(uint64_t *rng) {
   return s + (size_t)(bench_rng(rng) % s);
 }
 
+static int reader_cpu = -1;
+
 static void *bench_reader(void *arg) {
   const char *name = arg;
+  bench_pin(reader_cpu);
   gpb_attach_t *a;
   int rc = gpb_attach_open(name, &a);
   if (rc) {
@@ -210,7 +226,7 @@ static int bench_backend(gpb_backend_t be, const bench_opts_t *o, int first) {
 static void bench_usage(FILE *f) {
   fprintf(f,
           "usage: publish_overhead [--steps N] [--live N] [--rounds N]\n"
-          "                        [--backend host|virtual|both] [--json]\n"
+          "                        [--backend host|virtual|both] [--pin W,R] [--json]\n"
           "\n"
           "Times free+alloc steps on pools with live publishing off, with\n"
           "an empty hook (hook), on, and on with a reader polling\n"
@@ -220,11 +236,13 @@ static void bench_usage(FILE *f) {
           "  --live N     blocks kept live (default 1024)\n"
           "  --rounds N   rounds the modes alternate in (default 20)\n"
           "  --backend B  host, virtual or both (default both)\n"
+          "  --pin W,R    run the allocating thread on CPU W and the reader\n"
+          "               on CPU R (see lscpu -e for which share a core)\n"
           "  --json       JSON array instead of a table\n");
 }
 
 int main(int argc, char **argv) {
-  bench_opts_t o = {2000000, 1024, 20, 0, 1, 1};
+  bench_opts_t o = {2000000, 1024, 20, 0, 1, 1, -1, -1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -238,6 +256,14 @@ int main(int argc, char **argv) {
       o.live = atol(v), i++;
     } else if (v && !strcmp(a, "--rounds")) {
       o.rounds = atol(v), i++;
+    } else if (v && !strcmp(a, "--pin")) {
+      if (sscanf(v, "%d,%d", &o.writer_cpu, &o.reader_cpu) != 2 ||
+          o.writer_cpu < 0 || o.reader_cpu < 0) {
+        fprintf(stderr, "publish_overhead: --pin %s: want W,R (two CPU "
+                "numbers)\n", v);
+        return 1;
+      }
+      i++;
     } else if (v && !strcmp(a, "--backend")) {
       o.host = !strcmp(v, "host") || !strcmp(v, "both");
       o.virt = !strcmp(v, "virtual") || !strcmp(v, "both");
@@ -257,6 +283,8 @@ int main(int argc, char **argv) {
             "and at least 100 steps per round\n");
     return 1;
   }
+  bench_pin(o.writer_cpu);
+  reader_cpu = o.reader_cpu;
   if (o.json) printf("[");
   else
     printf("%-8s %-10s %9s %8s %8s %8s   %7s %7s %7s\n", "backend", "mode",

@@ -424,9 +424,10 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
     if (fd >= 0) break;
     int e = errno;
     if (e != EEXIST || attempt == 3) {
-      free(p);
-      return gpb__fail(e == EACCES ? GPB_EPERM : GPB_EIO, "cannot create "
-                       "/dev/shm%s: %s", p->path, strerror(e));
+      rc = gpb__fail(e == EACCES ? GPB_EPERM : GPB_EIO, "cannot create "
+                     "/dev/shm%s: %s", p->path, strerror(e));
+      free(p); /* after the message, which names p->path */
+      return rc;
     }
     if ((rc = pub_take_over(p->path, name))) {
       free(p);
@@ -451,9 +452,10 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   close(fd);
   if (m == MAP_FAILED) {
     shm_unlink(p->path);
+    rc = gpb__fail(GPB_EIO, "cannot map /dev/shm%s: %s", p->path,
+                   strerror(e));
     free(p);
-    return gpb__fail(GPB_EIO, "cannot map /dev/shm%s: %s", p->path,
-                     strerror(e));
+    return rc;
   }
   p->map = m;
   p->size = (size_t)total;
