@@ -384,7 +384,6 @@ int gpb__arenas_check(const gpb_pool_t *p) {
   uint64_t *sbs = malloc(sizeof *sbs * (p->nsb ? p->nsb : 1));
   if (!sbs) return gpb__fail(GPB_EHOSTMEM, "no host memory to check arenas");
   int rc = 0;
-  uint64_t lent = 0;
   for (uint64_t sb = 0; rc == 0 && sb < p->nsb; sb++) {
     uint8_t o = atomic_load_explicit(&p->owner[sb], memory_order_relaxed);
     const gpb__arec_t *r = gpb__atab_find(&p->core.atab, sb << p->sb_order);
@@ -397,7 +396,6 @@ int gpb__arenas_check(const gpb_pool_t *p) {
       rc = gpb__fail(GPB_ECORRUPT, "superblock %llu: owner says arena %d, "
                      "the pool's core %s", (unsigned long long)sb, (int)o - 1,
                      is_lent ? "lent it" : "did not lend it");
-    lent += o != 0;
   }
   for (uint32_t i = 0; rc == 0 && i < p->narenas; i++) {
     uint64_t n = 0;
@@ -412,6 +410,5 @@ int gpb__arenas_check(const gpb_pool_t *p) {
     }
   }
   free(sbs);
-  (void)lent;
   return rc;
 }

@@ -93,13 +93,7 @@ static void check_counters(round_t *r) {
     if (r->model) {
       test_blocks_t y = {0};
       ASSERT_OK(gpb_model_visit(r->model, test_collect_blocks, &y));
-      ASSERT_EQ(x.n, y.n);
-      for (size_t i = 0; i < x.n; i++) {
-        ASSERT_U64_EQ(x.b[i].offset, y.b[i].offset);
-        ASSERT_EQ(x.b[i].used, y.b[i].used);
-        ASSERT_U64_EQ(x.b[i].size, y.b[i].size);
-        ASSERT_U64_EQ(x.b[i].requested, y.b[i].requested);
-      }
+      test_blocks_same(&x, &y);
       gpb_stats_t ms;
       ASSERT_OK(gpb_model_stats(r->model, &ms));
       ASSERT_U64_EQ(ms.seq, s.seq);

@@ -112,4 +112,22 @@ static inline int test_collect_blocks(const gpb_block_info_t *b, void *user) {
   return 0;
 }
 
+/* Two block lists must describe the same map: layout and allocation
+ * records, but not the times (a pool and a reader stamp them apart). */
+static inline void test_blocks_same(const test_blocks_t *x,
+                                    const test_blocks_t *y) {
+  if (x->n != y->n) FAILF("%zu blocks against %zu", x->n, y->n);
+  for (size_t i = 0; i < x->n; i++) {
+    const gpb_block_info_t *a = &x->b[i], *b = &y->b[i];
+    if (a->offset != b->offset || a->size != b->size || a->order != b->order ||
+        a->used != b->used || a->alloc_offset != b->alloc_offset ||
+        a->alloc_size != b->alloc_size || a->requested != b->requested ||
+        a->tag != b->tag)
+      FAILF("block %zu differs: offset %" PRIu64 "/%" PRIu64 ", size %" PRIu64
+            "/%" PRIu64 ", used %u/%u, requested %" PRIu64 "/%" PRIu64, i,
+            a->offset, b->offset, a->size, b->size, a->used, b->used,
+            a->requested, b->requested);
+  }
+}
+
 #endif
