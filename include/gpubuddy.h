@@ -327,6 +327,25 @@ GPB_API uint64_t gpb_model_seq(const gpb_model_t *m);
 GPB_API int gpb_model_lookup(const gpb_model_t *m, uint64_t offset,
                              gpb_block_info_t *out);
 
+/* A simulating model allocates by itself: the placements, events and
+ * stats of a pool made from the same cfg (pool_size, min_block, policy,
+ * GPB_CFG_EAGER_MERGE; one arena), with no memory behind the offsets and
+ * no lock. Replay tools use it to get a pool's block map at the cost of
+ * one buddy core. It cannot apply events or load keyframes, and a
+ * following model cannot allocate (GPB_EINVAL). */
+#define GPB_NO_OFFSET UINT64_MAX
+GPB_API int gpb_model_create_sim(const gpb_config_t *cfg, gpb_model_t **out);
+/* As gpb_alloc_ex, with the event time given (it is what ages are measured
+ * from): *offset is the allocation's byte offset, or GPB_NO_OFFSET for
+ * size 0 (success, no event) and on error. */
+GPB_API int gpb_model_alloc(gpb_model_t *m, uint64_t size, uint64_t align,
+                            uint32_t tag, uint64_t time_ns, uint64_t *offset);
+/* As gpb_free: misuse gets the pool's codes and changes nothing. */
+GPB_API int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns);
+/* Called for every event the simulating model makes, after its stats
+ * count it. NULL removes it. */
+GPB_API int gpb_model_set_hook(gpb_model_t *m, gpb_hook_fn fn, void *user);
+
 /* ------------------------------------------------------------------ traces */
 
 /* Trace ops: what a program asked for, independent of placement, so that a

@@ -56,7 +56,7 @@ int vapp_open_replay(vapp_t *a, vops_t *ops, const gpb_config_t *cfg) {
     vops_close(ops);
     return rc;
   }
-  gpb_pool_info(vreplay_pool(a->rp), &a->info);
+  a->info = *vreplay_info(a->rp);
   a->model = vreplay_model(a->rp);
   vreplay_set_hook(a->rp, app_event, a);
   a->total_ops = vreplay_count(a->rp);

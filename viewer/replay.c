@@ -1,15 +1,18 @@
 /*
  * replay.c: the replay source. Trace ops (from a trace file through
  * gpb_trace_open, or from a built-in synthetic pattern) run through a
- * GPB_BACKEND_VIRTUAL pool; the pool's hook feeds every event to a
- * gpb_model_t and then to the viewer, exactly as a live reader's hook
- * would, so replay and live share one drawing path.
+ * simulating gpb_model_t (gpb_model_create_sim): the placements a pool of
+ * the same config makes, computed by the same buddy core, without the
+ * pool's memory, lock and second copy of the map. The model's hook feeds
+ * every event to the viewer exactly as a live reader's would, so replay
+ * and live share one drawing path. Events carry the trace's times, so
+ * ages are the trace's ages.
  *
  * Trace ops name allocations by id; a hash table (open addressing, linear
- * probing, deletion by backward shift) maps live ids to pointers. Memory
- * is the pool's metadata plus one slot per live allocation: bounded by
+ * probing, deletion by backward shift) maps live ids to offsets. Memory
+ * is the model's metadata plus one slot per live allocation: bounded by
  * the pool, not by the length of the trace. Scrubbing backwards restarts
- * from op 0 (the pool cannot load a keyframe; ingest is fast).
+ * from op 0 (a simulating model cannot load a keyframe; ingest is fast).
  */
 #include "view.h"
 
@@ -32,6 +35,7 @@ struct vops {
   uint64_t steps, total, pos, seed, rng, pool_size, min_block, next_id;
   uint64_t *live;
   uint64_t nlive;
+  double lo, hi, target; /* churn: log size bounds, live count aimed at */
   /* array */
   gpb_trace_op_t *arr;
 };
@@ -89,6 +93,11 @@ int vops_open_pattern(const char *name, uint64_t steps, uint64_t pool_size,
   o->seed = seed ? seed : 1;
   o->pool_size = pool_size;
   o->min_block = min_block;
+  /* Churn: log-uniform sizes from min_block/4 to pool/64. */
+  o->lo = log((double)(min_block / 4 ? min_block / 4 : 1));
+  o->hi = log((double)(pool_size / 64 > min_block ? pool_size / 64 : min_block));
+  double mean = (exp(o->hi) - exp(o->lo)) / (o->hi - o->lo > 0 ? o->hi - o->lo : 1);
+  o->target = 0.5 * (double)pool_size / (mean > 1 ? mean : 1);
   o->live = malloc((size_t)steps * sizeof *o->live);
   if (!o->live) {
     free(o);
@@ -135,20 +144,14 @@ static int ops_pattern_next(vops_t *o, gpb_trace_op_t *op) {
   op->time_ns = i * 1000;
   switch (o->kind) {
   case OPS_CHURN: {
-    /* Log-uniform sizes from min_block/4 to pool/64. Allocations lead
-     * while the live set is below what fills about half the pool, frees
-     * lead above it, so the pool hovers around half full. */
-    double lo = log((double)(o->min_block / 4 ? o->min_block / 4 : 1));
-    double hi = log((double)(o->pool_size / 64 > o->min_block
-                                 ? o->pool_size / 64
-                                 : o->min_block));
-    double mean = (exp(hi) - exp(lo)) / (hi - lo > 0 ? hi - lo : 1);
-    double target = 0.5 * (double)o->pool_size / (mean > 1 ? mean : 1);
-    double p_alloc = (double)o->nlive < target ? 0.6 : 0.4;
+    /* Allocations lead while the live set is below what fills about
+     * half the pool, frees lead above it, so the pool hovers around half
+     * full. */
+    double p_alloc = (double)o->nlive < o->target ? 0.6 : 0.4;
     if (o->nlive && (o->nlive == o->steps || ops_unit(o) >= p_alloc)) {
       ops_free_at(o, op, ops_rand(o) % o->nlive);
     } else {
-      ops_alloc(o, op, (uint64_t)exp(lo + (hi - lo) * ops_unit(o)),
+      ops_alloc(o, op, (uint64_t)exp(o->lo + (o->hi - o->lo) * ops_unit(o)),
                 (uint32_t)(ops_rand(o) % 8));
     }
     break;
@@ -229,7 +232,7 @@ void vops_close(vops_t *o) {
 
 typedef struct rp_slot {
   uint64_t key; /* id + 1; 0 = empty */
-  void *ptr;
+  uint64_t off; /* GPB_NO_OFFSET for a size-0 allocation */
 } rp_slot_t;
 
 typedef struct rp_ids {
@@ -270,8 +273,8 @@ static rp_slot_t *rp_find(rp_ids_t *t, uint64_t id) {
 }
 
 /* The slot for a new id, in one probe: NULL if the id is already live
- * (*err 0) or the table cannot grow (*err GPB_EHOSTMEM). The caller fills
- * ptr and then calls rp_commit, or rp_abandon if the allocation failed. */
+ * (*err 0) or the table cannot grow (*err GPB_EHOSTMEM). The caller
+ * calls rp_commit once the allocation succeeded, or leaves the slot. */
 static rp_slot_t *rp_claim(rp_ids_t *t, uint64_t id, int *err) {
   *err = 0;
   if ((t->n + 1) * 4 > t->cap * 3 && rp_grow(t)) {
@@ -285,9 +288,9 @@ static rp_slot_t *rp_claim(rp_ids_t *t, uint64_t id, int *err) {
   return &t->s[j];
 }
 
-static void rp_commit(rp_ids_t *t, rp_slot_t *slot, uint64_t id, void *ptr) {
+static void rp_commit(rp_ids_t *t, rp_slot_t *slot, uint64_t id, uint64_t off) {
   slot->key = id + 1;
-  slot->ptr = ptr;
+  slot->off = off;
   t->n++;
 }
 
@@ -304,7 +307,7 @@ static void rp_del(rp_ids_t *t, rp_slot_t *slot) {
     }
   }
   t->s[i].key = 0;
-  t->s[i].ptr = NULL;
+  t->s[i].off = 0;
   t->n--;
 }
 
@@ -318,7 +321,7 @@ static void rp_clear(rp_ids_t *t) {
 struct vreplay {
   vops_t *ops;
   gpb_config_t cfg;
-  gpb_pool_t *pool;
+  gpb_pool_info_t info;
   gpb_model_t *model;
   rp_ids_t ids;
   vevent_fn fn;
@@ -331,32 +334,7 @@ struct vreplay {
 static void rp_hook(const gpb_event_t *ev, void *user) {
   vreplay_t *r = user;
   r->events++;
-  int rc = gpb_model_apply(r->model, ev);
-  if (rc && !r->bad) {
-    r->bad = 1;
-    snprintf(r->err, sizeof r->err, "model refused event %llu: %s",
-             (unsigned long long)ev->seq, gpb_last_error_detail());
-  }
   if (r->fn) r->fn(ev, r->user);
-}
-
-static int rp_make_pool(vreplay_t *r) {
-  int rc = gpb_pool_create(&r->cfg, &r->pool);
-  if (rc) {
-    snprintf(r->err, sizeof r->err, "cannot create the replay pool: %s: %s",
-             gpb_strerror(rc), gpb_last_error_detail());
-    return rc;
-  }
-  gpb_pool_info_t info;
-  gpb_pool_info(r->pool, &info);
-  if (!r->model) {
-    rc = gpb_model_create(info.managed_size, info.min_block, &r->model);
-    if (rc) return rc;
-  } else {
-    gpb_model_reset(r->model);
-  }
-  gpb_pool_set_hook(r->pool, rp_hook, r);
-  return 0;
 }
 
 int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out) {
@@ -365,25 +343,30 @@ int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out) {
   if (!r) return GPB_EHOSTMEM;
   r->ops = ops;
   r->cfg = *cfg;
-  r->cfg.backend = GPB_BACKEND_VIRTUAL;
-  r->cfg.name = NULL;
-  r->cfg.trace_path = NULL;
-  r->cfg.flags |= GPB_CFG_NO_ENV;
-  int rc = rp_make_pool(r);
+  int rc = gpb_model_create_sim(&r->cfg, &r->model);
   if (rc) {
-    fprintf(stderr, "gpubuddy-view: %s\n", r->err);
-    gpb_pool_destroy(r->pool);
-    gpb_model_destroy(r->model);
+    fprintf(stderr, "gpubuddy-view: cannot create the replay pool: %s: %s\n",
+            gpb_strerror(rc), gpb_last_error_detail());
     free(r);
     return rc;
   }
+  gpb_model_set_hook(r->model, rp_hook, r);
+  /* What a pool of this config would report; a model has no memory. */
+  gpb_stats_t st;
+  gpb_model_stats(r->model, &st);
+  r->info.pool_size = cfg->pool_size;
+  r->info.min_block = cfg->min_block;
+  r->info.managed_size = st.managed_bytes;
+  r->info.num_orders = st.num_orders;
+  r->info.backend = GPB_BACKEND_VIRTUAL;
+  r->info.policy = cfg->policy;
+  r->info.num_arenas = 1;
   *out = r;
   return 0;
 }
 
 void vreplay_close(vreplay_t *r) {
   if (!r) return;
-  gpb_pool_destroy(r->pool);
   gpb_model_destroy(r->model);
   free(r->ids.s);
   vops_close(r->ops);
@@ -425,9 +408,9 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
         r->unmatched++; /* an id still live: the trace is inconsistent */
         continue;
       }
-      void *p = NULL;
+      uint64_t off;
       uint32_t tag = op.tag < GPB_MAX_TAGS ? op.tag : 0;
-      rc = gpb_alloc_ex(r->pool, (size_t)op.size, 0, tag, NULL, &p);
+      rc = gpb_model_alloc(r->model, op.size, 0, tag, op.time_ns, &off);
       if (rc == GPB_ENOMEM || rc == GPB_ETOOBIG) {
         r->failures++;
       } else if (rc) {
@@ -437,7 +420,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
                  gpb_last_error_detail());
         return rc;
       } else {
-        rp_commit(&r->ids, slot, op.id, p);
+        rp_commit(&r->ids, slot, op.id, off);
       }
     } else if (op.op == GPB_OP_FREE) {
       rp_slot_t *s = rp_find(&r->ids, op.id);
@@ -445,9 +428,10 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
         r->unmatched++; /* its allocation failed, or the trace began late */
         continue;
       }
-      void *p = s->ptr;
+      uint64_t off = s->off;
       rp_del(&r->ids, s);
-      if (p && (rc = gpb_free(r->pool, p)) != 0) {
+      if (off != GPB_NO_OFFSET &&
+          (rc = gpb_model_free(r->model, off, op.time_ns)) != 0) {
         r->bad = 1;
         snprintf(r->err, sizeof r->err, "op %llu: %s",
                  (unsigned long long)r->pos, gpb_strerror(rc));
@@ -460,8 +444,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
 }
 
 int vreplay_restart(vreplay_t *r) {
-  gpb_pool_destroy(r->pool);
-  r->pool = NULL;
+  gpb_model_reset(r->model);
   rp_clear(&r->ids);
   r->pos = r->events = r->failures = r->unmatched = 0;
   r->at_end = r->bad = 0;
@@ -470,9 +453,8 @@ int vreplay_restart(vreplay_t *r) {
   if (rc) {
     r->bad = 1;
     snprintf(r->err, sizeof r->err, "%s", vops_error(r->ops));
-    return rc;
   }
-  return rp_make_pool(r);
+  return rc;
 }
 
 uint64_t vreplay_count(vreplay_t *r) {
@@ -494,6 +476,6 @@ uint64_t vreplay_pos(const vreplay_t *r) { return r->pos; }
 uint64_t vreplay_events(const vreplay_t *r) { return r->events; }
 int vreplay_at_end(const vreplay_t *r) { return r->at_end; }
 const gpb_model_t *vreplay_model(const vreplay_t *r) { return r->model; }
-const gpb_pool_t *vreplay_pool(const vreplay_t *r) { return r->pool; }
+const gpb_pool_info_t *vreplay_info(const vreplay_t *r) { return &r->info; }
 const char *vreplay_error(const vreplay_t *r) { return r->err; }
 uint64_t vreplay_failures(const vreplay_t *r) { return r->failures; }

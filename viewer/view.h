@@ -207,7 +207,7 @@ int vreplay_at_end(const vreplay_t *r);
 /* Counts the ops (one pass) so the timeline has an end; 0 if unknown. */
 uint64_t vreplay_count(vreplay_t *r);
 const gpb_model_t *vreplay_model(const vreplay_t *r);
-const gpb_pool_t *vreplay_pool(const vreplay_t *r);
+const gpb_pool_info_t *vreplay_info(const vreplay_t *r);
 const char *vreplay_error(const vreplay_t *r);
 uint64_t vreplay_failures(const vreplay_t *r);
 
