@@ -37,4 +37,20 @@ $view no-such-pool-$$ --headless --png "$tmp/c.png" 2>"$tmp/err"
 [ $? -eq 1 ] || fail "a missing pool does not exit 1"
 [ -s "$tmp/err" ] || fail "no message for a missing pool"
 $view --list >/dev/null || fail "--list fails"
+
+# Benchmark mode, small: every line it promises, and a trace written by a
+# sample replayed from memory and from the file with the same event count.
+$view --bench --steps 20000 --bench-frames 3 --size 320x200 >"$tmp/bench" 2>&1 ||
+  fail "--bench failed: $(cat "$tmp/bench")"
+for w in "source synthetic pattern" "replay fill (ops in memory)" \
+         "replay churn at full pool" "frame 320x200" "live   model + map"; do
+  grep -q "$w" "$tmp/bench" || fail "--bench printed no '$w': $(cat "$tmp/bench")"
+done
+printf '# gpubuddy-trace v1\n1 0 alloc 1 1000 0 0\n2 5 alloc 2 300 1 0\n3 9 free 1 0 0 0\n' >"$tmp/t.trace"
+$view --bench --trace "$tmp/t.trace" --bench-frames 2 --size 320x200 >"$tmp/bench" 2>&1 ||
+  fail "--bench --trace failed: $(cat "$tmp/bench")"
+mem=$(grep "whole run (ops in memory)" "$tmp/bench" | awk '{print $8}')
+file=$(grep "whole run (from the file)" "$tmp/bench" | awk '{print $8}')
+[ -n "$mem" ] && [ "$mem" = "$file" ] ||
+  fail "--bench --trace: events from memory '$mem', from the file '$file'"
 echo "test_viewer_cli: ok"

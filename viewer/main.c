@@ -201,21 +201,23 @@ static void list_cb(const char *name, void *user) {
   printf("%s\n", name);
 }
 
+/* The ops of --trace or --pattern. */
+static int open_ops(const opts_t *o, vops_t **ops) {
+  if (o->trace) return vops_open_trace(o->trace, ops);
+  uint64_t steps = o->steps ? o->steps : 20000;
+  int rc = vops_open_pattern(o->pattern, steps, o->cfg.pool_size,
+                             o->cfg.min_block, o->seed, ops);
+  if (rc)
+    fprintf(stderr, "gpubuddy-view: --pattern: churn, checker or fill, "
+                    "with --steps 1..2^32\n");
+  return rc;
+}
+
 static int open_source(opts_t *o, vapp_t *app) {
   int rc;
   if (o->trace || o->pattern) {
     vops_t *ops;
-    if (o->trace) {
-      rc = vops_open_trace(o->trace, &ops);
-    } else {
-      uint64_t steps = o->steps ? o->steps : 20000;
-      rc = vops_open_pattern(o->pattern, steps, o->cfg.pool_size,
-                             o->cfg.min_block, o->seed, &ops);
-      if (rc)
-        fprintf(stderr, "gpubuddy-view: --pattern: churn, checker or fill, "
-                        "with --steps 1..2^32\n");
-    }
-    if (rc) return rc;
+    if ((rc = open_ops(o, &ops))) return rc;
     rc = vapp_open_replay(app, ops, &o->cfg);
     if (rc) return rc;
     snprintf(app->title, sizeof app->title, "%s", o->trace ? o->trace : o->pattern);
@@ -332,9 +334,45 @@ static double bench_ingest(vapp_t *app, uint64_t ops, const char *what) {
   }
   double secs = (double)(gpb_now_ns() - t0) / 1e9;
   uint64_t ev = vreplay_events(app->rp) - e0;
-  printf("replay %-28s %8" PRIu64 " ops %9" PRIu64 " events  %6.3f s  %6.2f M events/s\n",
+  printf("replay %-34s %8" PRIu64 " ops %9" PRIu64 " events  %6.3f s  %6.2f M events/s\n",
          what, done, ev, secs, secs > 0 ? (double)ev / secs / 1e6 : 0);
   return secs;
+}
+
+/* Ops held in memory for the ingest measurement: 8M ops are 448 MB. */
+#define BENCH_MAX_OPS (8u << 20)
+
+/* Reads the whole source once, timed (trace parsing or the pattern's
+ * generator), into an array for the replay measured without it. NULL
+ * when the source is longer than BENCH_MAX_OPS or unreadable. */
+static gpb_trace_op_t *bench_source(const opts_t *o, size_t *n, int *bad) {
+  vops_t *v;
+  *n = 0;
+  if ((*bad = open_ops(o, &v) != 0)) return NULL;
+  size_t cap = 1u << 16;
+  gpb_trace_op_t *a = malloc(cap * sizeof *a);
+  uint64_t t0 = gpb_now_ns();
+  int rc = 1;
+  while (a && *n <= BENCH_MAX_OPS && (rc = vops_next(v, &a[*n])) == 1)
+    if (++*n == cap) {
+      gpb_trace_op_t *b = realloc(a, (cap *= 2) * sizeof *a);
+      if (!b) free(a);
+      a = b;
+    }
+  double secs = (double)(gpb_now_ns() - t0) / 1e9;
+  if (rc < 0) fprintf(stderr, "gpubuddy-view: %s\n", vops_error(v));
+  printf("source %-34s %8zu ops                   %6.3f s  %6.2f M ops/s\n",
+         o->trace ? "trace file, read and parsed" : "synthetic pattern", *n,
+         secs, secs > 0 ? (double)*n / secs / 1e6 : 0);
+  vops_close(v);
+  if (!a || rc < 0 || *n > BENCH_MAX_OPS) {
+    if (a && *n > BENCH_MAX_OPS)
+      printf("(over %u ops: the ingest is measured from the file only)\n",
+             BENCH_MAX_OPS);
+    free(a);
+    return NULL;
+  }
+  return a;
 }
 
 static void bench_frames(vapp_t *app, vfb_t *fb, int n, uint64_t ops_per_frame) {
@@ -357,8 +395,12 @@ static void bench_frames(vapp_t *app, vfb_t *fb, int n, uint64_t ops_per_frame) 
 }
 
 /* Fill: `steps` min-block allocations, then churn at that many live
- * blocks. Reports replay ingest (pool + model + map), live ingest (model +
- * map: what a live reader does with each event) and frame times. */
+ * blocks (or --trace / --pattern). Reports the source's own rate (trace
+ * parsing or the pattern's generator), replay ingest from ops in memory
+ * (simulating model + map + series: the viewer's own work), for a trace
+ * the replay from the file as a user gets it, live ingest (following
+ * model + map: what a live reader does with each event), and frame
+ * times. */
 static int run_bench(opts_t *o) {
   vapp_t app;
   uint64_t steps = o->steps ? o->steps : 1000000;
@@ -370,18 +412,44 @@ static int run_bench(opts_t *o) {
     o->pattern = "fill";
     o->steps = steps;
   }
-  if (open_source(o, &app)) return 1;
+  printf("gpubuddy-view --bench: %s, pool %zu bytes, min block %zu\n",
+         o->trace ? o->trace : o->pattern, o->cfg.pool_size, o->cfg.min_block);
+  size_t nops;
+  int bad;
+  gpb_trace_op_t *arr = bench_source(o, &nops, &bad);
+  if (bad) return 1;
+  vops_t *mem = NULL;
+  if (arr && vops_take_array(arr, nops, &mem)) free(arr);
+  if (mem) {
+    if (vapp_open_replay(&app, mem, &o->cfg)) return 1;
+    app.map.color = (vcolor_mode_t)o->color;
+    app.map.layout = (vlayout_t)o->layout;
+  } else if (open_source(o, &app)) {
+    return 1;
+  }
   vfb_t fb;
   if (vfb_init(&fb, o->w, o->h)) return 1;
   vframe_layout(&app, fb.w, fb.h);
   vapp_update(&app, 0);
-  printf("gpubuddy-view --bench: %s, pool %zu bytes, min block %zu\n",
-         app.title, o->cfg.pool_size, o->cfg.min_block);
+  const char *from = mem ? "(ops in memory)" : "(from the file)";
+  char what[64];
   if (!fill) {
-    bench_ingest(&app, UINT64_MAX, "whole run");
+    snprintf(what, sizeof what, "whole run %s", from);
+    bench_ingest(&app, UINT64_MAX, what);
   } else {
-    bench_ingest(&app, steps, "fill (allocations)");
-    bench_ingest(&app, steps / 2, "churn at full pool");
+    snprintf(what, sizeof what, "fill %s", from);
+    bench_ingest(&app, steps, what);
+    snprintf(what, sizeof what, "churn at full pool %s", from);
+    bench_ingest(&app, steps / 2, what);
+  }
+  if (o->trace && mem) {
+    /* As a user replays it: parsing and ingest on one thread. */
+    vapp_t file;
+    if (open_source(o, &file) == 0) {
+      vframe_layout(&file, fb.w, fb.h);
+      bench_ingest(&file, UINT64_MAX, "whole run (from the file)");
+      vapp_close(&file);
+    }
   }
   vapp_update(&app, 0);
   bench_frames(&app, &fb, o->bench_frames, 0);

@@ -40,20 +40,25 @@ struct vops {
   gpb_trace_op_t *arr;
 };
 
-int vops_open_array(const gpb_trace_op_t *ops, size_t n, vops_t **out) {
+int vops_take_array(gpb_trace_op_t *ops, size_t n, vops_t **out) {
   *out = NULL;
   vops_t *o = calloc(1, sizeof *o);
   if (!o) return GPB_EHOSTMEM;
   o->kind = OPS_ARRAY;
   o->total = n;
-  o->arr = malloc((n ? n : 1) * sizeof *ops);
-  if (!o->arr) {
-    free(o);
-    return GPB_EHOSTMEM;
-  }
-  if (n) memcpy(o->arr, ops, n * sizeof *ops);
+  o->arr = ops;
   *out = o;
   return 0;
+}
+
+int vops_open_array(const gpb_trace_op_t *ops, size_t n, vops_t **out) {
+  *out = NULL;
+  gpb_trace_op_t *copy = malloc((n ? n : 1) * sizeof *ops);
+  if (!copy) return GPB_EHOSTMEM;
+  if (n) memcpy(copy, ops, n * sizeof *ops);
+  int rc = vops_take_array(copy, n, out);
+  if (rc) free(copy);
+  return rc;
 }
 
 int vops_open_trace(const char *path, vops_t **out) {
@@ -318,6 +323,8 @@ static void rp_clear(rp_ids_t *t) {
 
 /* ---------------------------------------------------------------- replay */
 
+#define RP_AHEAD 16u
+
 struct vreplay {
   vops_t *ops;
   gpb_config_t cfg;
@@ -329,6 +336,12 @@ struct vreplay {
   uint64_t pos, events, failures, unmatched, total;
   int at_end, bad;
   char err[320];
+  /* Ops read ahead, so that each one's id slot is fetched from memory
+   * while earlier ops run: with a million live ids the table is far
+   * bigger than the caches, and this hides most of one miss per op. */
+  gpb_trace_op_t ahead[RP_AHEAD];
+  unsigned ahead_pos, ahead_n;
+  int ahead_rc; /* what vops_next said after the last op read ahead */
 };
 
 static void rp_hook(const gpb_event_t *ev, void *user) {
@@ -343,6 +356,7 @@ int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out) {
   if (!r) return GPB_EHOSTMEM;
   r->ops = ops;
   r->cfg = *cfg;
+  r->ahead_rc = 1;
   int rc = gpb_model_create_sim(&r->cfg, &r->model);
   if (rc) {
     fprintf(stderr, "gpubuddy-view: cannot create the replay pool: %s: %s\n",
@@ -378,12 +392,29 @@ void vreplay_set_hook(vreplay_t *r, vevent_fn fn, void *user) {
   r->user = user;
 }
 
+/* The next op, through the read-ahead window: 1, 0 at the end, <0. */
+static int rp_next(vreplay_t *r, gpb_trace_op_t *op) {
+  while (r->ahead_n < RP_AHEAD && r->ahead_rc == 1) {
+    gpb_trace_op_t *a = &r->ahead[(r->ahead_pos + r->ahead_n) % RP_AHEAD];
+    r->ahead_rc = vops_next(r->ops, a);
+    if (r->ahead_rc != 1) break;
+    r->ahead_n++;
+    if (r->ids.cap)
+      __builtin_prefetch(&r->ids.s[rp_hash(a->id + 1) & (r->ids.cap - 1)]);
+  }
+  if (r->ahead_n == 0) return r->ahead_rc;
+  *op = r->ahead[r->ahead_pos];
+  r->ahead_pos = (r->ahead_pos + 1) % RP_AHEAD;
+  r->ahead_n--;
+  return 1;
+}
+
 int64_t vreplay_step(vreplay_t *r, uint64_t n) {
   if (r->bad) return GPB_EFORMAT;
   uint64_t done = 0;
-  gpb_trace_op_t op;
+  gpb_trace_op_t op = {0};
   while (done < n && !r->at_end) {
-    int rc = vops_next(r->ops, &op);
+    int rc = rp_next(r, &op);
     if (rc == 0) {
       r->at_end = 1;
       break;
@@ -448,6 +479,8 @@ int vreplay_restart(vreplay_t *r) {
   rp_clear(&r->ids);
   r->pos = r->events = r->failures = r->unmatched = 0;
   r->at_end = r->bad = 0;
+  r->ahead_pos = r->ahead_n = 0;
+  r->ahead_rc = 1;
   r->err[0] = 0;
   int rc = vops_rewind(r->ops);
   if (rc) {

@@ -180,6 +180,8 @@ int vops_open_pattern(const char *name, uint64_t steps, uint64_t pool_size,
                       uint64_t min_block, uint64_t seed, vops_t **out);
 /* Replays a copy of ops[0..n) (tests). */
 int vops_open_array(const gpb_trace_op_t *ops, size_t n, vops_t **out);
+/* As vops_open_array, taking ownership of a malloc'd ops (no copy). */
+int vops_take_array(gpb_trace_op_t *ops, size_t n, vops_t **out);
 /* 1 with *op, 0 at the end, <0 with vops_error(). */
 int vops_next(vops_t *o, gpb_trace_op_t *op);
 int vops_rewind(vops_t *o);

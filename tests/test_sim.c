@@ -1,0 +1,212 @@
+/*
+ * test_sim.c: a simulating model (gpb_model_create_sim) against a real
+ * pool. Both get the same random requests; every placement, every error
+ * code, every event (type, offset, size, order, requested, tag) and the
+ * final block lists must agree, with both invariant checkers run after
+ * every step. Then misuse: each wrong call fails with the pool's code and
+ * leaves the model as it was.
+ */
+#include "testutil.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * KIB)
+#define MAXLIVE 512
+
+typedef struct evlog {
+  gpb_event_t ev[256];
+  int n;
+} evlog_t;
+
+static void log_event(const gpb_event_t *ev, void *user) {
+  evlog_t *l = user;
+  if (l->n < 256) l->ev[l->n++] = *ev;
+}
+
+static void events_same(const evlog_t *p, const evlog_t *m, uint64_t step) {
+  if (p->n != m->n) FAILF("step %" PRIu64 ": pool %d events, model %d", step, p->n, m->n);
+  for (int i = 0; i < p->n; i++) {
+    const gpb_event_t *a = &p->ev[i], *b = &m->ev[i];
+    if (a->seq != b->seq || a->type != b->type || a->offset != b->offset ||
+        a->size != b->size || a->order != b->order ||
+        a->requested != b->requested || a->tag != b->tag)
+      FAILF("step %" PRIu64 " event %d: pool type %u off %" PRIu64 " size %" PRIu64
+            ", model type %u off %" PRIu64 " size %" PRIu64, step, i, a->type,
+            a->offset, a->size, b->type, b->offset, b->size);
+  }
+}
+
+/* One seeded run: a pool of `cfg` and its simulation side by side. */
+static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
+                     int hooked) {
+  gpb_pool_t *p;
+  gpb_model_t *m;
+  ASSERT_OK(gpb_pool_create(cfg, &p));
+  ASSERT_OK(gpb_model_create_sim(cfg, &m));
+  gpb_pool_info_t info;
+  gpb_pool_info(p, &info);
+  evlog_t pl = {0}, ml = {0};
+  if (hooked) {
+    ASSERT_OK(gpb_pool_set_hook(p, log_event, &pl));
+    ASSERT_OK(gpb_model_set_hook(m, log_event, &ml));
+  }
+  char *ptr[MAXLIVE];
+  uint64_t off[MAXLIVE];
+  int nlive = 0;
+  uint64_t rng = seed | 1, fails = 0;
+  for (uint64_t step = 0; step < steps; step++) {
+    pl.n = ml.n = 0;
+    uint64_t r = rng_next(&rng);
+    if (nlive == MAXLIVE || (nlive && r % 100 < 45)) {
+      int i = (int)(rng_next(&rng) % (uint64_t)nlive);
+      ASSERT_OK(gpb_free(p, ptr[i]));
+      if (off[i] != GPB_NO_OFFSET) ASSERT_OK(gpb_model_free(m, off[i], step));
+      else ASSERT(ptr[i] == NULL);
+      ptr[i] = ptr[--nlive];
+      off[i] = off[nlive];
+    } else {
+      /* Log-uniform sizes from 1 byte to twice the pool (so some fail),
+       * a few zero-size requests, some aligned ones. */
+      uint64_t size = r % 50 == 0 ? 0 : 1ull << (rng_next(&rng) % 26);
+      size += size ? rng_next(&rng) % size : 0;
+      size_t align = r % 7 == 0 ? (size_t)1 << (rng_next(&rng) % 16) : 0;
+      uint32_t tag = (uint32_t)(rng_next(&rng) % GPB_MAX_TAGS);
+      void *q = NULL;
+      uint64_t o = 0;
+      int rp = gpb_alloc_ex(p, size, align, tag, NULL, &q);
+      int rm = gpb_model_alloc(m, size, align, tag, step, &o);
+      if (rp != rm)
+        FAILF("step %" PRIu64 ": size %" PRIu64 " align %zu: pool %s, model %s",
+              step, size, align, gpb_err_name(rp), gpb_err_name(rm));
+      if (rp == 0) {
+        if (q == NULL) ASSERT_U64_EQ(o, GPB_NO_OFFSET);
+        else ASSERT_U64_EQ(o, (uint64_t)((char *)q - (char *)info.base));
+        ptr[nlive] = q;
+        off[nlive] = o;
+        nlive++;
+      } else {
+        ASSERT_U64_EQ(o, GPB_NO_OFFSET);
+        fails++;
+      }
+    }
+    if (hooked) events_same(&pl, &ml, step);
+    ASSERT_OK(gpb_pool_check(p));
+    ASSERT_OK(gpb_model_check(m));
+  }
+  gpb_stats_t ps, ms;
+  ASSERT_OK(gpb_pool_stats(p, &ps));
+  ASSERT_OK(gpb_model_stats(m, &ms));
+  ASSERT_U64_EQ(ms.seq, ps.seq);
+  ASSERT_U64_EQ(ms.allocs, ps.allocs);
+  ASSERT_U64_EQ(ms.frees, ps.frees);
+  ASSERT_U64_EQ(ms.failures, ps.failures);
+  ASSERT_U64_EQ(ms.splits, ps.splits);
+  ASSERT_U64_EQ(ms.merges, ps.merges);
+  ASSERT_U64_EQ(ms.block_bytes, ps.block_bytes);
+  ASSERT_U64_EQ(ms.requested_peak, ps.requested_peak);
+  ASSERT_U64_EQ(ms.largest_free, ps.largest_free);
+  ASSERT(ms.external_frag == ps.external_frag);
+  test_blocks_t pb = {0}, mb = {0};
+  ASSERT_OK(gpb_pool_visit(p, test_collect_blocks, &pb));
+  ASSERT_OK(gpb_model_visit(m, test_collect_blocks, &mb));
+  test_blocks_same(&pb, &mb);
+  /* A simulated allocation carries the time it was given. */
+  for (size_t i = 0; i < mb.n; i++)
+    if (mb.b[i].used) ASSERT(mb.b[i].time_ns < steps);
+  ASSERT(fails > 0); /* the run reached the pool's limits */
+  free(pb.b);
+  free(mb.b);
+  gpb_model_destroy(m);
+  gpb_pool_destroy(p);
+}
+
+static void test_differential(uint64_t seed) {
+  uint64_t steps = (uint64_t)(4000 * test_scale());
+  static const size_t sizes[] = {32 * MIB, 24 * MIB + 4096};
+  for (int pol = 0; pol < GPB_NUM_POLICIES; pol++)
+    for (int eager = 0; eager < 2; eager++)
+      for (int z = 0; z < 2; z++) {
+        gpb_config_t c;
+        gpb_config_init(&c);
+        c.backend = GPB_BACKEND_VIRTUAL;
+        c.flags = GPB_CFG_NO_ENV | (eager ? GPB_CFG_EAGER_MERGE : 0);
+        c.policy = (gpb_policy_t)pol;
+        c.pool_size = sizes[z];
+        c.min_block = z ? 4096 : 256;
+        diff_run(&c, seed + (uint64_t)(pol * 4 + eager * 2 + z), steps, (z + pol) & 1);
+      }
+  printf("differential, 3 policies x eager/deferred merge x 2 shapes: ok\n");
+}
+
+static void test_misuse(void) {
+  gpb_config_t c;
+  gpb_config_init(&c);
+  c.pool_size = 1 * MIB;
+  gpb_model_t *m, *f;
+  ASSERT_ERR(gpb_model_create_sim(&c, NULL), GPB_EINVAL);
+  c.min_block = 100;
+  ASSERT_ERR(gpb_model_create_sim(&c, &m), GPB_EINVAL);
+  c.min_block = 256;
+  c.policy = (gpb_policy_t)99;
+  ASSERT_ERR(gpb_model_create_sim(&c, &m), GPB_EINVAL);
+  c.policy = GPB_POLICY_BUDDY;
+  c.pool_size = 100;
+  ASSERT_ERR(gpb_model_create_sim(&c, &m), GPB_EINVAL);
+  c.pool_size = 1 * MIB;
+  ASSERT_OK(gpb_model_create_sim(&c, &m));
+  ASSERT_OK(gpb_model_create(1 * MIB, 256, &f));
+
+  uint64_t a, b, o;
+  ASSERT_OK(gpb_model_alloc(m, 1000, 0, 3, 10, &a));
+  ASSERT_OK(gpb_model_alloc(m, 256, 0, 0, 11, &b));
+  gpb_stats_t before, after;
+  ASSERT_OK(gpb_model_stats(m, &before));
+  /* Size 0: success, nothing, no event. */
+  ASSERT_OK(gpb_model_alloc(m, 0, 0, 0, 12, &o));
+  ASSERT_U64_EQ(o, GPB_NO_OFFSET);
+  ASSERT_ERR(gpb_model_alloc(m, 2 * MIB, 0, 0, 12, &o), GPB_ETOOBIG);
+  ASSERT_U64_EQ(o, GPB_NO_OFFSET);
+  ASSERT_ERR(gpb_model_alloc(m, 64, 3000, 0, 12, &o), GPB_EALIGN);
+  ASSERT_ERR(gpb_model_alloc(m, 64, 2 * MIB, 0, 12, &o), GPB_EALIGN);
+  ASSERT_ERR(gpb_model_alloc(m, 64, 0, GPB_MAX_TAGS, 12, &o), GPB_EINVAL);
+  ASSERT_ERR(gpb_model_alloc(m, 64, 0, 0, 12, NULL), GPB_EINVAL);
+  ASSERT_ERR(gpb_model_free(m, a + 256, 12), GPB_EINTERIOR);
+  ASSERT_ERR(gpb_model_free(m, 1 * MIB, 12), GPB_EFOREIGN);
+  ASSERT_ERR(gpb_model_free(m, UINT64_MAX, 12), GPB_EFOREIGN);
+  ASSERT_OK(gpb_model_stats(m, &after));
+  ASSERT_U64_EQ(after.seq, before.seq + 1); /* the ETOOBIG request's FAIL */
+  ASSERT_U64_EQ(after.failures, before.failures + 1);
+  ASSERT_U64_EQ(after.block_bytes, before.block_bytes);
+  ASSERT_OK(gpb_model_free(m, b, 13));
+  ASSERT_ERR(gpb_model_free(m, b, 14), GPB_EDOUBLEFREE);
+  ASSERT_OK(gpb_model_check(m));
+
+  /* A simulating model makes its own events; a following one cannot
+   * allocate; keyframes are for following models. */
+  gpb_event_t ev = {.seq = after.seq + 2, .type = GPB_EV_FAIL};
+  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EINVAL);
+  gpb_block_info_t whole = {.offset = 0, .size = 1 * MIB, .order = 12};
+  ASSERT_ERR(gpb_model_load(m, &whole, 1, 1), GPB_EINVAL);
+  ASSERT_ERR(gpb_model_alloc(f, 64, 0, 0, 0, &o), GPB_EINVAL);
+  ASSERT_ERR(gpb_model_free(f, 0, 0), GPB_EINVAL);
+  ASSERT_ERR(gpb_model_set_hook(f, log_event, NULL), GPB_EINVAL);
+  ASSERT_OK(gpb_model_load(f, &whole, 1, 1));
+  ASSERT_OK(gpb_model_check(m));
+
+  /* Reset: back to an empty pool, still simulating. */
+  gpb_model_reset(m);
+  ASSERT_U64_EQ(gpb_model_seq(m), 0);
+  ASSERT_OK(gpb_model_alloc(m, 1000, 0, 3, 10, &o));
+  ASSERT_U64_EQ(o, a);
+  ASSERT_OK(gpb_model_check(m));
+  gpb_model_destroy(m);
+  gpb_model_destroy(f);
+  printf("misuse: ok\n");
+}
+
+int main(void) {
+  uint64_t seed = test_seed();
+  test_differential(seed);
+  test_misuse();
+  printf("test_sim: ok\n");
+  return 0;
+}
