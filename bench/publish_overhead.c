@@ -172,9 +172,13 @@ static int bench_backend(gpb_backend_t be, const bench_opts_t *o, int first) {
 
   long per = o->steps / o->rounds;
   /* Warm-up: one round each, not recorded. */
+  uint64_t seq0[NMODES];
   for (int m = 0; m < NMODES; m++) {
     bench_steps(&run[m], per < 10000 ? per : 10000, o->live, 7);
     run[m].nsamples = 0;
+    gpb_stats_t st;
+    gpb_pool_stats(run[m].pool, &st);
+    seq0[m] = st.seq;
   }
   for (long rd = 0; rd < o->rounds; rd++) {
     for (int j = 0; j < NMODES; j++) {
@@ -189,9 +193,12 @@ static int bench_backend(gpb_backend_t be, const bench_opts_t *o, int first) {
   atomic_store(&reader_stop, 1);
   pthread_join(rt, NULL);
 
-  double med[NMODES], p99[NMODES], mean[NMODES];
+  double med[NMODES], p99[NMODES], mean[NMODES], evs[NMODES];
   for (int m = 0; m < NMODES; m++) {
     bench_run_t *r = &run[m];
+    gpb_stats_t st;
+    gpb_pool_stats(r->pool, &st); /* every mode counts its events */
+    evs[m] = r->nsamples ? (double)(st.seq - seq0[m]) / (double)(r->nsamples * BATCH) : 0;
     double sum = 0;
     for (size_t i = 0; i < r->nsamples; i++) sum += (double)r->samples[i];
     qsort(r->samples, r->nsamples, sizeof *r->samples, cmp_u64);
@@ -207,13 +214,14 @@ static int bench_backend(gpb_backend_t be, const bench_opts_t *o, int first) {
       printf("%s{\"backend\":\"%s\",\"mode\":\"%s\",\"steps\":%zu,"
              "\"median_ns\":%.0f,\"p99_ns\":%.0f,\"mean_ns\":%.1f,"
              "\"overhead_median_pct\":%.1f,\"overhead_p99_pct\":%.1f,"
-             "\"overhead_mean_pct\":%.1f}",
+             "\"overhead_mean_pct\":%.1f,\"events_per_step\":%.2f}",
              first && m == 0 ? "" : ",\n", gpb_backend_name(be), mode_name[m],
-             run[m].nsamples * BATCH, med[m], p99[m], mean[m], om, op, oa);
+             run[m].nsamples * BATCH, med[m], p99[m], mean[m], om, op, oa,
+             evs[m]);
     else
-      printf("%-8s %-10s %9zu %8.0f %8.0f %8.1f   %+6.1f%% %+6.1f%% %+6.1f%%\n",
+      printf("%-8s %-10s %9zu %8.0f %8.0f %8.1f   %+6.1f%% %+6.1f%% %+6.1f%%  %5.2f\n",
              gpb_backend_name(be), mode_name[m], run[m].nsamples * BATCH, med[m],
-             p99[m], mean[m], om, op, oa);
+             p99[m], mean[m], om, op, oa, evs[m]);
   }
   for (int m = 0; m < NMODES; m++) {
     gpb_pool_destroy(run[m].pool);
@@ -287,8 +295,9 @@ int main(int argc, char **argv) {
   reader_cpu = o.reader_cpu;
   if (o.json) printf("[");
   else
-    printf("%-8s %-10s %9s %8s %8s %8s   %7s %7s %7s\n", "backend", "mode",
-           "steps", "med ns", "p99 ns", "mean ns", "+med", "+p99", "+mean");
+    printf("%-8s %-10s %9s %8s %8s %8s   %7s %7s %7s  %5s\n", "backend", "mode",
+           "steps", "med ns", "p99 ns", "mean ns", "+med", "+p99", "+mean",
+           "ev/st");
   int rc = 0;
   if (o.host) rc |= bench_backend(GPB_BACKEND_HOST, &o, 1);
   if (o.virt && !rc) rc |= bench_backend(GPB_BACKEND_VIRTUAL, &o, !o.host);

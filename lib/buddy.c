@@ -71,10 +71,13 @@ static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
                        uint64_t units, uint32_t order, uint64_t requested,
                        uint32_t tag, uint64_t stream) {
   if (type == GPB_EV_FAIL && b->mute_fail) return;
-  if (b->quiet) { /* only the stats listen: count, build nothing */
-    b->quiet->seq++;
+  if (b->quiet) { /* only the stats (and the ring) listen: build nothing */
+    uint64_t seq = ++b->quiet->seq;
     gpb__stats_count(b->quiet, type, unit << b->min_shift, units << b->min_shift,
                      requested, tag, order);
+    if (b->ring)
+      gpb__ring_put(b->ring, seq, *b->ring->now, type, unit << b->min_shift,
+                    units << b->min_shift, requested, stream, tag, order);
     return;
   }
   if (!b->emit) return;
@@ -93,11 +96,14 @@ static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
 static inline void buddy_emit_sm(gpb__buddy_t *b, int type, uint32_t k,
                                  uint64_t i) {
   if (b->quiet) {
-    b->quiet->seq++; /* the event is numbered even though nobody sees it */
+    uint64_t seq = ++b->quiet->seq; /* numbered even when nobody sees it */
     if (type == GPB_EV_SPLIT)
       gpb__stats_split(b->quiet, k);
     else
       gpb__stats_merge(b->quiet, k);
+    if (b->ring)
+      gpb__ring_put(b->ring, seq, *b->ring->now, type, (i << k) << b->min_shift,
+                    (1ull << k) << b->min_shift, 0, 0, 0, k);
     return;
   }
   buddy_emit(b, type, i << k, 1ull << k, k, 0, 0, 0);

@@ -21,6 +21,7 @@
 #include "gpubuddy.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #if defined(__GNUC__)
@@ -38,6 +39,13 @@
 /* CLOCK_MONOTONIC at the kernel's tick resolution (1 to 4 ms): a few
  * nanoseconds to read, for times that only people look at. */
 GPB__HIDDEN uint64_t gpb__now_coarse_ns(void);
+
+/* CLOCK_MONOTONIC as of the last millisecond, kept by a thread while any
+ * publisher holds it (clock.c); 0 when there is none. */
+GPB__HIDDEN extern _Atomic uint64_t gpb__tick_ns;
+/* Hold and drop the ticker; drop takes what hold returned. */
+GPB__HIDDEN unsigned gpb__tick_hold(void);
+GPB__HIDDEN void gpb__tick_drop(unsigned gen);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -172,6 +180,7 @@ GPB__HIDDEN uint64_t gpb__exts_count(const gpb__exts_t *x);
 /* ------------------------------------------------------------- buddy core */
 
 typedef void (*gpb__emit_fn)(void *ctx, gpb_event_t *ev);
+typedef struct gpb__ring gpb__ring_t;
 
 /* The buddy core. Units are min_block-sized; node (k, i) covers units
  * [i << k, (i + 1) << k) and exists iff it fits inside nunits. A node whose
@@ -207,6 +216,9 @@ typedef struct gpb__buddy {
    * straight into these counters (gpb__stats_split/merge), exactly as
    * gpb__stats_apply would count them, without building an event. */
   gpb_stats_t *quiet;
+  /* Non-NULL (with quiet) when the live publisher is the only other
+   * listener: the core writes each event into its ring directly. */
+  gpb__ring_t *ring;
   /* Highest order a merge may reach: norders - 1 for a pool or model; the
    * superblock order for an arena's core, whose roots are the superblocks
    * lent to it (two lent superblocks never merge inside the arena). */
@@ -401,9 +413,67 @@ GPB__HIDDEN void gpb__cuda_release(gpb_backend_t kind, int device, void *base);
 typedef struct gpb__pub gpb__pub_t;
 GPB__HIDDEN int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
                               gpb__pub_t **out);
-GPB__HIDDEN void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev,
-                                const gpb_pool_t *pool);
+/* Publishes one event that went through the pool's sink. */
+GPB__HIDDEN void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev);
 GPB__HIDDEN void gpb__pub_close(gpb__pub_t *p);
+
+/* The publisher's event ring as its writer sees it (publish.c owns the
+ * segment; docs/LIVE.md gives the layout). A slot is a small seqlock:
+ * stamp 0, the payload, stamp = seq, then head = seq. */
+typedef struct gpb__ring_slot {
+  _Atomic uint64_t stamp;
+  /* time, offset, size, requested, stream, tag|type<<32|order<<40, seq */
+  _Atomic uint64_t w[7];
+} gpb__ring_slot_t;
+
+struct gpb__ring {
+  gpb__ring_slot_t *slots;
+  uint64_t mask;
+  _Atomic uint64_t *head;
+  _Atomic uint64_t *kf_request; /* readers ask for keyframes here */
+  uint64_t served;              /* request count the last keyframe answered */
+  uint64_t kf_seq;              /* seq of the last keyframe */
+  uint64_t half;                /* a keyframe at least every half ring */
+  const uint64_t *now;          /* the pool's time of the call in progress */
+  gpb__pub_t *pub;
+  const gpb_pool_t *pool;
+};
+
+/* The ring, after the pool bound it: ring->pool and ring->now set. */
+GPB__HIDDEN gpb__ring_t *gpb__pub_ring(gpb__pub_t *p);
+/* A keyframe may be due after event seq (an ALLOC or FAIL): the rate
+ * limits decide, out of line. */
+GPB__HIDDEN void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req);
+
+/* Publishes one event: about ten plain stores, and a load of the request
+ * word after ALLOC and FAIL, the only events after which the core is
+ * consistent enough for a keyframe. Caller holds the pool's lock. */
+static inline void gpb__ring_put(gpb__ring_t *r, uint64_t seq, uint64_t time,
+                                 int type, uint64_t off, uint64_t size,
+                                 uint64_t requested, uint64_t stream,
+                                 uint32_t tag, uint32_t order) {
+  gpb__ring_slot_t *s = &r->slots[seq & r->mask];
+  /* Each event writes a line that left the cache a ring ago: ask for the
+   * one a few events on now, so that write does not wait for it. */
+  __builtin_prefetch(&r->slots[(seq + 4) & r->mask], 1);
+  atomic_store_explicit(&s->stamp, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&s->w[0], time, memory_order_relaxed);
+  atomic_store_explicit(&s->w[1], off, memory_order_relaxed);
+  atomic_store_explicit(&s->w[2], size, memory_order_relaxed);
+  atomic_store_explicit(&s->w[3], requested, memory_order_relaxed);
+  atomic_store_explicit(&s->w[4], stream, memory_order_relaxed);
+  atomic_store_explicit(&s->w[5], (uint64_t)tag | (uint64_t)type << 32 |
+                                      (uint64_t)order << 40,
+                        memory_order_relaxed);
+  atomic_store_explicit(&s->w[6], seq, memory_order_relaxed);
+  atomic_store_explicit(&s->stamp, seq, memory_order_release);
+  atomic_store_explicit(r->head, seq, memory_order_release);
+  if (type != GPB_EV_ALLOC && type != GPB_EV_FAIL) return;
+  uint64_t req = atomic_load_explicit(r->kf_request, memory_order_relaxed);
+  if (GPB__LIKELY(req == r->served && seq - r->kf_seq < r->half)) return;
+  gpb__ring_keyframe(r, seq, req);
+}
 
 /* A live reader. Transports (shared memory in publish.c, TCP in remote.c)
  * fill `model` and `info`; attach.c dispatches the public calls. */

@@ -24,17 +24,23 @@ void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
   gpb__stats_count(&p->stats, ev->type, ev->offset, ev->size, ev->requested,
                    ev->tag, ev->order); /* = gpb__stats_apply, inline */
   if (p->hook) p->hook(ev, p->hook_user);
-  if (p->pub) gpb__pub_event(p->pub, ev, p);
+  if (p->pub) gpb__pub_event(p->pub, ev);
   if (p->trace) gpb__trace_event(p->trace, ev);
 }
 
 /* Every lock held (gpb__pool_lock_all). A hook or a trace gets the fine
- * clock. The publisher alone gets the kernel's tick clock: reading the
- * fine one on every call was half of what publishing cost, and the
- * viewer's ages and time series need milliseconds, not nanoseconds. */
+ * clock. The publisher alone gets the millisecond ticker (clock.c):
+ * reading a clock on every call was half of what publishing cost, and
+ * the viewer's ages and time series need milliseconds, not nanoseconds.
+ * It also gets the core's direct path: stats counted in place and each
+ * event stored straight into the ring, with no event built and no call.
+ * Arena cores, when loud, still come through gpb__pool_emit: both paths
+ * number events from p->stats under the pool's lock. */
 static void pool_update_want_time(gpb_pool_t *p) {
   p->want_time = p->hook || p->trace ? 2 : p->pub ? 1 : 0;
-  p->core.quiet = p->want_time ? NULL : &p->stats;
+  int direct = p->pub && p->want_time == 1;
+  p->core.quiet = !p->want_time || direct ? &p->stats : NULL;
+  p->core.ring = direct ? gpb__pub_ring(p->pub) : NULL;
   gpb__arenas_set_loud(p, p->want_time != 0);
 }
 
@@ -181,6 +187,11 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   if (cfg.name && (rc = gpb__pub_open(cfg.name, &p->info, &p->pub))) {
     gpb_pool_destroy(p);
     return rc;
+  }
+  if (p->pub) {
+    gpb__ring_t *r = gpb__pub_ring(p->pub);
+    r->pool = p;
+    r->now = &p->now;
   }
   pool_update_want_time(p);
   *out = p;

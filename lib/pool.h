@@ -71,7 +71,13 @@ static inline void gpb__pool_stamp(gpb_pool_t *p) {
     p->now = 0;
     return;
   }
-  uint64_t t = p->want_time == 2 ? gpb_now_ns() : gpb__now_coarse_ns();
+  uint64_t t;
+  if (p->want_time == 2) {
+    t = gpb_now_ns();
+  } else {
+    t = atomic_load_explicit(&gpb__tick_ns, memory_order_relaxed);
+    if (GPB__UNLIKELY(t == 0)) t = gpb__now_coarse_ns();
+  }
   if (t > p->last_now) p->last_now = t;
   p->now = p->last_now;
 }

@@ -129,11 +129,9 @@ _Static_assert(offsetof(pub_hdr_t, kf_request) == 320, "header layout");
 _Static_assert(offsetof(pub_hdr_t, kf) == 384, "header layout");
 _Static_assert(sizeof(pub_kfmeta_t) == 128, "keyframe meta layout");
 
-/* w: time, offset, size, requested, stream, tag|type<<32|order<<40, seq. */
-typedef struct pub_slot {
-  _Atomic uint64_t stamp;
-  _Atomic uint64_t w[7];
-} pub_slot_t;
+/* The slot (internal.h: the writer's side is inline there, so the buddy
+ * core can publish without a call). */
+typedef gpb__ring_slot_t pub_slot_t;
 _Static_assert(sizeof(pub_slot_t) == PUB_SLOT_SIZE, "slot layout");
 
 /* r: used ? PUB_REC_USED|units : order; requested; time_ns; tag. */
@@ -328,16 +326,15 @@ static int pub_map(const char *path, int writable, void **map, size_t *size,
 /* ---------------------------------------------------------------- writer */
 
 struct gpb__pub {
+  /* The hot path's part, with writer-private copies (served, kf_seq), so
+   * it reads no shared line but the request word. */
+  gpb__ring_t ring;
   pub_hdr_t *h;
-  pub_slot_t *ring;
   pub_rec_t *kf[2];
   void *map;
   size_t size;
-  uint64_t mask, nslots, kf_cap;
-  /* Writer-private copies, so the hot path reads no shared line but one. */
-  uint64_t served;      /* request count answered last */
+  uint64_t nslots, kf_cap;
   uint64_t kf_count;
-  uint64_t kf_seq;      /* seq of the last keyframe */
   uint64_t kf_time;     /* when it was finished */
   uint64_t kf_interval; /* rate limit */
   uint64_t kf_cost;     /* what one costs: the least recent cost, allowed
@@ -345,6 +342,7 @@ struct gpb__pub {
   pid_t pid;
   dev_t dev;
   ino_t ino;
+  unsigned tick_gen; /* our hold on the millisecond ticker (clock.c) */
   char path[GPB_NAME_MAX + 16];
 };
 
@@ -460,11 +458,15 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   p->map = m;
   p->size = (size_t)total;
   p->h = m;
-  p->ring = (pub_slot_t *)((char *)m + PUB_HDR_SIZE);
+  p->ring.slots = (pub_slot_t *)((char *)m + PUB_HDR_SIZE);
+  p->ring.mask = nslots - 1;
+  p->ring.head = &p->h->head;
+  p->ring.kf_request = &p->h->kf_request;
+  p->ring.half = nslots / 2;
+  p->ring.pub = p;
   p->kf[0] = (pub_rec_t *)((char *)m + PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE);
   p->kf[1] = p->kf[0] + kf_cap;
   p->nslots = nslots;
-  p->mask = nslots - 1;
   p->kf_cap = kf_cap;
   p->pid = getpid();
   p->dev = st.st_dev;
@@ -496,6 +498,7 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   h->device = info->device;
   snprintf(h->name, sizeof h->name, "%s", name);
   atomic_store_explicit(&h->magic, PUB_MAGIC, REL);
+  p->tick_gen = gpb__tick_hold();
   *out = p;
   return 0;
 }
@@ -551,8 +554,8 @@ static void pub_keyframe(gpb__pub_t *p, uint64_t seq, const gpb_pool_t *pool,
   p->kf_count++;
   atomic_store_explicit(&p->h->kf_count, p->kf_count, REL);
   atomic_store_explicit(&p->h->kf_served, req, REL);
-  p->served = req;
-  p->kf_seq = seq;
+  p->ring.served = req;
+  p->ring.kf_seq = seq;
   p->kf_time = gpb_now_ns();
   uint64_t cost = p->kf_time - t0;
   /* One keyframe stretched by preemption must not silence the periodic
@@ -562,47 +565,30 @@ static void pub_keyframe(gpb__pub_t *p, uint64_t seq, const gpb_pool_t *pool,
   p->kf_interval = cost * 50 > PUB_MS ? cost * 50 : PUB_MS;
 }
 
-void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev,
-                    const gpb_pool_t *pool) {
-  if (!p) return;
-  pub_slot_t *s = &p->ring[ev->seq & p->mask];
-  /* Each event writes a line that left the cache a ring ago: ask for
-   * the one a few events on now, so that write does not wait for it. */
-  __builtin_prefetch(&p->ring[(ev->seq + 4) & p->mask], 1);
-  atomic_store_explicit(&s->stamp, 0, RLX);
-  atomic_thread_fence(REL);
-  atomic_store_explicit(&s->w[0], ev->time_ns, RLX);
-  atomic_store_explicit(&s->w[1], ev->offset, RLX);
-  atomic_store_explicit(&s->w[2], ev->size, RLX);
-  atomic_store_explicit(&s->w[3], ev->requested, RLX);
-  atomic_store_explicit(&s->w[4], ev->stream, RLX);
-  atomic_store_explicit(&s->w[5], (uint64_t)ev->tag | (uint64_t)ev->type << 32 |
-                                      (uint64_t)ev->order << 40, RLX);
-  atomic_store_explicit(&s->w[6], ev->seq, RLX);
-  atomic_store_explicit(&s->stamp, ev->seq, REL);
-  atomic_store_explicit(&p->h->head, ev->seq, REL);
+gpb__ring_t *gpb__pub_ring(gpb__pub_t *p) { return &p->ring; }
 
-  /* Only after ALLOC and FAIL is the core consistent for a keyframe. */
-  if (ev->type != GPB_EV_ALLOC && ev->type != GPB_EV_FAIL) return;
-  uint64_t req = atomic_load_explicit(&p->h->kf_request, RLX);
-  int want = req != p->served;
-  /* Every half ring, reader or not: a reader that attaches later, even
-   * to a writer that has gone idle, then finds a keyframe whose following
-   * events the ring still holds. */
-  if (!want && GPB__UNLIKELY(ev->seq - p->kf_seq >= p->nslots / 2)) want = 1;
-  if (GPB__LIKELY(!want)) return;
-  /* Event times may come from the tick clock; keyframe pacing needs the
-   * fine one (and this branch is rare). */
+void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req) {
+  gpb__pub_t *p = r->pub;
+  /* Asked for, or every half ring, reader or not: a reader that attaches
+   * later, even to a writer that has gone idle, then finds a keyframe
+   * whose following events the ring still holds. Event times may come
+   * from the ticker; pacing needs the fine clock (this path is rare). */
   uint64_t now = gpb_now_ns();
   int64_t since = (int64_t)(now - p->kf_time);
   /* The rate limit yields when the ring is about to overwrite the events
    * after the last keyframe, as long as keyframes stay cheap next to the
    * events between them (at most a fifth of the writer's time): only a
    * huge map under heavy churn can then leave a late reader waiting. */
-  int losing = ev->seq - p->kf_seq >= p->nslots - p->nslots / 8 &&
+  int losing = seq - r->kf_seq >= p->nslots - p->nslots / 8 &&
                since >= (int64_t)(4 * p->kf_cost);
   if (p->kf_count && since < (int64_t)p->kf_interval && !losing) return;
-  pub_keyframe(p, ev->seq, pool, req);
+  pub_keyframe(p, seq, r->pool, req);
+}
+
+void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev) {
+  if (!p) return;
+  gpb__ring_put(&p->ring, ev->seq, ev->time_ns, ev->type, ev->offset,
+                ev->size, ev->requested, ev->stream, ev->tag, ev->order);
 }
 
 void gpb__pub_close(gpb__pub_t *p) {
@@ -619,6 +605,7 @@ void gpb__pub_close(gpb__pub_t *p) {
     if (fd >= 0) close(fd);
   }
   munmap(p->map, p->size);
+  gpb__tick_drop(p->tick_gen);
   free(p);
 }
 

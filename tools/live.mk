@@ -14,7 +14,8 @@ bench_publish_overhead_LDADD = libgpubuddy.la -lpthread -lm
 # test_live runs twice: with the default ring, and with a 64-slot ring
 # (GPB_PUBLISH_RING) so the reader falls behind and resyncs.
 LIVE_TESTS = tests/test_live tests/test_live_lag tests/test_live_garbled \
-	tests/test_live_kill tests/test_live_threads tests/test_live_idle
+	tests/test_live_kill tests/test_live_threads tests/test_live_idle \
+	tests/test_live_tick
 check_PROGRAMS += $(LIVE_TESTS)
 TESTS += $(LIVE_TESTS)
 tests_test_live_SOURCES = tests/test_live.c
@@ -30,3 +31,5 @@ tests_test_live_threads_SOURCES = tests/test_live_threads.c
 tests_test_live_threads_LDADD = libgpubuddy.la -lpthread
 tests_test_live_idle_SOURCES = tests/test_live_idle.c
 tests_test_live_idle_LDADD = libgpubuddy.la
+tests_test_live_tick_SOURCES = tests/test_live_tick.c
+tests_test_live_tick_LDADD = libgpubuddy.la

@@ -1,0 +1,139 @@
+/*
+ * test_live_tick.c: the millisecond ticker that stamps a publisher-only
+ * pool's events (clock.c). Allocation times must follow the real clock
+ * to within a few milliseconds; one ticker thread serves every publisher
+ * and goes away with the last; a forked child, which has no ticker, still
+ * gets times that advance.
+ */
+#include "testutil.h"
+
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MS 1000000ull
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Threads of this process, from /proc (-1 where there is none). */
+static int thread_count(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  int n = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Threads: %d", &n) == 1) break;
+  fclose(f);
+  return n;
+}
+
+typedef struct find {
+  uint64_t off, time_ns;
+  int found;
+} find_t;
+
+static int find_cb(const gpb_block_info_t *b, void *user) {
+  find_t *f = user;
+  if (b->used && b->alloc_offset == f->off) {
+    f->time_ns = b->time_ns;
+    f->found = 1;
+  }
+  return 0;
+}
+
+/* The time a pool recorded for the allocation at p. */
+static uint64_t alloc_time(gpb_pool_t *pool, void *p) {
+  gpb_pool_info_t info;
+  gpb_pool_info(pool, &info);
+  find_t f = {(uint64_t)((char *)p - (char *)info.base), 0, 0};
+  ASSERT_OK(gpb_pool_visit(pool, find_cb, &f));
+  ASSERT(f.found);
+  return f.time_ns;
+}
+
+static gpb_pool_t *make_pool(const char *tag) {
+  gpb_config_t c;
+  gpb_config_init(&c);
+  c.backend = GPB_BACKEND_HOST;
+  c.pool_size = 1 << 20;
+  c.flags = GPB_CFG_NO_ENV;
+  char name[64];
+  snprintf(name, sizeof name, "test-tick-%s-%d", tag, (int)getpid());
+  c.name = name;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&c, &p));
+  return p;
+}
+
+/* An allocation's time lies between clock readings taken around it,
+ * within the ticker's period and the coarse clock's tick (4 ms at most)
+ * plus scheduling slack. */
+static void check_stamp(gpb_pool_t *pool, void **out) {
+  uint64_t before = gpb_now_ns();
+  ASSERT_OK(gpb_alloc(pool, 1000, out));
+  uint64_t after = gpb_now_ns(), t = alloc_time(pool, *out);
+  if (t > after || t + 20 * MS < before)
+    FAILF("allocation stamped %" PRIu64 " ns, clock read %" PRIu64 " and %" PRIu64,
+          t, before, after);
+}
+
+int main(void) {
+  int t0 = thread_count();
+  gpb_pool_t *a = make_pool("a");
+  void *p1, *p2, *p3, *p4;
+  check_stamp(a, &p1);
+  sleep_ms(30);
+  check_stamp(a, &p2);
+  uint64_t d = alloc_time(a, p2) - alloc_time(a, p1);
+  if (d < 20 * MS) FAILF("30 ms apart, stamps differ by %" PRIu64 " ns", d);
+  printf("stamps follow the clock: ok (%" PRIu64 " ms apart)\n", d / MS);
+
+  gpb_pool_t *b = make_pool("b");
+  if (t0 > 0) {
+    /* One ticker for both publishers. */
+    ASSERT_EQ(thread_count(), t0 + 1);
+  }
+  check_stamp(b, &p3);
+
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    /* The child inherits the pools but no ticker: times still advance. */
+    void *c1, *c2;
+    check_stamp(a, &c1);
+    sleep_ms(30);
+    check_stamp(a, &c2);
+    if (alloc_time(a, c2) - alloc_time(a, c1) < 20 * MS) _exit(3);
+    gpb_pool_destroy(b); /* must not stop the parent's ticker */
+    gpb_pool_destroy(a);
+    _exit(0);
+  }
+  int st;
+  ASSERT(waitpid(pid, &st, 0) == pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    FAILF("forked child failed (status %d)", st);
+  printf("forked child: ok\n");
+
+  gpb_pool_destroy(a);
+  sleep_ms(5);
+  check_stamp(b, &p4); /* b's ticker survives a's close */
+  if (t0 > 0) ASSERT_EQ(thread_count(), t0 + 1);
+  gpb_pool_destroy(b);
+  if (t0 > 0) {
+    ASSERT_EQ(thread_count(), t0);
+    printf("ticker gone with the last publisher: ok\n");
+  }
+  /* A new publisher starts it again. */
+  gpb_pool_t *c = make_pool("c");
+  void *q1, *q2;
+  check_stamp(c, &q1);
+  sleep_ms(30);
+  check_stamp(c, &q2);
+  ASSERT(alloc_time(c, q2) - alloc_time(c, q1) >= 20 * MS);
+  gpb_pool_destroy(c);
+  printf("test_live_tick: ok\n");
+  return 0;
+}
