@@ -27,6 +27,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   "$here/bench/run-gpu.sh" "$work/bench" "$build"
   [ -x "$build/bench/publish_overhead" ] &&
     timeout 60 "$build/bench/publish_overhead" --steps 2000000 > "$work/bench/publish_overhead.txt" 2>&1
+  # The reader left to the scheduler, on the writer's SMT sibling, and on
+  # another core: what a reader costs apart from what sharing a core does.
+  timeout 240 sh "$here/bench/run-publish-pinned.sh" "$tarball" > "$work/bench/publish_pinned.txt" 2>&1
   tar czf "$out/bench.tar.gz" -C "$work/bench" .
   cp "$work"/bench/*.md "$out/" 2>/dev/null
 fi

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MS 1000000ull
+#define MS ((uint64_t)1000000)
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
