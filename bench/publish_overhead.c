@@ -242,7 +242,7 @@ static void bench_usage(FILE *f) {
           "batches of 16 steps) and the overhead against off.\n"
           "  --steps N    timed steps per mode (default 2000000)\n"
           "  --live N     blocks kept live (default 1024)\n"
-          "  --rounds N   rounds the modes alternate in (default 20)\n"
+          "  --rounds N   rounds the modes alternate in (default 50)\n"
           "  --backend B  host, virtual or both (default both)\n"
           "  --pin W,R    run the allocating thread on CPU W and the reader\n"
           "               on CPU R (see lscpu -e for which share a core)\n"
@@ -250,7 +250,7 @@ static void bench_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  bench_opts_t o = {2000000, 1024, 20, 0, 1, 1, -1, -1};
+  bench_opts_t o = {2000000, 1024, 50, 0, 1, 1, -1, -1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
