@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-publish-pinned.sh TARBALL: builds bench/publish_overhead from a
-# `make dist` tarball and runs it with the reader left to the scheduler,
+# `make dist` tarball and runs it with the reader left to the scheduler
+# (host and virtual backends),
 # on the writer's SMT sibling, and on another physical core, to tell what
 # a reader costs the writer from what sharing a core costs it. Prints the
 # CPU topology first. About 2 minutes on 16 cores.
@@ -20,7 +21,7 @@ other=$(( $(nproc) / 2 ))
 for pin in none "0,${sib:-1}" "0,$other"; do
   echo "== reader: $pin (writer,reader CPUs)"
   if [ "$pin" = none ]; then
-    ./bench/publish_overhead --steps 2000000 --backend host
+    ./bench/publish_overhead --steps 2000000 --backend both
   else
     ./bench/publish_overhead --steps 2000000 --backend host --pin "$pin"
   fi
