@@ -418,6 +418,53 @@ static void test_garbled_trace(void) {
   unlink(path);
 }
 
+/* The read-ahead thread: every op in order across many chunks, then the
+ * parse error after the last good op, sticky; rewinding and closing while
+ * the thread waits for room in a full ring. */
+static void test_readahead(void) {
+  char path[] = "/tmp/test_viewer_ra_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  ASSERT(f);
+  const uint64_t n = 20011; /* several chunks and a part */
+  fprintf(f, "# gpubuddy-trace v1\n");
+  for (uint64_t i = 1; i <= n; i++)
+    fprintf(f, "%" PRIu64 " %" PRIu64 " %s %" PRIu64 " %" PRIu64 " 0 0\n", i,
+            i * 10, i & 1 ? "alloc" : "free", (i + 1) / 2, i & 1 ? 4096 : 0);
+  fprintf(f, "%" PRIu64 " 5 alloc 1 -3 0 0\n", n + 1);
+  fclose(f);
+  vops_t *o;
+  ASSERT_OK(vops_open_trace(path, &o));
+  gpb_trace_op_t op;
+  for (int pass = 0; pass < 2; pass++) {
+    uint64_t got = 0;
+    int rc;
+    while ((rc = vops_next(o, &op)) == 1) {
+      got++;
+      ASSERT_U64_EQ(op.seq, got);
+      ASSERT_U64_EQ(op.time_ns, got * 10);
+      ASSERT_U64_EQ(op.id, (got + 1) / 2);
+    }
+    ASSERT_U64_EQ(got, n);
+    ASSERT_EQ(rc, GPB_EFORMAT);
+    ASSERT(strstr(vops_error(o), "line 20013")); /* the header is line 1 */
+    ASSERT_EQ(vops_next(o, &op), GPB_EFORMAT);   /* sticky */
+    ASSERT_OK(vops_rewind(o));
+  }
+  /* A few ops in, the thread has filled the ring and waits: rewind and
+   * close must stop it. */
+  for (int i = 0; i < 3; i++) ASSERT_EQ(vops_next(o, &op), 1);
+  ASSERT_OK(vops_rewind(o));
+  ASSERT_EQ(vops_next(o, &op), 1);
+  ASSERT_U64_EQ(op.seq, 1);
+  vops_close(o);
+  ASSERT_OK(vops_open_trace(path, &o));
+  vops_close(o); /* at once, the thread still reading */
+  unlink(path);
+  printf("read-ahead: ok\n");
+}
+
 /* ------------------------------------------------------------------ PNG */
 
 static uint32_t be32(const unsigned char *p) {
@@ -504,6 +551,7 @@ int main(void) {
                          seed + (uint64_t)zoom, steps / 4);
   test_replay_stats(seed, steps);
   test_garbled_trace();
+  test_readahead();
   printf("test_viewer: ok\n");
   return 0;
 }

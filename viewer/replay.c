@@ -30,7 +30,7 @@ struct vops {
   char err[256];
   /* trace */
   char *path;
-  gpb_trace_reader_t *rd;
+  vra_t *rd;
   /* pattern */
   uint64_t steps, total, pos, seed, rng, pool_size, min_block, next_id;
   uint64_t *live;
@@ -67,11 +67,8 @@ int vops_open_trace(const char *path, vops_t **out) {
   if (!o) return GPB_EHOSTMEM;
   o->kind = OPS_TRACE;
   o->path = strdup(path);
-  int rc = o->path ? gpb_trace_open(path, &o->rd) : GPB_EHOSTMEM;
+  int rc = o->path ? vra_open(path, &o->rd) : GPB_EHOSTMEM;
   if (rc) {
-    fprintf(stderr, "gpubuddy-view: cannot open trace %s: %s%s%s\n", path,
-            gpb_strerror(rc), *gpb_last_error_detail() ? ": " : "",
-            gpb_last_error_detail());
     free(o->path);
     free(o);
     return rc;
@@ -194,11 +191,8 @@ int vops_next(vops_t *o, gpb_trace_op_t *op) {
   }
   if (o->kind != OPS_TRACE) return ops_pattern_next(o, op);
   if (!o->rd) return GPB_EIO;
-  int rc = gpb_trace_next(o->rd, op);
-  if (rc < 0)
-    snprintf(o->err, sizeof o->err, "%s: %s", o->path,
-             *gpb_trace_error(o->rd) ? gpb_trace_error(o->rd)
-                                     : gpb_strerror(rc));
+  int rc = vra_next(o->rd, op);
+  if (rc < 0) snprintf(o->err, sizeof o->err, "%s: %s", o->path, vra_error(o->rd));
   return rc;
 }
 
@@ -214,9 +208,9 @@ int vops_rewind(vops_t *o) {
     snprintf(o->err, sizeof o->err, "standard input cannot be replayed again");
     return GPB_EINVAL;
   }
-  gpb_trace_close(o->rd);
+  vra_close(o->rd);
   o->rd = NULL;
-  int rc = gpb_trace_open(o->path, &o->rd);
+  int rc = vra_open(o->path, &o->rd);
   if (rc)
     snprintf(o->err, sizeof o->err, "%s: %s", o->path, gpb_strerror(rc));
   return rc;
@@ -226,7 +220,7 @@ const char *vops_error(const vops_t *o) { return o->err; }
 
 void vops_close(vops_t *o) {
   if (!o) return;
-  gpb_trace_close(o->rd);
+  vra_close(o->rd);
   free(o->path);
   free(o->live);
   free(o->arr);

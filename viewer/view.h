@@ -172,7 +172,15 @@ void vseries_add(vseries_t *s, uint64_t x, const gpb_stats_t *st);
 
 /* An op source yields trace ops: a trace file, or a built-in pattern. */
 typedef struct vops vops_t;
-/* Opens `path` with gpb_trace_open. */
+/* A trace file read and parsed ahead on a thread of its own
+ * (readahead.c): vra_next is gpb_trace_next, overlapped with the caller. */
+typedef struct vra vra_t;
+int vra_open(const char *path, vra_t **out); /* prints why it cannot */
+int vra_next(vra_t *r, gpb_trace_op_t *op);   /* 1, 0 at the end, <0 */
+const char *vra_error(const vra_t *r);
+void vra_close(vra_t *r);
+
+/* Opens `path` through vra_open. */
 int vops_open_trace(const char *path, vops_t **out);
 /* A deterministic synthetic workload: "churn", "checker" or "fill"
  * (fill: `steps` min-block allocations, then `steps` ops of churn). */
