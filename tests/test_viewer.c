@@ -431,7 +431,8 @@ static void test_readahead(void) {
   fprintf(f, "# gpubuddy-trace v1\n");
   for (uint64_t i = 1; i <= n; i++)
     fprintf(f, "%" PRIu64 " %" PRIu64 " %s %" PRIu64 " %" PRIu64 " 0 0\n", i,
-            i * 10, i & 1 ? "alloc" : "free", (i + 1) / 2, i & 1 ? 4096 : 0);
+            i * 10, i & 1 ? "alloc" : "free", (i + 1) / 2,
+            (uint64_t)(i & 1 ? 4096 : 0));
   fprintf(f, "%" PRIu64 " 5 alloc 1 -3 0 0\n", n + 1);
   fclose(f);
   vops_t *o;
