@@ -337,7 +337,9 @@ GPB_API int gpb_model_lookup(const gpb_model_t *m, uint64_t offset,
 GPB_API int gpb_model_create_sim(const gpb_config_t *cfg, gpb_model_t **out);
 /* As gpb_alloc_ex, with the event time given (it is what ages are measured
  * from): *offset is the allocation's byte offset, or GPB_NO_OFFSET for
- * size 0 (success, no event) and on error. */
+ * size 0 (success, no event) and on error. Any power-of-two alignment up
+ * to the managed size is taken (offsets have no base address; a real pool
+ * also refuses one larger than its base's own alignment). */
 GPB_API int gpb_model_alloc(gpb_model_t *m, uint64_t size, uint64_t align,
                             uint32_t tag, uint64_t time_ns, uint64_t *offset);
 /* As gpb_free: misuse gets the pool's codes and changes nothing. */

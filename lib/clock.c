@@ -202,18 +202,14 @@ unsigned gpb__tick_hold(void) {
 
 void gpb__tick_drop(unsigned gen) {
   pthread_mutex_lock(&tick_lock);
-  int join = 0;
   if (gen == tick_gen && tick_users > 0 && --tick_users == 0 && tick_running) {
+    /* Joined under the lock (the ticker never takes it, and it wakes
+     * within a millisecond), so a hold cannot start a second ticker while
+     * this one is still looking at tick_stop. */
     atomic_store(&tick_stop, 1);
+    pthread_join(tick_thread, NULL);
     tick_running = 0;
-    join = 1;
+    atomic_store(&gpb__tick_ns, 0);
   }
-  pthread_t t = tick_thread;
   pthread_mutex_unlock(&tick_lock);
-  if (join) {
-    pthread_join(t, NULL); /* at most a millisecond */
-    pthread_mutex_lock(&tick_lock);
-    if (!tick_running) atomic_store(&gpb__tick_ns, 0);
-    pthread_mutex_unlock(&tick_lock);
-  }
 }

@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,6 +91,32 @@ static void check_stamp(gpb_pool_t *pool, void **out) {
           t, before, after);
 }
 
+/* Publishers come and go from several threads at once: a hold racing a
+ * drop must never leave a second ticker behind. */
+static void *churn_publishers(void *arg) {
+  char tag[32];
+  for (int i = 0; i < 40; i++) {
+    snprintf(tag, sizeof tag, "r%d-%d", (int)(intptr_t)arg, i);
+    gpb_pool_t *p = make_pool(tag);
+    void *q;
+    ASSERT_OK(gpb_alloc(p, 100, &q));
+    gpb_pool_destroy(p);
+  }
+  return NULL;
+}
+
+static void test_hold_drop_race(int t0) {
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++)
+    ASSERT(pthread_create(&th[i], NULL, churn_publishers, (void *)(intptr_t)i) == 0);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  if (t0 == 0) {
+    for (int i = 0; i < 200 && ticker_count() != 0; i++) sleep_ms(5);
+    ASSERT_EQ(ticker_count(), 0);
+  }
+  printf("publishers opened and closed from 4 threads: ok\n");
+}
+
 int main(void) {
   int t0 = ticker_count(); /* -1: no /proc, 0: none yet */
   gpb_pool_t *a = make_pool("a");
@@ -144,6 +171,7 @@ int main(void) {
   check_stamp(c, &q2);
   ASSERT(alloc_time(c, q2) - alloc_time(c, q1) >= 20 * MS);
   gpb_pool_destroy(c);
+  test_hold_drop_race(t0);
   printf("test_live_tick: ok\n");
   return 0;
 }

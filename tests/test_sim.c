@@ -95,16 +95,7 @@ static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
   gpb_stats_t ps, ms;
   ASSERT_OK(gpb_pool_stats(p, &ps));
   ASSERT_OK(gpb_model_stats(m, &ms));
-  ASSERT_U64_EQ(ms.seq, ps.seq);
-  ASSERT_U64_EQ(ms.allocs, ps.allocs);
-  ASSERT_U64_EQ(ms.frees, ps.frees);
-  ASSERT_U64_EQ(ms.failures, ps.failures);
-  ASSERT_U64_EQ(ms.splits, ps.splits);
-  ASSERT_U64_EQ(ms.merges, ps.merges);
-  ASSERT_U64_EQ(ms.block_bytes, ps.block_bytes);
-  ASSERT_U64_EQ(ms.requested_peak, ps.requested_peak);
-  ASSERT_U64_EQ(ms.largest_free, ps.largest_free);
-  ASSERT(ms.external_frag == ps.external_frag);
+  test_stats_same(&ms, &ps);
   test_blocks_t pb = {0}, mb = {0};
   ASSERT_OK(gpb_pool_visit(p, test_collect_blocks, &pb));
   ASSERT_OK(gpb_model_visit(m, test_collect_blocks, &mb));

@@ -249,26 +249,6 @@ static void test_incremental(gpb_policy_t pol, vlayout_t layout, int zoom,
 
 /* ---------------------------------------------------------- replay stats */
 
-static void stats_equal(const gpb_stats_t *x, const gpb_stats_t *y) {
-  ASSERT_U64_EQ(x->seq, y->seq);
-  ASSERT_U64_EQ(x->requested_bytes, y->requested_bytes);
-  ASSERT_U64_EQ(x->block_bytes, y->block_bytes);
-  ASSERT_U64_EQ(x->free_bytes, y->free_bytes);
-  ASSERT_U64_EQ(x->requested_peak, y->requested_peak);
-  ASSERT_U64_EQ(x->block_peak, y->block_peak);
-  ASSERT_U64_EQ(x->allocs, y->allocs);
-  ASSERT_U64_EQ(x->frees, y->frees);
-  ASSERT_U64_EQ(x->failures, y->failures);
-  ASSERT_U64_EQ(x->splits, y->splits);
-  ASSERT_U64_EQ(x->merges, y->merges);
-  ASSERT_U64_EQ(x->live_allocs, y->live_allocs);
-  ASSERT_U64_EQ(x->largest_free, y->largest_free);
-  ASSERT_U64_EQ(x->internal_frag_bytes, y->internal_frag_bytes);
-  for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++)
-    ASSERT_U64_EQ(x->free_blocks[k], y->free_blocks[k]);
-  ASSERT(x->external_frag == y->external_frag);
-}
-
 /* A direct replay of ops through a pool, as gpubuddy-replay does it. */
 static void direct_replay(const gpb_trace_op_t *ops, size_t n,
                           const gpb_config_t *cfg, gpb_stats_t *out,
@@ -330,7 +310,7 @@ static void test_replay_stats(uint64_t seed, uint64_t steps) {
     ASSERT_OK(vapp_seek(&a, UINT64_MAX - 1));
     ASSERT(vreplay_at_end(a.rp));
     ASSERT_OK(gpb_model_stats(a.model, &got));
-    stats_equal(&got, &want);
+    test_stats_same(&got, &want);
     /* The simulating model's block map is the pool's, block by block. */
     ASSERT_OK(gpb_model_check(a.model));
     ASSERT_OK(gpb_model_visit(a.model, test_collect_blocks, &mb));
@@ -341,7 +321,7 @@ static void test_replay_stats(uint64_t seed, uint64_t steps) {
     ASSERT_OK(vapp_seek(&a, n / 3));
     ASSERT_U64_EQ(vapp_pos(&a), n / 3);
     ASSERT_OK(gpb_model_stats(a.model, &mid2));
-    stats_equal(&mid1, &mid2);
+    test_stats_same(&mid1, &mid2);
     ASSERT(a.series.n > 0);
     vapp_close(&a);
   }
@@ -371,7 +351,7 @@ static void test_replay_stats(uint64_t seed, uint64_t steps) {
     ASSERT_U64_EQ(a.total_ops, n);
     ASSERT_OK(vapp_seek(&a, UINT64_MAX - 1));
     ASSERT_OK(gpb_model_stats(a.model, &got));
-    stats_equal(&got, &want);
+    test_stats_same(&got, &want);
     ASSERT_OK(gpb_model_visit(a.model, test_collect_blocks, &mb));
     test_blocks_same(&pb, &mb);
     /* Events carry the trace's times: the last allocation's age is

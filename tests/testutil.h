@@ -130,4 +130,29 @@ static inline void test_blocks_same(const test_blocks_t *x,
   }
 }
 
+/* Two stats must be the same: every counter, byte count, peak, per-order
+ * and per-tag figure, and the derived fragmentation. */
+static inline void test_stats_same(const gpb_stats_t *x, const gpb_stats_t *y) {
+  ASSERT_U64_EQ(x->seq, y->seq);
+  ASSERT_U64_EQ(x->requested_bytes, y->requested_bytes);
+  ASSERT_U64_EQ(x->block_bytes, y->block_bytes);
+  ASSERT_U64_EQ(x->free_bytes, y->free_bytes);
+  ASSERT_U64_EQ(x->requested_peak, y->requested_peak);
+  ASSERT_U64_EQ(x->block_peak, y->block_peak);
+  ASSERT_U64_EQ(x->free_peak, y->free_peak);
+  ASSERT_U64_EQ(x->allocs, y->allocs);
+  ASSERT_U64_EQ(x->frees, y->frees);
+  ASSERT_U64_EQ(x->failures, y->failures);
+  ASSERT_U64_EQ(x->splits, y->splits);
+  ASSERT_U64_EQ(x->merges, y->merges);
+  ASSERT_U64_EQ(x->live_allocs, y->live_allocs);
+  ASSERT_U64_EQ(x->largest_free, y->largest_free);
+  ASSERT_U64_EQ(x->internal_frag_bytes, y->internal_frag_bytes);
+  for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++)
+    ASSERT_U64_EQ(x->free_blocks[k], y->free_blocks[k]);
+  for (uint32_t t = 0; t < GPB_MAX_TAGS; t++)
+    ASSERT_U64_EQ(x->tag_bytes[t], y->tag_bytes[t]);
+  ASSERT(x->external_frag == y->external_frag);
+}
+
 #endif
