@@ -262,6 +262,20 @@ static int rp_grow(rp_ids_t *t) {
   return 0;
 }
 
+/* Sizes an empty table for n live ids at once, so a replay that reaches
+ * them never rehashes (each rehash at a million ids is a pass of cache
+ * misses). A hint: more ids still grow it. */
+static void rp_reserve(rp_ids_t *t, uint64_t n) {
+  uint64_t cap = 1024;
+  while (cap < n + n / 3 + 1 && cap < (1ull << 40)) cap <<= 1;
+  if (t->n || cap <= t->cap) return;
+  rp_slot_t *ns = calloc(cap, sizeof *ns);
+  if (!ns) return; /* it grows on demand instead */
+  free(t->s);
+  t->s = ns;
+  t->cap = cap;
+}
+
 static rp_slot_t *rp_find(rp_ids_t *t, uint64_t id) {
   if (!t->cap) return NULL;
   uint64_t key = id + 1;
@@ -486,16 +500,25 @@ int vreplay_restart(vreplay_t *r) {
 
 uint64_t vreplay_count(vreplay_t *r) {
   if (r->total) return r->total;
-  if (r->ops->kind != OPS_TRACE) return r->total = r->ops->total;
-  if (r->pos || vops_rewind(r->ops)) return 0;
-  gpb_trace_op_t op;
-  uint64_t n = 0;
-  int rc;
-  while ((rc = vops_next(r->ops, &op)) > 0) n++;
-  if (vops_rewind(r->ops)) return 0;
-  /* A trace that fails to parse shows its error when the replay gets
-   * there; the timeline ends at the last good op. */
-  (void)rc;
+  /* Ops and the most ids live at once (allocs less frees so far, a bound
+   * good enough to size the id table). */
+  uint64_t n = 0, live = 0, peak = 0;
+  if (r->ops->kind == OPS_TRACE || r->ops->kind == OPS_ARRAY) {
+    if (r->pos || vops_rewind(r->ops)) return 0;
+    gpb_trace_op_t op;
+    while (vops_next(r->ops, &op) > 0) {
+      n++;
+      if (op.op == GPB_OP_ALLOC && ++live > peak) peak = live;
+      else if (op.op == GPB_OP_FREE && live) live--;
+    }
+    /* A trace that fails to parse shows its error when the replay gets
+     * there; the timeline ends at the last good op. */
+    if (vops_rewind(r->ops)) return 0;
+  } else {
+    n = r->ops->total;
+    peak = r->ops->steps; /* a pattern never holds more */
+  }
+  rp_reserve(&r->ids, peak);
   return r->total = n;
 }
 
