@@ -344,6 +344,10 @@ GPB_API int gpb_model_alloc(gpb_model_t *m, uint64_t size, uint64_t align,
                             uint32_t tag, uint64_t time_ns, uint64_t *offset);
 /* As gpb_free: misuse gets the pool's codes and changes nothing. */
 GPB_API int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns);
+/* Sizes an empty model's allocation table for `live` allocations at once
+ * (at most one per minimum block), so a replay that reaches them never
+ * grows it; a hint, with no effect on a model that holds allocations. */
+GPB_API int gpb_model_reserve(gpb_model_t *m, uint64_t live);
 /* Called for every event the simulating model makes, after its stats
  * count it. NULL removes it. */
 GPB_API int gpb_model_set_hook(gpb_model_t *m, gpb_hook_fn fn, void *user);

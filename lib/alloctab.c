@@ -150,6 +150,18 @@ void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
   atab_migrate(t, ATAB_MOVE_PER_CALL);
 }
 
+int gpb__atab_reserve(gpb__atab_t *t, uint64_t n) {
+  uint64_t c = t->cap;
+  while (c < 2 * n && c < (1ull << 40)) c <<= 1;
+  if (c == t->cap || t->used || t->old) return 0;
+  gpb__arec_t *nt = calloc(c, sizeof *nt);
+  if (!nt) return GPB_EHOSTMEM;
+  free(t->cur);
+  t->cur = nt;
+  t->cap = c;
+  return 0;
+}
+
 uint64_t gpb__atab_count(const gpb__atab_t *t) { return t->used + t->old_live; }
 
 size_t gpb__atab_bytes(const gpb__atab_t *t) {

@@ -142,6 +142,9 @@ GPB__HIDDEN gpb__arec_t *gpb__atab_find(const gpb__atab_t *t, uint64_t unit);
 GPB__HIDDEN int gpb__atab_insert(gpb__atab_t *t, uint64_t unit,
                                  const gpb__arec_t *rec);
 GPB__HIDDEN void gpb__atab_remove(gpb__atab_t *t, uint64_t unit);
+/* Sizes an empty table for n entries at once (no growth while they
+ * arrive); a table in use is left as it is. */
+GPB__HIDDEN int gpb__atab_reserve(gpb__atab_t *t, uint64_t n);
 GPB__HIDDEN uint64_t gpb__atab_count(const gpb__atab_t *t);
 GPB__HIDDEN size_t gpb__atab_bytes(const gpb__atab_t *t);
 

@@ -141,6 +141,14 @@ int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns) {
   return gpb__buddy_free(&m->core, offset, 0);
 }
 
+int gpb_model_reserve(gpb_model_t *m, uint64_t live) {
+  if (!m) return gpb__fail(GPB_EINVAL, "model is NULL");
+  uint64_t most = m->core.nunits; /* no more allocations can be live */
+  int rc = gpb__atab_reserve(&m->core.atab, live < most ? live : most);
+  return rc ? gpb__fail(rc, "no memory for %llu allocation records",
+                        (unsigned long long)live) : 0;
+}
+
 void gpb_model_destroy(gpb_model_t *m) {
   if (!m) return;
   gpb__buddy_fini(&m->core);

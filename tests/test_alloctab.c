@@ -42,5 +42,26 @@ int main(void) {
   }
   printf("alloctab: %" PRIu64 " operations, %" PRIu64 " live, table of %" PRIu64 " slots\n", ops, live, t.cap);
   gpb__atab_fini(&t);
+
+  /* Reserve: an empty table sized once takes that many inserts without
+   * growing; a table in use is left alone. */
+  ASSERT_OK(gpb__atab_init(&t, 1));
+  ASSERT_OK(gpb__atab_reserve(&t, 5000));
+  uint64_t cap = t.cap;
+  ASSERT(cap >= 10000);
+  for (uint64_t k = 0; k < 5000; k++) {
+    gpb__arec_t rec = {0};
+    rec.requested = k + 1;
+    ASSERT_OK(gpb__atab_insert(&t, k * 3, &rec));
+    ASSERT(t.cap == cap && t.old == NULL);
+  }
+  ASSERT_OK(gpb__atab_reserve(&t, 1u << 20));
+  ASSERT(t.cap == cap);
+  for (uint64_t k = 0; k < 5000; k++) {
+    gpb__arec_t *r = gpb__atab_find(&t, k * 3);
+    ASSERT(r && r->requested == k + 1);
+  }
+  gpb__atab_fini(&t);
+  printf("alloctab reserve: ok\n");
   return 0;
 }

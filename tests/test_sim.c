@@ -42,6 +42,7 @@ static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
   gpb_model_t *m;
   ASSERT_OK(gpb_pool_create(cfg, &p));
   ASSERT_OK(gpb_model_create_sim(cfg, &m));
+  if (seed & 2) ASSERT_OK(gpb_model_reserve(m, MAXLIVE)); /* placements unchanged */
   gpb_pool_info_t info;
   gpb_pool_info(p, &info);
   evlog_t pl = {0}, ml = {0};
@@ -183,8 +184,14 @@ static void test_misuse(void) {
   ASSERT_OK(gpb_model_load(f, &whole, 1, 1));
   ASSERT_OK(gpb_model_check(m));
 
+  /* Reserving: a hint for an empty model, nothing for one in use. */
+  ASSERT_ERR(gpb_model_reserve(NULL, 10), GPB_EINVAL);
+  ASSERT_OK(gpb_model_reserve(m, 1000)); /* in use: left as it is */
+  ASSERT_OK(gpb_model_check(m));
   /* Reset: back to an empty pool, still simulating. */
   gpb_model_reset(m);
+  ASSERT_OK(gpb_model_reserve(m, UINT64_MAX)); /* capped at one per block */
+  ASSERT_OK(gpb_model_reserve(m, 3000));
   ASSERT_U64_EQ(gpb_model_seq(m), 0);
   ASSERT_OK(gpb_model_alloc(m, 1000, 0, 3, 10, &o));
   ASSERT_U64_EQ(o, a);

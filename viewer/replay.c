@@ -519,6 +519,7 @@ uint64_t vreplay_count(vreplay_t *r) {
     peak = r->ops->steps; /* a pattern never holds more */
   }
   rp_reserve(&r->ids, peak);
+  if (r->pos == 0) gpb_model_reserve(r->model, peak);
   return r->total = n;
 }
 
