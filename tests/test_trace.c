@@ -123,58 +123,6 @@ static void workload(gpb_pool_t *pool, uint64_t seed, int steps) {
   free(l);
 }
 
-typedef struct blocks {
-  gpb_block_info_t *b;
-  size_t n, cap;
-} blocks_t;
-
-static int collect(const gpb_block_info_t *b, void *user) {
-  blocks_t *bl = user;
-  if (bl->n == bl->cap) {
-    bl->cap = bl->cap ? bl->cap * 2 : 256;
-    bl->b = realloc(bl->b, bl->cap * sizeof *bl->b);
-    ASSERT(bl->b);
-  }
-  bl->b[bl->n++] = *b;
-  return 0;
-}
-
-static void compare_stats(const gpb_stats_t *a, const gpb_stats_t *b) {
-  ASSERT_U64_EQ(a->seq, b->seq);
-  ASSERT_U64_EQ(a->requested_bytes, b->requested_bytes);
-  ASSERT_U64_EQ(a->requested_peak, b->requested_peak);
-  ASSERT_U64_EQ(a->block_bytes, b->block_bytes);
-  ASSERT_U64_EQ(a->block_peak, b->block_peak);
-  ASSERT_U64_EQ(a->free_bytes, b->free_bytes);
-  ASSERT_U64_EQ(a->free_peak, b->free_peak);
-  ASSERT_U64_EQ(a->allocs, b->allocs);
-  ASSERT_U64_EQ(a->frees, b->frees);
-  ASSERT_U64_EQ(a->failures, b->failures);
-  ASSERT_U64_EQ(a->splits, b->splits);
-  ASSERT_U64_EQ(a->merges, b->merges);
-  ASSERT_U64_EQ(a->live_allocs, b->live_allocs);
-  ASSERT_U64_EQ(a->largest_free, b->largest_free);
-  ASSERT_U64_EQ(a->internal_frag_bytes, b->internal_frag_bytes);
-  for (int k = 0; k < GPB_MAX_ORDERS; k++)
-    ASSERT_U64_EQ(a->free_blocks[k], b->free_blocks[k]);
-  for (int t = 0; t < GPB_MAX_TAGS; t++)
-    ASSERT_U64_EQ(a->tag_bytes[t], b->tag_bytes[t]);
-  ASSERT(a->external_frag == b->external_frag);
-}
-
-static void compare_blocks(const blocks_t *a, const blocks_t *b) {
-  ASSERT_U64_EQ(a->n, b->n);
-  for (size_t i = 0; i < a->n; i++) {
-    const gpb_block_info_t *x = &a->b[i], *y = &b->b[i];
-    ASSERT_U64_EQ(x->offset, y->offset);
-    ASSERT_U64_EQ(x->size, y->size);
-    ASSERT_U64_EQ(x->used, y->used);
-    ASSERT_U64_EQ(x->alloc_offset, y->alloc_offset);
-    ASSERT_U64_EQ(x->requested, y->requested);
-    ASSERT_U64_EQ(x->tag, y->tag);
-  }
-}
-
 static gpb_config_t config(gpb_policy_t policy) {
   gpb_config_t c;
   gpb_config_init(&c);
@@ -189,7 +137,7 @@ static gpb_config_t config(gpb_policy_t policy) {
 /* Replays `path` into a fresh pool as gpubuddy-replay does; returns its
  * stats and blocks. */
 static void replay(const char *path, gpb_policy_t policy, gpb_stats_t *st,
-                   blocks_t *bl, uint64_t *ops_out, uint64_t *fails_out) {
+                   test_blocks_t *bl, uint64_t *ops_out, uint64_t *fails_out) {
   gpb_config_t c = config(policy);
   gpb_pool_t *pool;
   ASSERT_OK(gpb_pool_create(&c, &pool));
@@ -231,7 +179,7 @@ static void replay(const char *path, gpb_policy_t policy, gpb_stats_t *st,
   free(e);
   ASSERT_OK(gpb_pool_stats(pool, st));
   bl->n = 0;
-  ASSERT_OK(gpb_pool_visit(pool, collect, bl));
+  ASSERT_OK(gpb_pool_visit(pool, test_collect_blocks, bl));
   ASSERT_OK(gpb_pool_check(pool));
   gpb_pool_destroy(pool);
   *ops_out = ops;
@@ -283,9 +231,9 @@ static void test_pool_roundtrip(gpb_policy_t policy, int use_env,
   else ASSERT_OK(gpb_pool_trace_start(pool, path));
   workload(pool, seed, steps);
   gpb_stats_t want, got;
-  blocks_t wb = {0}, gb = {0};
+  test_blocks_t wb = {0}, gb = {0};
   ASSERT_OK(gpb_pool_stats(pool, &want));
-  ASSERT_OK(gpb_pool_visit(pool, collect, &wb));
+  ASSERT_OK(gpb_pool_visit(pool, test_collect_blocks, &wb));
   if (use_env) gpb_pool_destroy(pool); /* closes the trace */
   else ASSERT_OK(gpb_pool_trace_stop(pool));
   ASSERT(want.failures > 0); /* the workload must exercise FAIL records */
@@ -295,8 +243,8 @@ static void test_pool_roundtrip(gpb_policy_t policy, int use_env,
   printf("%s: %s, %llu ops, %llu failures, %llu splits\n", name,
          gpb_policy_name(policy), (unsigned long long)ops,
          (unsigned long long)fails, (unsigned long long)got.splits);
-  compare_stats(&want, &got);
-  compare_blocks(&wb, &gb);
+  test_stats_same(&want, &got);
+  test_blocks_same(&wb, &gb);
   ASSERT_U64_EQ(fails, want.failures);
   /* Every event that was an ALLOC, FREE or FAIL is one op (a FAIL two). */
   ASSERT_U64_EQ(ops, want.allocs + want.frees + 2 * want.failures);
@@ -353,17 +301,17 @@ static void test_threads_roundtrip(uint64_t seed, int steps) {
   }
   for (int i = 0; i < NT; i++) ASSERT_EQ(pthread_join(th[i], NULL), 0);
   gpb_stats_t want, got;
-  blocks_t wb = {0}, gb = {0};
+  test_blocks_t wb = {0}, gb = {0};
   ASSERT_OK(gpb_pool_stats(pool, &want));
-  ASSERT_OK(gpb_pool_visit(pool, collect, &wb));
+  ASSERT_OK(gpb_pool_visit(pool, test_collect_blocks, &wb));
   ASSERT_OK(gpb_pool_trace_stop(pool));
   gpb_pool_destroy(pool);
   uint64_t ops, fails;
   replay(path, GPB_POLICY_BUDDY, &got, &gb, &ops, &fails);
   printf("threads: %llu ops, %llu failures\n", (unsigned long long)ops,
          (unsigned long long)fails);
-  compare_stats(&want, &got);
-  compare_blocks(&wb, &gb);
+  test_stats_same(&want, &got);
+  test_blocks_same(&wb, &gb);
   free(wb.b);
   free(gb.b);
 }

@@ -477,7 +477,6 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
         return rc;
       }
     }
-    if (r->bad) return GPB_ECORRUPT;
   }
   return (int64_t)done;
 }
