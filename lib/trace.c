@@ -5,12 +5,11 @@
  * a RAPIDS RMM logging_resource_adaptor CSV. docs/TRACE_FORMAT.md is the
  * reference for both formats.
  *
- * Both sides go through zlib's gz* layer: gzread reads plain files as they
- * are and gzip files decompressed, so one reader serves both; the writer
- * compresses when the path ends in ".gz" and otherwise writes through the
- * same buffered layer in transparent mode ("wT"). Nothing is flushed per
- * op: the pool calls gpb__trace_event under its lock, and a buffered copy
- * is all it may cost there.
+ * Both sides go through zio.c: the reader takes plain text and gzip alike
+ * (the writer's blocked gzip fastest); the writer compresses when the path
+ * ends in ".gz". Nothing is flushed per op: the pool calls
+ * gpb__trace_event under its lock, and a buffered copy is all it costs
+ * there but once per 64 KiB.
  *
  * The reader streams: it keeps one read buffer and one line, never the
  * whole file, so memory is bounded whatever the trace's length. It never
@@ -27,19 +26,15 @@
  */
 #include "internal.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #define TRACE_MAGIC "# gpubuddy-trace v"
 #define TRACE_VERSION 1
 #define TRACE_LINE_MAX 4096 /* bytes, without the newline */
-#define TRACE_BUF 65536
 /* Ids with the top bit set name failed requests (see the file comment). */
 #define TRACE_FAIL_ID (1ull << 63)
 #define RMM_HEADER "Thread,Time,Action,Pointer,Size,Stream"
@@ -50,11 +45,11 @@ enum { RMM_THREAD, RMM_TIME, RMM_ACTION, RMM_POINTER, RMM_SIZE, RMM_STREAM,
        RMM_NCOLS };
 
 struct gpb_trace_reader {
-  gzFile gz;
+  gpb__zin_t *z;
   int fmt;
   int err;            /* sticky: once a read failed, every next call fails */
-  int eof;            /* gzread returned 0 */
-  unsigned char *buf; /* raw bytes from gzread */
+  int eof;            /* the text ended */
+  unsigned char *buf; /* text from zio, cut into lines in place */
   size_t len, pos;
   char line[TRACE_LINE_MAX + 1]; /* a line cut by the buffer's end */
   char *ln; /* the current line: in buf (cut in place) or in line */
@@ -71,7 +66,7 @@ struct gpb_trace_reader {
 };
 
 struct gpb_trace_writer {
-  gzFile gz;
+  gpb__zout_t *z;
   uint64_t seq;
   uint64_t t0; /* first event's time: event times are written relative */
   int have_t0;
@@ -99,27 +94,11 @@ static int trace_fail(gpb_trace_reader_t *r, int code, const char *fmt, ...) {
 }
 
 static int trace_fill(gpb_trace_reader_t *r) {
-  int n = gzread(r->gz, r->buf, TRACE_BUF);
-  if (n < 0) {
-    int zerr = 0;
-    const char *zmsg = gzerror(r->gz, &zerr);
-    if (zerr == Z_ERRNO)
-      return trace_fail(r, GPB_EIO, "read error: %s", strerror(errno));
-    return trace_fail(r, GPB_EFORMAT, "corrupt or truncated gzip stream (%s)",
-                      zmsg ? zmsg : "zlib error");
-  }
-  if (n == 0) {
-    /* gzread reports a stream cut short inside the gzip trailer as a
-     * clean end on some zlib versions; gzerror still knows. */
-    int zerr = 0;
-    const char *zmsg = gzerror(r->gz, &zerr);
-    if (zerr != Z_OK && zerr != Z_STREAM_END)
-      return trace_fail(r, zerr == Z_ERRNO ? GPB_EIO : GPB_EFORMAT,
-                        "corrupt or truncated gzip stream (%s)",
-                        zmsg ? zmsg : "zlib error");
-    r->eof = 1;
-  }
-  r->len = (size_t)n;
+  size_t n;
+  int rc = gpb__zin_next(r->z, &r->buf, &n);
+  if (rc < 0) return trace_fail(r, rc, "%s", gpb_last_error_detail());
+  if (rc == 0) r->eof = 1;
+  r->len = n;
   r->pos = 0;
   return 0;
 }
@@ -132,8 +111,11 @@ static int trace_getline(gpb_trace_reader_t *r) {
   r->lineno++;
   /* Most lines lie whole in the buffer: found with memchr and cut there
    * in place, not copied byte by byte (replay speed is parse speed). */
-  unsigned char *s = r->buf + r->pos;
-  unsigned char *nl = r->pos < r->len ? memchr(s, '\n', r->len - r->pos) : NULL;
+  unsigned char *s = NULL, *nl = NULL;
+  if (r->pos < r->len) { /* (before the first fill, buf is NULL) */
+    s = r->buf + r->pos;
+    nl = memchr(s, '\n', r->len - r->pos);
+  }
   if (nl && (n = (size_t)(nl - s)) <= TRACE_LINE_MAX) {
     if (memchr(s, 0, n)) return trace_fail(r, GPB_EFORMAT, "binary data (NUL byte)");
     r->pos += n + 1;
@@ -521,24 +503,9 @@ int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
   *out = NULL;
   if (!path) return gpb__fail(GPB_EINVAL, "path is NULL");
   gpb_trace_reader_t *r = calloc(1, sizeof *r);
-  if (!r || !(r->buf = malloc(TRACE_BUF))) {
-    free(r);
-    return gpb__fail(GPB_EHOSTMEM, "no memory for a trace reader");
-  }
-  if (!strcmp(path, "-")) {
-    int fd = dup(0);
-    r->gz = fd < 0 ? NULL : gzdopen(fd, "rb");
-    if (!r->gz && fd >= 0) close(fd);
-  } else {
-    r->gz = gzopen(path, "rb");
-  }
-  int rc;
-  if (!r->gz) {
-    rc = gpb__fail(errno == ENOENT ? GPB_ENOTFOUND : GPB_EIO,
-                   "cannot open trace '%s': %s", path,
-                   errno ? strerror(errno) : "out of memory");
-    goto fail;
-  }
+  if (!r) return gpb__fail(GPB_EHOSTMEM, "no memory for a trace reader");
+  int rc = gpb__zin_open(path, &r->z);
+  if (rc) goto fail;
   rc = trace_getline(r);
   if (rc < 0) goto fail;
   if (rc == 0) {
@@ -599,28 +566,20 @@ const char *gpb_trace_format_name(const gpb_trace_reader_t *r) {
 
 void gpb_trace_close(gpb_trace_reader_t *r) {
   if (!r) return;
-  if (r->gz) gzclose(r->gz);
-  free(r->buf);
+  gpb__zin_close(r->z);
   free(r);
 }
 
 /* ------------------------------------------------------------ writing */
 
-static int trace_writer_fail(gpb_trace_writer_t *w) {
-  if (!w->err) {
-    int zerr = 0;
-    const char *zmsg = gzerror(w->gz, &zerr);
-    snprintf(w->msg, sizeof w->msg, "trace write failed: %s",
-             zerr == Z_ERRNO ? strerror(errno) : (zmsg ? zmsg : "zlib error"));
-    w->err = GPB_EIO;
-  }
-  return gpb__fail(w->err, "%s", w->msg);
-}
-
 static int trace_put(gpb_trace_writer_t *w, const char *s, size_t n) {
   if (w->err) return w->err;
-  if (gzwrite(w->gz, s, (unsigned)n) != (int)n) return trace_writer_fail(w);
-  return 0;
+  int rc = gpb__zout_write(w->z, s, n);
+  if (rc) { /* sticky, and kept for gpb_trace_writer_close */
+    w->err = rc;
+    snprintf(w->msg, sizeof w->msg, "%s", gpb_last_error_detail());
+  }
+  return rc;
 }
 
 int gpb_trace_writer_open(const char *path, gpb_trace_writer_t **out) {
@@ -630,29 +589,16 @@ int gpb_trace_writer_open(const char *path, gpb_trace_writer_t **out) {
   gpb_trace_writer_t *w = calloc(1, sizeof *w);
   if (!w) return gpb__fail(GPB_EHOSTMEM, "no memory for a trace writer");
   size_t n = strlen(path);
-  /* Level 1: the pool writes under its lock, and level 6 cost 4.8 times
-   * as long for a file 15% smaller (3M-op churn trace, dev VM). */
-  const char *mode = (n > 3 && !strcmp(path + n - 3, ".gz")) ? "wb1" : "wbT";
-  errno = 0;
-  if (!strcmp(path, "-")) {
-    int fd = dup(1);
-    w->gz = fd < 0 ? NULL : gzdopen(fd, mode);
-    if (!w->gz && fd >= 0) close(fd);
-  } else {
-    w->gz = gzopen(path, mode);
-  }
-  if (!w->gz) {
-    int e = errno;
+  int rc = gpb__zout_open(path, n > 3 && !strcmp(path + n - 3, ".gz"), &w->z);
+  if (rc) {
     free(w);
-    return gpb__fail(GPB_EIO, "cannot create trace '%s': %s", path,
-                     e ? strerror(e) : "out of memory");
+    return rc;
   }
-  gzbuffer(w->gz, 1u << 17);
   static const char hdr[] = "# gpubuddy-trace v1\n"
                             "# seq time_ns op id size tag stream\n";
-  int rc = trace_put(w, hdr, sizeof hdr - 1);
+  rc = trace_put(w, hdr, sizeof hdr - 1);
   if (rc) {
-    gzclose(w->gz);
+    gpb__zout_close(w->z, 0);
     free(w);
     return rc;
   }
@@ -719,11 +665,11 @@ int gpb_trace_write(gpb_trace_writer_t *w, const gpb_trace_op_t *op) {
 int gpb_trace_writer_close(gpb_trace_writer_t *w) {
   if (!w) return 0;
   int rc = w->err;
-  int zrc = gzclose(w->gz);
-  if (!rc && zrc != Z_OK)
-    rc = gpb__fail(GPB_EIO, "closing the trace failed (zlib error %d)", zrc);
-  else if (rc)
+  int zrc = gpb__zout_close(w->z, !rc);
+  if (rc)
     gpb__fail(rc, "%s", w->msg);
+  else
+    rc = zrc;
   free(w);
   return rc;
 }

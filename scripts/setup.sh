@@ -3,7 +3,7 @@
 # run the viewer. Safe to run again. Needs root (or sudo).
 set -e
 PKGS="autoconf automake libtool pkg-config make gcc clang python3 \
-  zlib1g-dev libpng-dev libsdl2-dev xvfb"
+  zlib1g-dev libdeflate-dev libpng-dev libsdl2-dev xvfb"
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 missing=

@@ -7,8 +7,8 @@
 #
 # Needs clang with libFuzzer and zlib headers. CC overrides the compiler.
 # A crash leaves its input in the temporary directory, which is then kept
-# and named. Seeds come from tests/data (a trace, an RMM log) and a few
-# inputs made here (a gzipped trace, a bad header).
+# and named. Seeds come from tests/data (a trace, an RMM log, a blocked
+# .gz trace) and a few inputs made here (a gzipped trace, a bad header).
 set -eu
 
 secs=${1:-20}
@@ -27,16 +27,23 @@ cleanup() { if [ "$keep" = 0 ]; then rm -rf "$tmp"; fi; }
 trap cleanup EXIT
 
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+# .gz traces go through libdeflate where the build would use it.
+zdef= zlib=-lz
+if pkg-config --exists libdeflate 2>/dev/null; then
+  zdef="-DGPB_HAVE_LIBDEFLATE $(pkg-config --cflags libdeflate)"
+  zlib="-lz $(pkg-config --libs libdeflate)"
+fi
 echo "building fuzz_trace in $tmp"
-"$cc" $flags -I"$top/include" -I"$top/lib" \
-  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace.c" "$top/lib/error.c" \
-  -lz -o "$tmp/fuzz_trace"
+"$cc" $flags $zdef -I"$top/include" -I"$top/lib" \
+  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace.c" "$top/lib/zio.c" \
+  "$top/lib/error.c" $zlib -o "$tmp/fuzz_trace"
 
 # Seed corpus.
 mkdir -p "$tmp/corpus"
 cp "$top/tests/data/rmm_small.csv" "$tmp/corpus/rmm.csv"
 head -n 40 "$top/tests/data/torch_snapshot.expected" > "$tmp/corpus/native.trace"
 gzip -c "$tmp/corpus/native.trace" > "$tmp/corpus/native.trace.gz"
+cp "$top/tests/data/churn_small.trace.gz" "$tmp/corpus/blocked.trace.gz"
 printf '# gpubuddy-trace v1\n1 0 fail 0 4096 0 0x7\n2 5 free 0x10 0 0 0\n' \
   > "$tmp/corpus/fail.trace"
 printf '# gpubuddy-trace v2\n' > "$tmp/corpus/v2.trace"

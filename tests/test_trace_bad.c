@@ -3,12 +3,15 @@
  *
  * Each case is a file's content, the code the reader must return (at open
  * or from gpb_trace_next) and the line its message must name. Then gzip
- * streams cut short or corrupted, and random junk, which must end in an
+ * streams cut short or corrupted (the writer's blocked gzip: at every
+ * block edge, in headers, after the end; foreign gzip from zlib: one
+ * stream, several, trailing junk), and random junk, which must end in an
  * error and never a crash (the sanitizer builds check the "never").
  */
 #include "testutil.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
 static char dir[] = "/tmp/gpb-test-trace-bad-XXXXXX";
 static char path[300];
@@ -232,15 +235,136 @@ static void test_gzip(void) {
     ASSERT(nops <= N);
     if (cuts[i] < size - 8) ASSERT(nops < N);
   }
+  /* Cut at every block edge: the blocks before it read whole, and the
+   * missing last block still makes it an error, never a clean end. A
+   * block gives its length at byte 16 of its header. */
+  long at = 0, edges = 0, ops_before = -1;
+  while (at < size) {
+    ASSERT(at + 20 <= size && data[at] == 0x1f && data[at + 1] == 0x8b);
+    long len = (long)(data[at + 16] | data[at + 17] << 8 |
+                      data[at + 18] << 16 | (long)data[at + 19] << 24);
+    ASSERT(len >= 30 && at + len <= size);
+    if (at) {
+      write_file(path, data, (size_t)at);
+      int rc = read_all(path, msg, sizeof msg, &nops);
+      ASSERT_EQ(rc, GPB_EFORMAT);
+      ASSERT(strstr(msg, "line ") && strstr(msg, "last block"));
+      ASSERT((long)nops >= ops_before);
+      ops_before = (long)nops;
+      edges++;
+    }
+    at += len;
+  }
+  ASSERT_EQ(at, size);
+  ASSERT(edges >= 3);
+  ASSERT_EQ(ops_before, N); /* cut before the empty last block only */
+  printf("gzip cut at each of %ld block edges: named errors\n", edges);
+
+  /* Anything after the last block. */
+  unsigned char *more = malloc((size_t)size * 2);
+  ASSERT(more);
+  memcpy(more, data, (size_t)size);
+  memcpy(more + size, data, (size_t)size); /* a second whole trace */
+  write_file(path, more, (size_t)size * 2);
+  int rc = read_all(path, msg, sizeof msg, &nops);
+  ASSERT_EQ(rc, GPB_EFORMAT);
+  ASSERT(strstr(msg, "after the last block"));
+  ASSERT_EQ(nops, N);
+  free(more);
+
+  /* A block length pointing past the file, and one below the minimum. */
+  unsigned char save = data[19];
+  data[19] = 0x40;
+  write_file(path, data, (size_t)size);
+  ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+  ASSERT(strstr(msg, "out of range"));
+  data[19] = save;
+  save = data[16];
+  unsigned char save17 = data[17], save18 = data[18];
+  data[16] = 3;
+  data[17] = data[18] = 0;
+  write_file(path, data, (size_t)size);
+  ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+  ASSERT(strstr(msg, "out of range"));
+  data[16] = save;
+  data[17] = save17;
+  data[18] = save18;
+  /* The text's CRC (last 8 bytes of the first block: CRC, length). */
+  long first = (long)(data[16] | data[17] << 8 | data[18] << 16);
+  data[first - 8] ^= 1;
+  write_file(path, data, (size_t)size);
+  ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+  ASSERT(strstr(msg, "CRC"));
+  data[first - 8] ^= 1;
+
   /* Damage inside the deflate data. */
   data[size / 2] ^= 0x55;
   data[size / 2 + 1] ^= 0xff;
   write_file(path, data, (size_t)size);
-  int rc = read_all(path, msg, sizeof msg, &nops);
+  rc = read_all(path, msg, sizeof msg, &nops);
   printf("gzip damaged -> %s after %llu ops: %s\n", gpb_err_name(rc),
          (unsigned long long)nops, msg);
   ASSERT(rc == GPB_EFORMAT || rc == GPB_EIO);
   free(data);
+}
+
+/* gzip from elsewhere (gzip, Python, zlib): read through zlib, members one
+ * after another, and junk after the last one is an error. */
+static void test_foreign_gzip(void) {
+  char text[4096];
+  size_t len = 0;
+  len += (size_t)snprintf(text + len, sizeof text - len, H);
+  for (int i = 1; i <= 60; i++)
+    len += (size_t)snprintf(text + len, sizeof text - len,
+                            "%d %d %s 0x%x 4096 0 0\n", i, i * 10,
+                            i & 1 ? "alloc" : "free", (i - 1) / 2 * 4096);
+  char gz[320];
+  snprintf(gz, sizeof gz, "%s/foreign.trace.gz", dir);
+  for (int members = 1; members <= 3; members++) {
+    gzFile f = gzopen(gz, "wb6");
+    ASSERT(f);
+    /* Each gzopen/gzclose makes one member: append the rest as more. */
+    size_t part = len / (size_t)members, done = 0;
+    for (int m = 0; m < members; m++) {
+      size_t k = m == members - 1 ? len - done : part;
+      if (m) {
+        ASSERT_EQ(gzclose(f), Z_OK);
+        ASSERT((f = gzopen(gz, "ab6")));
+      }
+      ASSERT_EQ(gzwrite(f, text + done, (unsigned)k), (int)k);
+      done += k;
+    }
+    ASSERT_EQ(gzclose(f), Z_OK);
+    char msg[512];
+    uint64_t nops;
+    ASSERT_EQ(read_all(gz, msg, sizeof msg, &nops), 0);
+    ASSERT_EQ(nops, 60);
+  }
+  /* Cut short: an error after the ops before the cut, none withheld. */
+  FILE *f = fopen(gz, "rb");
+  ASSERT(f);
+  unsigned char whole[4096];
+  size_t zn = fread(whole, 1, sizeof whole, f);
+  ASSERT(zn > 100 && zn < sizeof whole);
+  ASSERT_EQ(fclose(f), 0);
+  {
+    char msg[512];
+    uint64_t nops;
+    write_file(path, whole, zn - 12); /* inside the last member's data */
+    ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+    ASSERT(strstr(msg, "truncated"));
+    ASSERT(nops > 0 && nops < 60);
+  }
+  f = fopen(gz, "ab");
+  ASSERT(f);
+  fputs("junk", f);
+  ASSERT_EQ(fclose(f), 0);
+  char msg[512];
+  uint64_t nops;
+  ASSERT_EQ(read_all(gz, msg, sizeof msg, &nops), GPB_EFORMAT);
+  ASSERT(strstr(msg, "after its end"));
+  ASSERT_EQ(nops, 60);
+  printf("foreign gzip: 1 to 3 members read, trailing junk named\n");
 }
 
 /* Random junk, raw and after a valid header: an error, never a crash. */
@@ -279,6 +403,7 @@ int main(void) {
   test_good();
   test_long_line();
   test_gzip();
+  test_foreign_gzip();
   test_junk();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
