@@ -348,6 +348,10 @@ GPB_API int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns);
  * (at most one per minimum block), so a replay that reaches them never
  * grows it; a hint, with no effect on a model that holds allocations. */
 GPB_API int gpb_model_reserve(gpb_model_t *m, uint64_t live);
+/* A hint for a replay that reads ahead: starts fetching the record of the
+ * allocation at `offset` (a free to come), so that free finds it in cache.
+ * Changes nothing; any offset is accepted. */
+GPB_API void gpb_model_prefetch(const gpb_model_t *m, uint64_t offset);
 /* Called for every event the simulating model makes, after its stats
  * count it. NULL removes it. */
 GPB_API int gpb_model_set_hook(gpb_model_t *m, gpb_hook_fn fn, void *user);

@@ -22,13 +22,6 @@
 #define ATAB_TOMB UINT64_MAX
 #define ATAB_MOVE_PER_CALL 8
 
-static inline uint64_t atab_hash(uint64_t key) {
-  key ^= key >> 33;
-  key *= 0xff51afd7ed558ccdull;
-  key ^= key >> 33;
-  return key;
-}
-
 int gpb__atab_init(gpb__atab_t *t, uint64_t cap) {
   memset(t, 0, sizeof *t);
   uint64_t c = 64;
@@ -55,7 +48,7 @@ void gpb__atab_clear(gpb__atab_t *t) {
 
 static gpb__arec_t *atab_probe(gpb__arec_t *tab, uint64_t cap, uint64_t key) {
   uint64_t mask = cap - 1;
-  for (uint64_t i = atab_hash(key) & mask;; i = (i + 1) & mask) {
+  for (uint64_t i = gpb__atab_hash(key) & mask;; i = (i + 1) & mask) {
     if (tab[i].key == key) return &tab[i];
     if (tab[i].key == 0) return NULL;
   }
@@ -70,7 +63,7 @@ gpb__arec_t *gpb__atab_find(const gpb__atab_t *t, uint64_t unit) {
 
 static void atab_put(gpb__atab_t *t, const gpb__arec_t *rec) {
   uint64_t mask = t->cap - 1;
-  uint64_t i = atab_hash(rec->key) & mask;
+  uint64_t i = gpb__atab_hash(rec->key) & mask;
   while (t->cur[i].key != 0) i = (i + 1) & mask;
   t->cur[i] = *rec;
   t->used++;
@@ -114,6 +107,9 @@ int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
   gpb__arec_t r = *rec;
   r.key = unit + 1;
   atab_put(t, &r);
+  /* A pool filling fresh space places the next block where this one
+   * ends: fetch that slot now, so its insert finds it in cache. */
+  gpb__atab_prefetch(t, unit + rec->units);
   return 0;
 }
 
@@ -129,7 +125,7 @@ void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
     }
   }
   uint64_t mask = t->cap - 1;
-  uint64_t i = atab_hash(key) & mask;
+  uint64_t i = gpb__atab_hash(key) & mask;
   while (t->cur[i].key != key) {
     if (t->cur[i].key == 0) return;
     i = (i + 1) & mask;
@@ -139,7 +135,7 @@ void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
   for (;;) {
     j = (j + 1) & mask;
     if (t->cur[j].key == 0) break;
-    uint64_t home = atab_hash(t->cur[j].key) & mask;
+    uint64_t home = gpb__atab_hash(t->cur[j].key) & mask;
     /* Move j into the hole at i unless j's home lies cyclically in (i, j]. */
     if ((i <= j) ? (i < home && home <= j) : (i < home || home <= j)) continue;
     t->cur[i] = t->cur[j];

@@ -111,6 +111,19 @@ static inline void gpb__bits_clear(gpb__bits_t *b, uint64_t i) {
   }
 }
 
+/* Prefetch for writing: the line arrives owned, so the store after it
+ * does not wait for other cores (a reader) to give it up. On x86-64 this
+ * is PREFETCHW, which CPUs older than Broadwell execute as a NOP; GCC's
+ * __builtin_prefetch(p, 1) emits a plain read prefetch there unless
+ * -march says otherwise. */
+static inline void gpb__prefetchw(const void *p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 /* ------------------------------------------------------------ alloc table */
 
 /* One live allocation. Key is the first unit; units is its length. */
@@ -132,6 +145,19 @@ typedef struct gpb__atab {
   gpb__arec_t *old;   /* non-NULL while migrating */
   uint64_t old_cap, old_pos, old_live;
 } gpb__atab_t;
+
+static inline uint64_t gpb__atab_hash(uint64_t key) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdull;
+  key ^= key >> 33;
+  return key;
+}
+
+/* Starts fetching the home slot of `unit` (for writing): a record that is
+ * about to be found, inserted or removed. A hint; it changes nothing. */
+static inline void gpb__atab_prefetch(const gpb__atab_t *t, uint64_t unit) {
+  gpb__prefetchw(&t->cur[gpb__atab_hash(unit + 1) & (t->cap - 1)]);
+}
 
 GPB__HIDDEN int gpb__atab_init(gpb__atab_t *t, uint64_t cap);
 GPB__HIDDEN void gpb__atab_fini(gpb__atab_t *t);
@@ -419,19 +445,6 @@ GPB__HIDDEN int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
 /* Publishes one event that went through the pool's sink. */
 GPB__HIDDEN void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev);
 GPB__HIDDEN void gpb__pub_close(gpb__pub_t *p);
-
-/* Prefetch for writing: the line arrives owned, so the store after it
- * does not wait for other cores (a reader) to give it up. On x86-64 this
- * is PREFETCHW, which CPUs older than Broadwell execute as a NOP; GCC's
- * __builtin_prefetch(p, 1) emits a plain read prefetch there unless
- * -march says otherwise. */
-static inline void gpb__prefetchw(const void *p) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-  __builtin_prefetch(p, 1);
-#endif
-}
 
 /* The publisher's event ring as its writer sees it (publish.c owns the
  * segment; docs/LIVE.md gives the layout). A slot is a small seqlock:

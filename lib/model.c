@@ -141,6 +141,11 @@ int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns) {
   return gpb__buddy_free(&m->core, offset, 0);
 }
 
+void gpb_model_prefetch(const gpb_model_t *m, uint64_t offset) {
+  if (m && offset < (m->core.nunits << m->core.min_shift))
+    gpb__atab_prefetch(&m->core.atab, offset >> m->core.min_shift);
+}
+
 int gpb_model_reserve(gpb_model_t *m, uint64_t live) {
   if (!m) return gpb__fail(GPB_EINVAL, "model is NULL");
   uint64_t most = m->core.nunits; /* no more allocations can be live */

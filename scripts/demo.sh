@@ -23,7 +23,7 @@ sample_name=${DEMO_SAMPLE:-kvcache}
 sample=$build/samples/gpubuddy-sample-$sample_name
 if [ ! -x "$view" ]; then
   echo "demo: $view not found: build first (./autogen.sh && ./configure &&" \
-       "make), and install libsdl2-dev so the viewer is built" >&2
+       "make)" >&2
   exit 1
 fi
 if [ ! -x "$sample" ]; then
@@ -32,6 +32,11 @@ if [ ! -x "$sample" ]; then
 fi
 
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then windowed=1; else windowed=0; fi
+if [ $windowed = 1 ] && "$view" --version | grep -q "headless only"; then
+  echo "demo: this gpubuddy-view has no window (built without SDL2:" \
+       "apt-get install libsdl2-dev, then configure again); rendering headless" >&2
+  windowed=0
+fi
 if [ $windowed = 1 ]; then steps=${DEMO_STEPS:-200000}; else steps=${DEMO_STEPS:-20000}; fi
 pace=${DEMO_PACE_US:-200}
 name=demo-$$

@@ -30,6 +30,23 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   # The reader left to the scheduler, on the writer's SMT sibling, and on
   # another core: what a reader costs apart from what sharing a core does.
   timeout 240 sh "$here/bench/run-publish-pinned.sh" "$tarball" > "$work/bench/publish_pinned.txt" 2>&1
+  # The viewer's ingest on this host's CPU (it builds headless here: no
+  # SDL2): a million and two million live blocks, then a 3M-op sample
+  # trace from memory, a plain file and a gzipped one.
+  view=$build/gpubuddy-view
+  if [ -x "$view" ]; then
+    vb=$work/bench/viewer_bench.txt
+    { "$view" --version; date -u; nproc; } > "$vb"
+    for i in 1 2 3; do timeout 60 "$view" --bench --bench-frames 100 >> "$vb" 2>&1; done
+    for i in 1 2 3; do timeout 60 "$view" --bench --steps 2000000 --bench-frames 20 >> "$vb" 2>&1; done
+    tr=$work/churn3m.trace
+    "$build/samples/gpubuddy-sample-churn" --backend virtual --steps 3000000 \
+      --trace "$tr.gz" --quiet > /dev/null 2>&1 && gzip -dc "$tr.gz" > "$tr"
+    for f in "$tr" "$tr.gz"; do
+      [ -f "$f" ] || continue
+      for i in 1 2 3; do timeout 120 "$view" --bench --trace "$f" --bench-frames 20 >> "$vb" 2>&1; done
+    done
+  fi
   tar czf "$out/bench.tar.gz" -C "$work/bench" .
   cp "$work"/bench/*.md "$out/" 2>/dev/null
 fi

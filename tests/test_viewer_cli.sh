@@ -38,6 +38,16 @@ $view no-such-pool-$$ --headless --png "$tmp/c.png" 2>"$tmp/err"
 [ -s "$tmp/err" ] || fail "no message for a missing pool"
 $view --list >/dev/null || fail "--list fails"
 
+# Without --headless: a build with no window (no SDL2 at configure time)
+# says so and how to render instead; a window build with SDL's dummy
+# driver opens one, so it is only checked for the message when it fails.
+if ! grep -q "^#define GPB_HAVE_SDL2_WINDOW 1" ./config.h 2>/dev/null; then
+  $view --pattern churn --steps 100 2>"$tmp/err"
+  [ $? -eq 1 ] || fail "a build with no window does not exit 1 without --headless"
+  grep -q "no window" "$tmp/err" && grep -q -- "--headless" "$tmp/err" ||
+    fail "no clear message for a build with no window: $(cat "$tmp/err")"
+fi
+
 # Benchmark mode, small: every line it promises, and a trace written by a
 # sample replayed from memory and from the file with the same event count.
 $view --bench --steps 20000 --bench-frames 3 --size 320x200 >"$tmp/bench" 2>&1 ||

@@ -245,3 +245,9 @@ void vinput_motion(vapp_t *a, int x, int y, int buttons) {
     }
   }
 }
+
+void vinput_find(vapp_t *a, const char *where) {
+  snprintf(a->search, sizeof a->search, "%s", where);
+  a->searching = 1;
+  vinput_key(a, VKEY_ENTER);
+}

@@ -332,6 +332,7 @@ static void rp_clear(rp_ids_t *t) {
 /* ---------------------------------------------------------------- replay */
 
 #define RP_AHEAD 16u
+#define RP_HALF (RP_AHEAD / 2)
 
 struct vreplay {
   vops_t *ops;
@@ -411,6 +412,14 @@ static int rp_next(vreplay_t *r, gpb_trace_op_t *op) {
       __builtin_prefetch(&r->ids.s[rp_hash(a->id + 1) & (r->ids.cap - 1)]);
   }
   if (r->ahead_n == 0) return r->ahead_rc;
+  /* Half-way along, a free's id slot has arrived: it names the block, so
+   * the model's record for it can be fetched too (the second miss). */
+  if (r->ahead_n > RP_HALF) {
+    const gpb_trace_op_t *h = &r->ahead[(r->ahead_pos + RP_HALF) % RP_AHEAD];
+    const rp_slot_t *s;
+    if (h->op == GPB_OP_FREE && (s = rp_find(&r->ids, h->id)) != NULL)
+      gpb_model_prefetch(r->model, s->off);
+  }
   *op = r->ahead[r->ahead_pos];
   r->ahead_pos = (r->ahead_pos + 1) % RP_AHEAD;
   r->ahead_n--;

@@ -297,6 +297,12 @@ void vinput_text(vapp_t *a, const char *utf8);
 void vinput_wheel(vapp_t *a, int x, int y, int dy);
 void vinput_button(vapp_t *a, int x, int y, int down);
 void vinput_motion(vapp_t *a, int x, int y, int buttons);
+/* Selects and zooms to an address or offset, as typing it after '/'. */
+void vinput_find(vapp_t *a, const char *where);
+
+/* window.c (SDL2 builds only): runs the window until the user quits;
+ * scale 0 picks 2 on HiDPI outputs, else 1. find: as --find, or NULL. */
+int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find);
 extern const char *const vinput_keys_help;
 
 #endif /* GPB_VIEW_H */

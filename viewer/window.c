@@ -1,0 +1,174 @@
+/*
+ * window.c: the SDL2 window. It only uploads the frame buffer that
+ * vframe_draw fills to a streaming texture and turns SDL events into
+ * input.c's keys and mouse calls, so every other mode builds without SDL2.
+ * The window is sized in the renderer's output pixels, so HiDPI screens
+ * get full resolution and a UI scale of 2.
+ */
+#include "view.h"
+
+#include <SDL.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+static int sdl_key(const SDL_Keysym *k) {
+  switch (k->sym) {
+  case SDLK_SPACE: return VKEY_SPACE;
+  case SDLK_RETURN: case SDLK_KP_ENTER: return VKEY_ENTER;
+  case SDLK_ESCAPE: return VKEY_ESC;
+  case SDLK_BACKSPACE: return VKEY_BACKSPACE;
+  case SDLK_LEFT: return VKEY_LEFT;
+  case SDLK_RIGHT: return VKEY_RIGHT;
+  case SDLK_UP: return VKEY_UP;
+  case SDLK_DOWN: return VKEY_DOWN;
+  case SDLK_PAGEUP: return VKEY_PGUP;
+  case SDLK_PAGEDOWN: return VKEY_PGDN;
+  case SDLK_HOME: return VKEY_HOME;
+  case SDLK_END: return VKEY_END;
+  case SDLK_KP_PLUS: return '+';
+  case SDLK_KP_MINUS: return '-';
+  default:
+    if (k->sym == SDLK_SLASH || k->sym == SDLK_QUESTION) return k->sym;
+    if ((k->mod & KMOD_SHIFT) && k->sym == SDLK_EQUALS) return '+';
+    if (k->sym >= 32 && k->sym < 127) return (int)k->sym;
+    return VKEY_NONE;
+  }
+}
+
+static void save_shot(vapp_t *app, const vfb_t *fb) {
+  char path[64];
+  for (int i = 0; i < 1000; i++) {
+    snprintf(path, sizeof path, "gpubuddy-view-%03d.png", app->shot_count++);
+    struct stat sb;
+    if (stat(path, &sb) != 0) break;
+  }
+  if (vpng_write(path, fb) == 0) vapp_message(app, "saved %s", path);
+  else vapp_message(app, "could not save %s", path);
+}
+
+int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
+  if (SDL_Init(SDL_INIT_VIDEO) != 0) {
+    fprintf(stderr, "gpubuddy-view: cannot open a display: %s\n"
+                    "  (no display? try --headless --png out.png)\n",
+            SDL_GetError());
+    return 1;
+  }
+  char title[200];
+  snprintf(title, sizeof title, "gpubuddy-view: %s", app->title);
+  SDL_Window *win = SDL_CreateWindow(title, SDL_WINDOWPOS_UNDEFINED,
+                                     SDL_WINDOWPOS_UNDEFINED, w, h,
+                                     SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
+  if (!win) {
+    fprintf(stderr, "gpubuddy-view: SDL_CreateWindow: %s\n", SDL_GetError());
+    SDL_Quit();
+    return 1;
+  }
+  SDL_Renderer *ren = SDL_CreateRenderer(win, -1, SDL_RENDERER_PRESENTVSYNC);
+  if (!ren) ren = SDL_CreateRenderer(win, -1, SDL_RENDERER_SOFTWARE);
+  if (!ren) {
+    fprintf(stderr, "gpubuddy-view: SDL_CreateRenderer: %s\n", SDL_GetError());
+    SDL_DestroyWindow(win);
+    SDL_Quit();
+    return 1;
+  }
+  SDL_Texture *tex = NULL;
+  vfb_t fb = {0};
+  int quit = 0, rc = 0, found = 0;
+  uint64_t last = gpb_now_ns();
+  double sx = 1, sy = 1; /* window points to output pixels */
+  SDL_StartTextInput();
+  while (!quit) {
+    int ow, oh, ww, wh;
+    if (SDL_GetRendererOutputSize(ren, &ow, &oh) != 0) {
+      fprintf(stderr, "gpubuddy-view: SDL_GetRendererOutputSize: %s\n", SDL_GetError());
+      rc = 1;
+      break;
+    }
+    SDL_GetWindowSize(win, &ww, &wh);
+    sx = ww ? (double)ow / ww : 1;
+    sy = wh ? (double)oh / wh : 1;
+    app->scale = scale ? scale : (sx >= 1.5 ? 2 : 1);
+    if (ow != fb.w || oh != fb.h || !tex) {
+      if (tex) SDL_DestroyTexture(tex);
+      vfb_free(&fb);
+      if (vfb_init(&fb, ow, oh)) {
+        rc = 1;
+        break;
+      }
+      tex = SDL_CreateTexture(ren, SDL_PIXELFORMAT_ARGB8888,
+                              SDL_TEXTUREACCESS_STREAMING, ow, oh);
+      if (!tex) {
+        fprintf(stderr, "gpubuddy-view: SDL_CreateTexture: %s\n", SDL_GetError());
+        rc = 1;
+        break;
+      }
+      vframe_layout(app, fb.w, fb.h);
+    }
+    SDL_Event e;
+    while (SDL_PollEvent(&e)) {
+      switch (e.type) {
+      case SDL_QUIT:
+        quit = 1;
+        break;
+      case SDL_KEYDOWN: {
+        int k = sdl_key(&e.key.keysym);
+        /* Printable keys arrive as text while the search prompt is open. */
+        if (app->searching && k >= 32 && k < 127) break;
+        if (k && vinput_key(app, k)) quit = 1;
+        break;
+      }
+      case SDL_TEXTINPUT:
+        vinput_text(app, e.text.text);
+        break;
+      case SDL_MOUSEMOTION:
+        vinput_motion(app, (int)(e.motion.x * sx), (int)(e.motion.y * sy),
+                      (int)e.motion.state);
+        break;
+      case SDL_MOUSEBUTTONDOWN:
+      case SDL_MOUSEBUTTONUP:
+        if (e.button.button == SDL_BUTTON_LEFT)
+          vinput_button(app, (int)(e.button.x * sx), (int)(e.button.y * sy),
+                        e.type == SDL_MOUSEBUTTONDOWN);
+        break;
+      case SDL_MOUSEWHEEL: {
+        int mx, my;
+        SDL_GetMouseState(&mx, &my);
+        if (e.wheel.y)
+          vinput_wheel(app, (int)(mx * sx), (int)(my * sy), e.wheel.y);
+        break;
+      }
+      case SDL_WINDOWEVENT:
+        if (e.window.event == SDL_WINDOWEVENT_LEAVE) app->mouse_in = 0;
+        break;
+      default:
+        break;
+      }
+    }
+    uint64_t now = gpb_now_ns();
+    double dt = (double)(now - last) / 1e9;
+    last = now;
+    if (dt > 0.25) dt = 0.25;
+    vapp_update(app, dt);
+    if (!found && find) vinput_find(app, find);
+    found = 1;
+    vframe_draw(app, &fb);
+    if (app->want_shot) {
+      app->want_shot = 0;
+      save_shot(app, &fb);
+    }
+    if (SDL_UpdateTexture(tex, NULL, fb.px, fb.w * (int)sizeof *fb.px) != 0 ||
+        SDL_RenderCopy(ren, tex, NULL, NULL) != 0) {
+      fprintf(stderr, "gpubuddy-view: drawing failed: %s\n", SDL_GetError());
+      rc = 1;
+      break;
+    }
+    SDL_RenderPresent(ren);
+  }
+  SDL_StopTextInput();
+  if (tex) SDL_DestroyTexture(tex);
+  vfb_free(&fb);
+  SDL_DestroyRenderer(ren);
+  SDL_DestroyWindow(win);
+  SDL_Quit();
+  return rc;
+}
