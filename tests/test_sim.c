@@ -59,6 +59,11 @@ static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
     uint64_t r = rng_next(&rng);
     if (nlive == MAXLIVE || (nlive && r % 100 < 45)) {
       int i = (int)(rng_next(&rng) % (uint64_t)nlive);
+      /* A hint only: a prefetch of this free's record, of another live
+       * one and of any offset at all changes no placement or event. */
+      gpb_model_prefetch(m, off[i]);
+      gpb_model_prefetch(m, off[(i + 1) % nlive]);
+      gpb_model_prefetch(m, rng_next(&rng));
       ASSERT_OK(gpb_free(p, ptr[i]));
       if (off[i] != GPB_NO_OFFSET) ASSERT_OK(gpb_model_free(m, off[i], step));
       else ASSERT(ptr[i] == NULL);
@@ -184,6 +189,8 @@ static void test_misuse(void) {
   ASSERT_OK(gpb_model_load(f, &whole, 1, 1));
   ASSERT_OK(gpb_model_check(m));
 
+  gpb_model_prefetch(NULL, 0); /* a hint: NULL is ignored */
+  gpb_model_prefetch(f, 0);    /* a following model has a table too */
   /* Reserving: a hint for an empty model, nothing for one in use. */
   ASSERT_ERR(gpb_model_reserve(NULL, 10), GPB_EINVAL);
   ASSERT_OK(gpb_model_reserve(m, 1000)); /* in use: left as it is */
