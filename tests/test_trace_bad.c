@@ -192,6 +192,23 @@ static void test_long_line(void) {
 }
 
 /* A compressed trace of many ops, then cut or damaged. */
+/* read_all on one inflate thread and on three (lib/zio.c's workers):
+ * the same ops, the same fault and message, the same count before it. */
+static int read_both(const char *p, char *msg, size_t cap, uint64_t *nops) {
+  char msg3[512];
+  uint64_t n3;
+  setenv("GPB_INFLATE_THREADS", "3", 1);
+  int rc3 = read_all(p, msg3, sizeof msg3, &n3);
+  setenv("GPB_INFLATE_THREADS", "0", 1);
+  int rc = read_all(p, msg, cap, nops);
+  unsetenv("GPB_INFLATE_THREADS");
+  ASSERT_EQ(rc3, rc);
+  ASSERT_U64_EQ(n3, *nops);
+  if (rc < 0 && strcmp(msg3, msg) != 0)
+    FAILF("one thread says '%s', three say '%s'", msg, msg3);
+  return rc;
+}
+
 static void test_gzip(void) {
   char gz[320];
   snprintf(gz, sizeof gz, "%s/t.trace.gz", dir);
@@ -219,14 +236,24 @@ static void test_gzip(void) {
   fclose(f);
   char msg[512];
   uint64_t nops;
-  ASSERT_EQ(read_all(gz, msg, sizeof msg, &nops), 0);
+  ASSERT_EQ(read_both(gz, msg, sizeof msg, &nops), 0);
   ASSERT_EQ(nops, N);
+  /* Closed early, with members still being inflated: workers stop. */
+  for (int k = 1; k <= 4; k++) {
+    setenv("GPB_INFLATE_THREADS", k % 2 ? "3" : "8", 1);
+    gpb_trace_reader_t *r;
+    ASSERT_OK(gpb_trace_open(gz, &r));
+    gpb_trace_op_t op;
+    for (int i = 0; i < k * 3000; i++) ASSERT_EQ(gpb_trace_next(r, &op), 1);
+    gpb_trace_close(r);
+  }
+  unsetenv("GPB_INFLATE_THREADS");
 
   /* Cut at several points: never a clean end, always a named line. */
   long cuts[] = {size / 2, size - 1, size - 5, 20};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
     write_file(path, data, (size_t)cuts[i]);
-    int rc = read_all(path, msg, sizeof msg, &nops);
+    int rc = read_both(path, msg, sizeof msg, &nops);
     printf("gzip cut at %ld/%ld -> %s after %llu ops: %s\n", cuts[i], size,
            gpb_err_name(rc), (unsigned long long)nops, msg);
     ASSERT(rc == GPB_EFORMAT || rc == GPB_EIO);
@@ -246,7 +273,7 @@ static void test_gzip(void) {
     ASSERT(len >= 30 && at + len <= size);
     if (at) {
       write_file(path, data, (size_t)at);
-      int rc = read_all(path, msg, sizeof msg, &nops);
+      int rc = read_both(path, msg, sizeof msg, &nops);
       ASSERT_EQ(rc, GPB_EFORMAT);
       ASSERT(strstr(msg, "line ") && strstr(msg, "last block"));
       ASSERT((long)nops >= ops_before);
@@ -266,7 +293,7 @@ static void test_gzip(void) {
   memcpy(more, data, (size_t)size);
   memcpy(more + size, data, (size_t)size); /* a second whole trace */
   write_file(path, more, (size_t)size * 2);
-  int rc = read_all(path, msg, sizeof msg, &nops);
+  int rc = read_both(path, msg, sizeof msg, &nops);
   ASSERT_EQ(rc, GPB_EFORMAT);
   ASSERT(strstr(msg, "after the last block"));
   ASSERT_EQ(nops, N);
@@ -276,7 +303,7 @@ static void test_gzip(void) {
   unsigned char save = data[19];
   data[19] = 0x40;
   write_file(path, data, (size_t)size);
-  ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+  ASSERT_EQ(read_both(path, msg, sizeof msg, &nops), GPB_EFORMAT);
   ASSERT(strstr(msg, "out of range"));
   data[19] = save;
   save = data[16];
@@ -284,7 +311,7 @@ static void test_gzip(void) {
   data[16] = 3;
   data[17] = data[18] = 0;
   write_file(path, data, (size_t)size);
-  ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+  ASSERT_EQ(read_both(path, msg, sizeof msg, &nops), GPB_EFORMAT);
   ASSERT(strstr(msg, "out of range"));
   data[16] = save;
   data[17] = save17;
@@ -293,7 +320,7 @@ static void test_gzip(void) {
   long first = (long)(data[16] | data[17] << 8 | data[18] << 16);
   data[first - 8] ^= 1;
   write_file(path, data, (size_t)size);
-  ASSERT_EQ(read_all(path, msg, sizeof msg, &nops), GPB_EFORMAT);
+  ASSERT_EQ(read_both(path, msg, sizeof msg, &nops), GPB_EFORMAT);
   ASSERT(strstr(msg, "CRC"));
   data[first - 8] ^= 1;
 
@@ -301,7 +328,7 @@ static void test_gzip(void) {
   data[size / 2] ^= 0x55;
   data[size / 2 + 1] ^= 0xff;
   write_file(path, data, (size_t)size);
-  rc = read_all(path, msg, sizeof msg, &nops);
+  rc = read_both(path, msg, sizeof msg, &nops);
   printf("gzip damaged -> %s after %llu ops: %s\n", gpb_err_name(rc),
          (unsigned long long)nops, msg);
   ASSERT(rc == GPB_EFORMAT || rc == GPB_EIO);
