@@ -42,9 +42,16 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     tr=$work/churn3m.trace
     "$build/samples/gpubuddy-sample-churn" --backend virtual --steps 3000000 \
       --trace "$tr.gz" --quiet > /dev/null 2>&1 && gzip -dc "$tr.gz" > "$tr"
-    for f in "$tr" "$tr.gz"; do
-      [ -f "$f" ] || continue
-      for i in 1 2 3; do timeout 120 "$view" --bench --trace "$f" --bench-frames 20 >> "$vb" 2>&1; done
+    [ -f "$tr" ] && for i in 1 2 3; do
+      timeout 120 "$view" --bench --trace "$tr" --bench-frames 20 >> "$vb" 2>&1
+    done
+    # The .gz with inflate workers (the default here) and without, in turn.
+    [ -f "$tr.gz" ] && for i in 1 2 3; do
+      for t in default 0; do
+        echo "== GPB_INFLATE_THREADS=$t" >> "$vb"
+        if [ $t = default ]; then env -u GPB_INFLATE_THREADS timeout 120 "$view" --bench --trace "$tr.gz" --bench-frames 20
+        else GPB_INFLATE_THREADS=$t timeout 120 "$view" --bench --trace "$tr.gz" --bench-frames 20; fi >> "$vb" 2>&1
+      done
     done
   fi
   tar czf "$out/bench.tar.gz" -C "$work/bench" .
