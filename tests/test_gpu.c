@@ -107,9 +107,9 @@ static void test_arenas(uint64_t seed) {
   ASSERT_U64_EQ(s.allocs, blocks);
   gpb_pool_info_t info;
   ASSERT_OK(gpb_pool_info(pool, &info));
-  printf("gpu arenas: %d threads on %u arenas, %" PRIu64 " device blocks "
+  printf("gpu arenas: %d thread%s on %u arenas, %" PRIu64 " device blocks "
          "written, read back intact and freed (half stream-ordered)\n", nthr,
-         info.num_arenas, blocks);
+         nthr == 1 ? "" : "s", info.num_arenas, blocks);
   gpb_pool_destroy(pool);
 }
 
