@@ -60,7 +60,6 @@ typedef struct zdec {
 } zdec_t;
 
 #define ZPAR_MAX_WORKERS 8
-enum { ZJ_FREE, ZJ_QUEUED, ZJ_BUSY, ZJ_DONE };
 
 /* One member on its way: read by the caller, inflated by a worker. */
 typedef struct zjob {
@@ -68,7 +67,7 @@ typedef struct zjob {
   unsigned char *text; /* its text, once inflated */
   uint32_t msize, tlen;
   uint64_t at;     /* its file offset, for messages */
-  int state;       /* ZJ_*, under zpar.lock */
+  int done;        /* inflated (under zpar.lock) */
   const char *why; /* what the worker found wrong, or NULL */
 } zjob_t;
 
@@ -79,7 +78,7 @@ typedef struct zpar {
   pthread_cond_t work_cv, done_cv;
   pthread_t tid[ZPAR_MAX_WORKERS];
   zdec_t dec[ZPAR_MAX_WORKERS];
-  int nworkers, stop;
+  int nworkers, started, stop;
   zjob_t *jobs;
   unsigned njobs, head, count, work;
   int held;       /* the caller is reading jobs[head]'s text */
@@ -289,20 +288,17 @@ static void *zpar_main(void *arg) {
   gpb__zin_t *z = arg;
   zpar_t *q = z->par;
   pthread_mutex_lock(&q->lock);
-  int me = -1;
-  for (int i = 0; i < q->nworkers; i++)
-    if (pthread_equal(q->tid[i], pthread_self())) me = i;
+  zdec_t *dec = &q->dec[q->started++];
   for (;;) {
     while (!q->stop && q->work == q->head + q->count)
       pthread_cond_wait(&q->work_cv, &q->lock);
     if (q->stop) break;
     zjob_t *j = &q->jobs[q->work++ % q->njobs];
-    j->state = ZJ_BUSY;
     pthread_mutex_unlock(&q->lock);
-    const char *why = zb_inflate(&q->dec[me], j->src, j->msize, j->tlen, j->text);
+    const char *why = zb_inflate(dec, j->src, j->msize, j->tlen, j->text);
     pthread_mutex_lock(&q->lock);
     j->why = why;
-    j->state = ZJ_DONE;
+    j->done = 1;
     pthread_cond_broadcast(&q->done_cv);
   }
   pthread_mutex_unlock(&q->lock);
@@ -337,7 +333,7 @@ static void zpar_fill(gpb__zin_t *z) {
     z->in_pos += msize;
     if (tlen == 0) z->seen_last = 1;
     pthread_mutex_lock(&q->lock);
-    j->state = ZJ_QUEUED;
+    j->done = 0;
     q->count++;
     pthread_cond_signal(&q->work_cv);
     pthread_mutex_unlock(&q->lock);
@@ -349,7 +345,6 @@ static int zin_next_par(gpb__zin_t *z, unsigned char **p, size_t *n) {
   for (;;) {
     if (q->held) { /* the caller is done with the text handed out last */
       pthread_mutex_lock(&q->lock);
-      q->jobs[q->head % q->njobs].state = ZJ_FREE;
       q->head++;
       q->count--;
       q->held = 0;
@@ -362,7 +357,7 @@ static int zin_next_par(gpb__zin_t *z, unsigned char **p, size_t *n) {
     }
     zjob_t *j = &q->jobs[q->head % q->njobs];
     pthread_mutex_lock(&q->lock);
-    while (j->state != ZJ_DONE) pthread_cond_wait(&q->done_cv, &q->lock);
+    while (!j->done) pthread_cond_wait(&q->done_cv, &q->lock);
     pthread_mutex_unlock(&q->lock);
     q->held = 1;
     if (j->why) return zb_corrupt_at(j->at, j->why);
@@ -425,14 +420,10 @@ static void zpar_start(gpb__zin_t *z, int nworkers) {
     ok = (q->jobs[i].src = malloc(ZB_MEMBER_MAX)) &&
          (q->jobs[i].text = malloc(ZB_TEXT_MAX));
   for (int i = 0; ok && i < nworkers; i++) ok = zdec_init(&q->dec[i]) == 0;
-  /* Workers look up their own index under the lock, after every tid is
-   * stored: hold it while they start. */
-  pthread_mutex_lock(&q->lock);
   for (int i = 0; ok && i < nworkers; i++) {
     if (pthread_create(&q->tid[i], NULL, zpar_main, z) != 0) ok = 0;
     else q->nworkers++;
   }
-  pthread_mutex_unlock(&q->lock);
   if (!ok) zpar_free(z);
 }
 
