@@ -299,10 +299,10 @@ void vinput_button(vapp_t *a, int x, int y, int down);
 void vinput_motion(vapp_t *a, int x, int y, int buttons);
 /* Selects and zooms to an address or offset, as typing it after '/'. */
 void vinput_find(vapp_t *a, const char *where);
+extern const char *const vinput_keys_help;
 
 /* window.c (SDL2 builds only): runs the window until the user quits;
  * scale 0 picks 2 on HiDPI outputs, else 1. find: as --find, or NULL. */
 int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find);
-extern const char *const vinput_keys_help;
 
 #endif /* GPB_VIEW_H */
