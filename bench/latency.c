@@ -11,7 +11,7 @@
  * subtracted: every figure is a time that was observed.
  */
 #include "bench.h"
-#include "internal.h" /* gpb__pool_meta_bytes */
+#include "pool/pool.h" /* gpb__pool_meta_bytes */
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -15,7 +15,7 @@
  * machine hits them alike. It prints median, p99 and mean per step (one
  * free plus one alloc, with their splits and merges) and the overhead
  * against "off". A publisher alone stamps events with the kernel's tick
- * clock (lib/pool.c), so "on" can cost less than "hook".
+ * clock (lib/pool/pool.c), so "on" can cost less than "hook".
  */
 #define _GNU_SOURCE /* pthread_setaffinity_np */
 #include "gpubuddy.h"

@@ -35,8 +35,8 @@ if pkg-config --exists libdeflate 2>/dev/null; then
 fi
 echo "building fuzz_trace in $tmp"
 "$cc" $flags $zdef -I"$top/include" -I"$top/lib" \
-  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace.c" "$top/lib/zio.c" \
-  "$top/lib/error.c" $zlib -o "$tmp/fuzz_trace"
+  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace/trace.c" "$top/lib/trace/zio.c" \
+  "$top/lib/base/error.c" $zlib -o "$tmp/fuzz_trace"
 
 # Seed corpus.
 mkdir -p "$tmp/corpus"

@@ -4,7 +4,7 @@
  * old slots migrate, with keys that collide and cluster.
  */
 #include "testutil.h"
-#include "internal.h"
+#include "core/core.h"
 
 #define KEYS 200000
 

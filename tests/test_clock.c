@@ -1,6 +1,6 @@
 /*
  * test_clock.c: gpb_now_ns, the clock events are stamped with. On x86-64
- * it reads the TSC once calibrated (lib/clock.c). Checks, in four threads
+ * it reads the TSC once calibrated (lib/base/clock.c). Checks, in four threads
  * at once: it never goes back, it tracks CLOCK_MONOTONIC within 5 ms
  * before, during and after calibration (and past a re-anchor), and elapsed
  * times agree with CLOCK_MONOTONIC's within 2%. A clock, not a speed: no

@@ -17,7 +17,7 @@ CC=${CLANG:-clang}
 command -v "$CC" >/dev/null 2>&1 || { echo "SKIP: no $CC"; exit 77; }
 mkdir -p "$work/corpus"
 # Every library source except the CUDA backends' device code (plain C only).
-srcs=$(ls "$here"/lib/*.c)
+srcs=$(ls "$here"/lib/*/*.c)
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$here/include -I$here/lib -DGPB_BUILDING_LIBRARY -D_GNU_SOURCE"
 if ! $CC $flags -o "$work/fuzz_frame" "$here/tests/fuzz/fuzz_frame.c" $srcs -lz -lpthread -lm 2>"$work/build.log"; then
   if grep -q "fuzzer" "$work/build.log" && ! echo 'int LLVMFuzzerTestOneInput(const char*d,unsigned long n){return 0;}' | $CC -fsanitize=fuzzer -x c - -o "$work/probe" 2>/dev/null; then

@@ -1,5 +1,5 @@
 /*
- * test_relay_proto.c: the relay wire codec (lib/netproto.c) on its own.
+ * test_relay_proto.c: the relay wire codec (lib/live/netproto.c) on its own.
  *
  * Events and keyframes come from a real pool run (a hook collects every
  * event; the visitor gives the blocks), go through the encoders, and must
@@ -8,7 +8,7 @@
  * must decode cleanly or fail with GPB_EFORMAT/GPB_EVERSION: never crash,
  * never read out of bounds (run under ASan/UBSan).
  */
-#include "netproto.h"
+#include "live/netproto.h"
 #include "testutil.h"
 
 #include <zlib.h>

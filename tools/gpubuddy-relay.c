@@ -29,7 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "gpubuddy.h"
-#include "netproto.h"
+#include "live/netproto.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

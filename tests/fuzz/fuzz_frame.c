@@ -6,7 +6,7 @@
  * The input is the byte stream a relay would send after HELLO. The first
  * byte picks how it is split into reads (1..255 bytes at a time, or all at
  * once), because the reader must cope with frames arriving in pieces.
- * gpb__remote_feed (lib/remote.c) runs it through the same code as a
+ * gpb__remote_feed (lib/live/remote.c) runs it through the same code as a
  * socket's bytes and checks the model afterwards; any result is fine,
  * only a crash, a leak or undefined behaviour is a bug. It also feeds
  * the relay-side HELLO decoder.
@@ -16,7 +16,7 @@
  * seed corpus. Build: tests/test_relay_fuzz.sh (clang from the sources),
  * or configure --enable-fuzzers with CC=clang.
  */
-#include "netproto.h"
+#include "live/netproto.h"
 
 #include <stddef.h>
 #include <stdint.h>

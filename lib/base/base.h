@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * base.h: what every layer of the library uses: visibility and branch
+ * hints, assertions, the error detail (error.c), the clocks (clock.c),
+ * the one hash function and a write prefetch.
+ *
+ * The library's layers, bottom up; each has one header and includes only
+ * the ones below it:
+ *   base/   errors, clocks, parsers, hashing           base.h
+ *   core/   buddy arithmetic and placement on offsets  core.h
+ *           (bitsets, allocation table, free runs, the checker, the
+ *           counters, the following and simulating models); events
+ *           leave through one sink (gpb__sink_t)
+ *   trace/  trace files: writer, readers, gzip blocks   trace.h
+ *   live/   shm writer (a sink), readers, relay frames  live.h, shm.h,
+ *                                                       netproto.h
+ *   gpu/    CUDA backends, stream-ordered frees, NVTX  gpu.h
+ *   pool/   the public pool: locks, arenas, pointers,  pool.h
+ *           consumers wired to the core's sink
+ *   torch/  PyTorch's entry points (public API only)
+ */
+#ifndef GPB_BASE_H
+#define GPB_BASE_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "gpubuddy.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define GPB__HIDDEN __attribute__((visibility("hidden")))
+#define GPB__LIKELY(x) __builtin_expect(!!(x), 1)
+#define GPB__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GPB__HIDDEN
+#define GPB__LIKELY(x) (x)
+#define GPB__UNLIKELY(x) (x)
+#endif
+
+/* Debug assertions (--enable-debug defines GPB_DEBUG): gpb_assert for
+ * cheap preconditions, as mem5.c asserts them; gpb_assert_expensive for
+ * whole-structure checks. Release builds compile both out. */
+#ifdef GPB_DEBUG
+#include <assert.h>
+#define gpb_assert(x) assert(x)
+#define gpb_assert_expensive(x) assert(x)
+#else
+#define gpb_assert(x) ((void)0)
+#define gpb_assert_expensive(x) ((void)0)
+#endif
+
+/* ----------------------------------------------------------------- clock */
+
+/* CLOCK_MONOTONIC at the kernel's tick resolution (1 to 4 ms): a few
+ * nanoseconds to read, for times that only people look at. */
+GPB__HIDDEN uint64_t gpb__now_coarse_ns(void);
+
+/* CLOCK_MONOTONIC as of the last millisecond, kept by a thread while any
+ * publisher holds it (clock.c); 0 when there is none. */
+GPB__HIDDEN extern _Atomic uint64_t gpb__tick_ns;
+/* Hold and drop the ticker; drop takes what hold returned. */
+GPB__HIDDEN unsigned gpb__tick_hold(void);
+GPB__HIDDEN void gpb__tick_drop(unsigned gen);
+
+/* ---------------------------------------------------------------- errors */
+
+/* Parses an arena count from environment variable `var` (value s): 0 to
+ * 64, else GPB_EINVAL naming the variable. */
+GPB__HIDDEN int gpb__parse_arenas(const char *var, const char *s,
+                                  uint32_t *out);
+
+/* Records a printf-style detail for gpb_last_error_detail() and returns err,
+ * so a failing path reads `return gpb__fail(GPB_EINVAL, "...", ...)`. */
+GPB__HIDDEN int gpb__fail(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prefetch for writing: the line arrives owned, so the store after it
+ * does not wait for other cores (a reader) to give it up. On x86-64 this
+ * is PREFETCHW, which CPUs older than Broadwell execute as a NOP; GCC's
+ * __builtin_prefetch(p, 1) emits a plain read prefetch there unless
+ * -march says otherwise. */
+static inline void gpb__prefetchw(const void *p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
+/* The one hash function of the project (tables here and in the tools):
+ * MurmurHash3's 64-bit finalizer, both rounds. One round left the low
+ * bits (the slot) of structured keys clustered: blocks of one size sit at
+ * multiples of a power of two, and 500 keys 4096 units apart took 3.3
+ * probes each to insert at load 1/2, against 1.5 with both. */
+static inline uint64_t gpb__hash64(uint64_t key) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdull;
+  key ^= key >> 33;
+  key *= 0xc4ceb9fe1a85ec53ull;
+  key ^= key >> 33;
+  return key;
+}
+
+#endif /* GPB_BASE_H */

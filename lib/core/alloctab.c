@@ -1,0 +1,165 @@
+/*
+ * alloctab.c: the table of live allocations, keyed by first unit.
+ *
+ * free() gets a pointer and must find the allocation's length, requested
+ * size and tag; the buddy bitsets hold only free blocks. A per-unit array
+ * would cost bytes per 256 B of pool, so live allocations sit in an open-
+ * addressing hash (linear probing, load <= 1/2).
+ *
+ * Growth is incremental: when the table is half full a table of twice the
+ * size is allocated (calloc, so its pages arrive zeroed lazily) and each
+ * later insert or remove moves a few old slots across. No call ever pays
+ * for a whole rehash, which keeps allocation latency free of stalls.
+ * Removal uses backward-shift deletion in the current table; in the old
+ * table it leaves a tombstone, which is harmless because the old table
+ * only drains.
+ */
+#include "core/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ATAB_TOMB UINT64_MAX
+#define ATAB_MOVE_PER_CALL 8
+
+int gpb__atab_init(gpb__atab_t *t, uint64_t cap) {
+  memset(t, 0, sizeof *t);
+  uint64_t c = 64;
+  while (c < cap) c <<= 1;
+  t->cur = calloc(c, sizeof *t->cur);
+  if (!t->cur) return GPB_EHOSTMEM;
+  t->cap = c;
+  return 0;
+}
+
+void gpb__atab_fini(gpb__atab_t *t) {
+  free(t->cur);
+  free(t->old);
+  memset(t, 0, sizeof *t);
+}
+
+void gpb__atab_clear(gpb__atab_t *t) {
+  memset(t->cur, 0, t->cap * sizeof *t->cur);
+  free(t->old);
+  t->old = NULL;
+  t->old_cap = t->old_pos = t->old_live = 0;
+  t->used = 0;
+}
+
+static gpb__arec_t *atab_probe(gpb__arec_t *tab, uint64_t cap, uint64_t key) {
+  uint64_t mask = cap - 1;
+  for (uint64_t i = gpb__hash64(key) & mask;; i = (i + 1) & mask) {
+    if (tab[i].key == key) return &tab[i];
+    if (tab[i].key == 0) return NULL;
+  }
+}
+
+gpb__arec_t *gpb__atab_find(const gpb__atab_t *t, uint64_t unit) {
+  uint64_t key = unit + 1;
+  gpb__arec_t *r = atab_probe(t->cur, t->cap, key);
+  if (!r && t->old) r = atab_probe(t->old, t->old_cap, key);
+  return r;
+}
+
+static void atab_put(gpb__atab_t *t, const gpb__arec_t *rec) {
+  uint64_t mask = t->cap - 1;
+  uint64_t i = gpb__hash64(rec->key) & mask;
+  while (t->cur[i].key != 0) i = (i + 1) & mask;
+  t->cur[i] = *rec;
+  t->used++;
+}
+
+/* Moves up to n slots of the old table into the current one. */
+static void atab_migrate(gpb__atab_t *t, int n) {
+  while (t->old && n-- > 0) {
+    gpb__arec_t *r = &t->old[t->old_pos++];
+    if (r->key != 0 && r->key != ATAB_TOMB) {
+      atab_put(t, r);
+      t->old_live--;
+      r->key = ATAB_TOMB; /* moved: remove must not find this stale copy */
+    }
+    if (t->old_pos == t->old_cap) {
+      free(t->old);
+      t->old = NULL;
+      t->old_cap = t->old_pos = t->old_live = 0;
+    }
+  }
+}
+
+int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
+  atab_migrate(t, ATAB_MOVE_PER_CALL);
+  if (2 * (t->used + t->old_live + 1) > t->cap) {
+    if (t->old) {
+      /* Rare: growth outran migration. Finish it now (bounded by the old
+       * table, which is half the current one). */
+      atab_migrate(t, (int)(t->old_cap - t->old_pos));
+    }
+    gpb__arec_t *n = calloc(t->cap * 2, sizeof *n);
+    if (!n) return GPB_EHOSTMEM;
+    t->old = t->cur;
+    t->old_cap = t->cap;
+    t->old_pos = 0;
+    t->old_live = t->used;
+    t->cur = n;
+    t->cap *= 2;
+    t->used = 0;
+  }
+  gpb__arec_t r = *rec;
+  r.key = unit + 1;
+  atab_put(t, &r);
+  /* A pool filling fresh space places the next block where this one
+   * ends: fetch that slot now, so its insert finds it in cache. */
+  gpb__atab_prefetch(t, unit + rec->units);
+  return 0;
+}
+
+void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
+  uint64_t key = unit + 1;
+  if (t->old) {
+    gpb__arec_t *r = atab_probe(t->old, t->old_cap, key);
+    if (r) {
+      r->key = ATAB_TOMB;
+      t->old_live--;
+      atab_migrate(t, ATAB_MOVE_PER_CALL);
+      return;
+    }
+  }
+  uint64_t mask = t->cap - 1;
+  uint64_t i = gpb__hash64(key) & mask;
+  while (t->cur[i].key != key) {
+    if (t->cur[i].key == 0) return;
+    i = (i + 1) & mask;
+  }
+  /* Backward-shift deletion keeps probe chains unbroken without tombstones. */
+  uint64_t j = i;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (t->cur[j].key == 0) break;
+    uint64_t home = gpb__hash64(t->cur[j].key) & mask;
+    /* Move j into the hole at i unless j's home lies cyclically in (i, j]. */
+    if ((i <= j) ? (i < home && home <= j) : (i < home || home <= j)) continue;
+    t->cur[i] = t->cur[j];
+    i = j;
+  }
+  t->cur[i].key = 0;
+  t->used--;
+  atab_migrate(t, ATAB_MOVE_PER_CALL);
+}
+
+int gpb__atab_reserve(gpb__atab_t *t, uint64_t n) {
+  uint64_t c = t->cap;
+  while (c < 2 * n && c < (1ull << 40)) c <<= 1;
+  if (c == t->cap || t->used || t->old) return 0;
+  gpb__arec_t *nt = calloc(c, sizeof *nt);
+  if (!nt) return GPB_EHOSTMEM;
+  free(t->cur);
+  t->cur = nt;
+  t->cap = c;
+  return 0;
+}
+
+uint64_t gpb__atab_count(const gpb__atab_t *t) { return t->used + t->old_live; }
+
+size_t gpb__atab_bytes(const gpb__atab_t *t) {
+  return (t->cap + t->old_cap) * sizeof(gpb__arec_t);
+}

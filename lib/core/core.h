@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.h: the buddy core and its parts, on offsets only: hierarchical
+ * bitsets (bitset.c), the allocation table (alloctab.c), maximal free runs
+ * for best fit (extents.c), the core itself with its checker and visitor
+ * (buddy.c), the counters as a function of the events (stats.c), and the
+ * models built on a core (model.c). No locks, no pointers, no CUDA, and
+ * no knowledge of consumers: events leave through gpb__sink_t.
+ */
+#ifndef GPB_CORE_H
+#define GPB_CORE_H
+
+#include "base/base.h"
+
+/* ---------------------------------------------------------------- bitset */
+
+#define GPB__BITS_MAXLEV 8
+
+/* A bitset with summary levels: bit j of level l+1 is set iff word j of
+ * level l is nonzero, so the lowest set bit is found top-down with one
+ * count-trailing-zeros per level. */
+typedef struct gpb__bits {
+  uint64_t nbits;
+  int nlev;
+  uint64_t nwords[GPB__BITS_MAXLEV];
+  uint64_t *w[GPB__BITS_MAXLEV];
+} gpb__bits_t;
+
+GPB__HIDDEN int gpb__bits_init(gpb__bits_t *b, uint64_t nbits);
+GPB__HIDDEN void gpb__bits_fini(gpb__bits_t *b);
+GPB__HIDDEN void gpb__bits_zero(gpb__bits_t *b);
+/* Maps every page now, so no allocation later takes a first-touch fault. */
+GPB__HIDDEN void gpb__bits_prefault(gpb__bits_t *b);
+/* Lowest set bit, or UINT64_MAX when empty. */
+GPB__HIDDEN uint64_t gpb__bits_first(const gpb__bits_t *b);
+/* Highest set bit at or below i, or UINT64_MAX. */
+GPB__HIDDEN uint64_t gpb__bits_prev(const gpb__bits_t *b, uint64_t i);
+/* 0 when the summary levels agree with the bits. */
+GPB__HIDDEN int gpb__bits_check(const gpb__bits_t *b);
+GPB__HIDDEN uint64_t gpb__bits_count(const gpb__bits_t *b);
+GPB__HIDDEN size_t gpb__bits_bytes(const gpb__bits_t *b);
+
+static inline int gpb__bits_test(const gpb__bits_t *b, uint64_t i) {
+  return (int)((b->w[0][i >> 6] >> (i & 63)) & 1u);
+}
+
+/* Inline: a split or merge cascade calls these once per level. */
+static inline void gpb__bits_set(gpb__bits_t *b, uint64_t i) {
+  for (int l = 0; l < b->nlev; l++) {
+    uint64_t *w = &b->w[l][i >> 6];
+    uint64_t was = *w;
+    *w = was | (1ull << (i & 63));
+    if (was) return; /* the word was already nonzero: summaries hold */
+    i >>= 6;
+  }
+}
+
+static inline void gpb__bits_clear(gpb__bits_t *b, uint64_t i) {
+  for (int l = 0; l < b->nlev; l++) {
+    uint64_t *w = &b->w[l][i >> 6];
+    *w &= ~(1ull << (i & 63));
+    if (*w) return; /* still nonzero: summaries hold */
+    i >>= 6;
+  }
+}
+
+/* ------------------------------------------------------------ alloc table */
+
+/* One live allocation. Key is the first unit; units is its length. */
+typedef struct gpb__arec {
+  uint64_t key; /* first unit + 1; 0 = empty, UINT64_MAX = deleted */
+  uint64_t units;
+  uint64_t requested;
+  uint64_t time_ns;
+  uint32_t tag;
+  uint32_t reserved;
+} gpb__arec_t;
+
+/* Open addressing with linear probing. Growth never rehashes at once: a
+ * new table twice the size is made and a few old slots move per call, so
+ * no single allocation pays for the whole table. */
+typedef struct gpb__atab {
+  gpb__arec_t *cur;
+  uint64_t cap, used; /* used: live entries in cur */
+  gpb__arec_t *old;   /* non-NULL while migrating */
+  uint64_t old_cap, old_pos, old_live;
+} gpb__atab_t;
+
+/* Starts fetching the home slot of `unit` (for writing): a record that is
+ * about to be found, inserted or removed. A hint; it changes nothing. */
+static inline void gpb__atab_prefetch(const gpb__atab_t *t, uint64_t unit) {
+  gpb__prefetchw(&t->cur[gpb__hash64(unit + 1) & (t->cap - 1)]);
+}
+
+GPB__HIDDEN int gpb__atab_init(gpb__atab_t *t, uint64_t cap);
+GPB__HIDDEN void gpb__atab_fini(gpb__atab_t *t);
+GPB__HIDDEN void gpb__atab_clear(gpb__atab_t *t);
+GPB__HIDDEN gpb__arec_t *gpb__atab_find(const gpb__atab_t *t, uint64_t unit);
+/* Inserts a copy of *rec (rec->key is set from unit). GPB_EHOSTMEM when the
+ * table cannot grow. */
+GPB__HIDDEN int gpb__atab_insert(gpb__atab_t *t, uint64_t unit,
+                                 const gpb__arec_t *rec);
+GPB__HIDDEN void gpb__atab_remove(gpb__atab_t *t, uint64_t unit);
+/* Sizes an empty table for n entries at once (no growth while they
+ * arrive); a table in use is left as it is. */
+GPB__HIDDEN int gpb__atab_reserve(gpb__atab_t *t, uint64_t n);
+GPB__HIDDEN uint64_t gpb__atab_count(const gpb__atab_t *t);
+GPB__HIDDEN size_t gpb__atab_bytes(const gpb__atab_t *t);
+
+/* ---------------------------------------------------------------- extents */
+
+#define GPB__EXT_SLBITS 4
+#define GPB__EXT_SL (1u << GPB__EXT_SLBITS)
+#define GPB__EXT_BINS ((64u - GPB__EXT_SLBITS + 1) * GPB__EXT_SL)
+
+typedef struct gpb__ext {
+  uint64_t start, len; /* units */
+  uint32_t prev, next; /* bin list, or free list (next) */
+  uint32_t bin;
+} gpb__ext_t;
+
+/* Maximal free runs, binned by length (extents.c). */
+typedef struct gpb__exts {
+  gpb__ext_t **chunks;
+  uint32_t nchunks, made, free_head;
+  uint64_t count;
+  gpb__atab_t by_start, by_end; /* unit -> record id (in .units) */
+  uint32_t head[GPB__EXT_BINS];
+  uint64_t binmap[(GPB__EXT_BINS + 63) / 64];
+} gpb__exts_t;
+
+GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x);
+GPB__HIDDEN void gpb__exts_fini(gpb__exts_t *x);
+GPB__HIDDEN void gpb__exts_clear(gpb__exts_t *x);
+/* Returns [start, start+len) to the free runs, merging with neighbours. */
+GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len);
+/* Takes n units aligned to 2^align_order from a well-fitting run. */
+GPB__HIDDEN int gpb__exts_take(gpb__exts_t *x, uint64_t n,
+                               uint32_t align_order, uint64_t *out);
+GPB__HIDDEN uint64_t gpb__exts_count(const gpb__exts_t *x);
+
+/* The core's one event sink. The core knows nothing of who listens:
+ * the pool wires this up. With `counters` set, events are numbered and
+ * counted in place (as gpb__stats_apply would count them) and no event
+ * is built; `put`, when also set, then receives each event's fields (the
+ * live writer's ring). Without `counters`, each event is built and given
+ * to `emit` (NULL: nobody listens). */
+typedef void (*gpb__emit_fn)(void *ctx, gpb_event_t *ev);
+typedef void (*gpb__put_fn)(void *ctx, uint64_t seq, int type, uint64_t off,
+                            uint64_t size, uint64_t requested, uint64_t stream,
+                            uint32_t tag, uint32_t order);
+typedef struct gpb__sink {
+  gpb_stats_t *counters;
+  gpb__put_fn put;
+  void *put_ctx;
+  gpb__emit_fn emit;
+  void *emit_ctx;
+} gpb__sink_t;
+
+/* ------------------------------------------------------------- buddy core */
+
+/* The buddy core. Units are min_block-sized; node (k, i) covers units
+ * [i << k, (i + 1) << k) and exists iff it fits inside nunits. A node whose
+ * parent does not fit is a root. State is just one free bitset per order
+ * plus the allocation table: every unit lies either in exactly one free
+ * block or in exactly one allocation. */
+/* Most unmerged free buddy pairs kept per order (deferred coalescing). */
+#define GPB__DEFER_MAX 8
+
+typedef struct gpb__buddy {
+  uint64_t nunits;
+  uint32_t min_shift;
+  uint32_t norders;
+  gpb_policy_t policy;
+  uint64_t nfree[GPB_MAX_ORDERS];
+  gpb__bits_t freeb[GPB_MAX_ORDERS];
+  gpb__bits_t starts; /* first unit of every live allocation */
+  gpb__atab_t atab;
+  gpb__exts_t *exts;  /* free runs, for GPB_POLICY_BESTFIT only */
+  gpb__sink_t sink; /* where every event goes */
+  /* Deferred coalescing. A freed block whose buddy is free stays unmerged
+   * while its order has fewer than defer_cap such pairs, so a block freed
+   * and asked for again costs no merge and no split cascade. npairs counts
+   * the free buddy pairs of each order (kept by set_free/clear_free);
+   * dq lists the parents of the pairs made by deferring, so they can be
+   * merged when an allocation would otherwise fail. */
+  uint32_t defer_cap; /* 0: merge at once; UINT32_MAX: no limit (models) */
+  uint64_t npairs[GPB_MAX_ORDERS];
+  uint32_t ndq[GPB_MAX_ORDERS];
+  uint64_t dq[GPB_MAX_ORDERS][GPB__DEFER_MAX];
+  /* Highest order a merge may reach: norders - 1 for a pool or model; the
+   * superblock order for an arena's core, whose roots are the superblocks
+   * lent to it (two lent superblocks never merge inside the arena). */
+  uint32_t cap;
+  /* Set while an attempt may still be retried elsewhere: a failure then
+   * emits no FAIL, since the request has not failed yet. */
+  uint8_t mute_fail;
+} gpb__buddy_t;
+
+/* Tag of the record a pool's core keeps for a superblock lent to an arena:
+ * allocated in the core, free (and carved further) in the arena. Never a
+ * user tag, and it never appears in an event. */
+#define GPB__TAG_LENT GPB_MAX_TAGS
+
+GPB__HIDDEN int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits,
+                                uint32_t min_shift, gpb_policy_t policy);
+/* An arena's core: the same unit range but nothing free until superblocks
+ * of order `cap` are adopted; merges stop at `cap`. Its metadata pages are
+ * touched only where superblocks land. */
+GPB__HIDDEN int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
+                                      uint32_t min_shift, gpb_policy_t policy,
+                                      uint32_t cap);
+GPB__HIDDEN void gpb__buddy_fini(gpb__buddy_t *b);
+/* All roots free, table empty; emits nothing. */
+GPB__HIDDEN void gpb__buddy_reset(gpb__buddy_t *b);
+GPB__HIDDEN size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b);
+GPB__HIDDEN void gpb__buddy_prefault(gpb__buddy_t *b);
+GPB__HIDDEN uint32_t gpb__buddy_num_roots(const gpb__buddy_t *b);
+
+/* Allocates `requested` bytes (> 0) aligned to 2^align_order units. On
+ * success *unit is the first unit. Emits SPLITs then ALLOC, or FAIL. */
+GPB__HIDDEN int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested,
+                                 uint32_t align_order, uint32_t tag,
+                                 uint64_t stream, uint64_t time_ns,
+                                 uint64_t *unit);
+/* Frees the allocation starting at byte offset `off`; classifies misuse
+ * (GPB_EDOUBLEFREE, GPB_EINTERIOR, GPB_EFOREIGN) without changing state.
+ * Emits FREE then MERGEs. */
+GPB__HIDDEN int gpb__buddy_free(gpb__buddy_t *b, uint64_t off,
+                                uint64_t stream);
+/* Merges every deferred pair (emitting MERGEs): the map becomes the fully
+ * coalesced one. */
+GPB__HIDDEN void gpb__buddy_coalesce(gpb__buddy_t *b);
+/* Lends a free block of order k to an arena: SPLITs are emitted as for an
+ * allocation, but the block itself stays free to everyone watching events
+ * (no ALLOC); the core records it with GPB__TAG_LENT. GPB_ENOMEM quietly
+ * when no block of order k or more is free. */
+GPB__HIDDEN int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit);
+/* Takes back the superblock lent at `unit` (whole and free in the arena):
+ * no FREE event, then MERGEs with its free buddies. */
+GPB__HIDDEN int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t unit);
+/* An arena's core gains or loses the free block (k, i), silently. */
+GPB__HIDDEN void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i);
+GPB__HIDDEN void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i);
+/* Checks every invariant; 0 or GPB_ECORRUPT with a detail. An arena's
+ * core is checked over the superblocks it holds: nsb of them, the order-
+ * `cap` block indices in sb (sb NULL: the whole range, as for a pool). */
+GPB__HIDDEN int gpb__buddy_check(const gpb__buddy_t *b);
+GPB__HIDDEN int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
+                                    uint64_t nsb);
+GPB__HIDDEN int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn,
+                                 void *user);
+/* Visits the blocks of units [u0, u1), which must start and end on block
+ * boundaries. */
+GPB__HIDDEN int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0,
+                                       uint64_t u1, gpb_visit_fn fn,
+                                       void *user);
+GPB__HIDDEN int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t unit,
+                                  gpb_block_info_t *out);
+
+/* Validated primitives for the model: each checks before it changes. */
+GPB__HIDDEN int gpb__buddy_apply(gpb__buddy_t *b, const gpb_event_t *ev);
+/* Makes a free block (k, i) exist by splitting its free ancestor (quietly,
+ * no events). 0 or GPB_EFORMAT. */
+GPB__HIDDEN int gpb__buddy_carve_free(gpb__buddy_t *b, uint32_t k, uint64_t i);
+/* Marks the canonical blocks of [u, u+n) used and records the allocation;
+ * all must be free blocks. */
+GPB__HIDDEN int gpb__buddy_take(gpb__buddy_t *b, uint64_t u, uint64_t n,
+                                const gpb__arec_t *rec);
+
+/* Canonical decomposition: the largest aligned block starting at unit u
+ * that fits in n units. */
+static inline uint32_t gpb__canon_order(uint64_t u, uint64_t n) {
+  uint32_t k = 63u - (uint32_t)__builtin_clzll(n);
+  if (u != 0) {
+    uint32_t a = (uint32_t)__builtin_ctzll(u);
+    if (a < k) k = a;
+  }
+  return k;
+}
+
+/* ------------------------------------------------------------------ stats */
+
+/* Applies one event to the counters. The pool and the model both run
+ * their events through this, so their stats agree by construction. */
+GPB__HIDDEN void gpb__stats_apply(gpb_stats_t *s, const gpb_event_t *ev);
+
+/* What gpb__stats_apply counts for a SPLIT of order k or a MERGE into
+ * order k (besides the sequence number). */
+static inline void gpb__stats_split(gpb_stats_t *s, uint32_t k) {
+  s->free_blocks[k]--;
+  s->free_blocks[k - 1] += 2;
+  s->splits++;
+}
+
+static inline void gpb__stats_merge(gpb_stats_t *s, uint32_t k) {
+  s->free_blocks[k - 1] -= 2;
+  s->free_blocks[k]++;
+  s->merges++;
+}
+
+/* What gpb__stats_apply counts for an event of `type` on the range
+ * [off, off+size) (besides the sequence number): the core calls it
+ * directly when only the stats listen, so no event is built. */
+static inline void gpb__stats_count(gpb_stats_t *s, int type, uint64_t off,
+                                    uint64_t size, uint64_t requested,
+                                    uint32_t tag, uint32_t order) {
+  int64_t d = type == GPB_EV_ALLOC ? -1 : 1;
+  switch (type) {
+  case GPB_EV_ALLOC:
+  case GPB_EV_FREE: {
+    uint32_t shift = (uint32_t)__builtin_ctzll(s->min_block);
+    for (uint64_t u = off >> shift, n = size >> shift; n;) {
+      uint32_t k = gpb__canon_order(u, n);
+      s->free_blocks[k] += (uint64_t)d;
+      u += 1ull << k;
+      n -= 1ull << k;
+    }
+    if (type == GPB_EV_ALLOC) {
+      s->allocs++;
+      s->live_allocs++;
+      s->requested_bytes += requested;
+      s->block_bytes += size;
+      s->free_bytes -= size;
+      if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] += size;
+      if (s->requested_bytes > s->requested_peak)
+        s->requested_peak = s->requested_bytes;
+      if (s->block_bytes > s->block_peak) s->block_peak = s->block_bytes;
+    } else {
+      s->frees++;
+      s->live_allocs--;
+      s->requested_bytes -= requested;
+      s->block_bytes -= size;
+      s->free_bytes += size;
+      if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] -= size;
+      if (s->free_bytes > s->free_peak) s->free_peak = s->free_bytes;
+    }
+    break;
+  }
+  case GPB_EV_SPLIT:
+    gpb__stats_split(s, order);
+    break;
+  case GPB_EV_MERGE:
+    gpb__stats_merge(s, order);
+    break;
+  case GPB_EV_FAIL:
+    s->failures++;
+    break;
+  default:
+    break;
+  }
+}
+/* Adds counters that started from zero (an arena's) to s: wrapping sums,
+ * so a delta may be "negative". Peaks are raised to the new totals. */
+GPB__HIDDEN void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d);
+GPB__HIDDEN void gpb__stats_init(gpb_stats_t *s, uint64_t managed,
+                                 uint64_t min_block, uint32_t norders);
+/* Fills the derived fields (largest free, fragmentation) of a copy. */
+GPB__HIDDEN void gpb__stats_finish(gpb_stats_t *s);
+/* Rebuilds the state-derived fields from a core; counters are kept. */
+GPB__HIDDEN void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b);
+
+/* ------------------------------------------------------------------ model */
+
+GPB__HIDDEN void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s);
+
+#endif /* GPB_CORE_H */

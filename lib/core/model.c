@@ -1,0 +1,279 @@
+/*
+ * model.c: the block-map model. It rebuilds a pool's exact state from the
+ * pool's events, in another process or another machine.
+ *
+ * It is a buddy core run without an allocator on top: each event is
+ * checked against the current state by the core's validated primitives
+ * and refused (model unchanged) if it does not fit, then fed to the same
+ * stats function the pool uses. The viewer, gpubuddy-stat, the relay and
+ * the tests all use it; tests compare it with the pool's own visitor.
+ */
+#include "core/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct gpb_model {
+  gpb__buddy_t core;
+  gpb_stats_t stats;
+  /* Simulating models (gpb_model_create_sim) make their own events. */
+  int sim;
+  uint64_t now; /* time of the call in progress */
+  gpb_hook_fn hook;
+  void *hook_user;
+};
+
+static int model_new(uint64_t managed_size, uint64_t min_block,
+                     gpb_policy_t policy, gpb_model_t **out) {
+  *out = NULL;
+  if (min_block < 16 || (min_block & (min_block - 1)))
+    return gpb__fail(GPB_EINVAL, "min_block %llu is not a power of two >= 16",
+                     (unsigned long long)min_block);
+  gpb_model_t *m = calloc(1, sizeof *m);
+  if (!m) return GPB_EHOSTMEM;
+  int rc = gpb__buddy_init(&m->core, managed_size / min_block,
+                           (uint32_t)__builtin_ctzll(min_block), policy);
+  if (rc) {
+    free(m);
+    return rc;
+  }
+  /* The core starts with its roots free: only the stats need setting. */
+  gpb__stats_init(&m->stats, m->core.nunits << m->core.min_shift,
+                  1ull << m->core.min_shift, m->core.norders);
+  *out = m;
+  return 0;
+}
+
+int gpb_model_create(uint64_t managed_size, uint64_t min_block,
+                     gpb_model_t **out) {
+  int rc = model_new(managed_size, min_block, GPB_POLICY_BUDDY, out);
+  /* A model follows whatever pairs the stream leaves unmerged. */
+  if (rc == 0) (*out)->core.defer_cap = UINT32_MAX;
+  return rc;
+}
+
+/* A simulating model's event sink: what gpb__pool_emit does, minus the
+ * consumers a model does not have. */
+static void model_emit(void *ctx, gpb_event_t *ev) {
+  gpb_model_t *m = ctx;
+  ev->seq = ++m->stats.seq;
+  ev->time_ns = m->now;
+  gpb__stats_count(&m->stats, ev->type, ev->offset, ev->size, ev->requested,
+                   ev->tag, ev->order);
+  if (m->hook) m->hook(ev, m->hook_user);
+}
+
+int gpb_model_create_sim(const gpb_config_t *cfg, gpb_model_t **out) {
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  gpb_config_t defaults;
+  if (!cfg) {
+    gpb_config_init(&defaults);
+    cfg = &defaults;
+  }
+  if ((unsigned)cfg->policy >= GPB_NUM_POLICIES)
+    return gpb__fail(GPB_EINVAL, "unknown policy %d", (int)cfg->policy);
+  if (cfg->pool_size < cfg->min_block)
+    return gpb__fail(GPB_EINVAL, "pool_size %zu is smaller than min_block %zu",
+                     cfg->pool_size, cfg->min_block);
+  gpb_model_t *m;
+  int rc = model_new(cfg->pool_size, cfg->min_block, cfg->policy, &m);
+  if (rc) return rc;
+  /* The merge setting a pool of this config would have. */
+  m->core.defer_cap = cfg->flags & GPB_CFG_EAGER_MERGE ? 0 : GPB__DEFER_MAX;
+  m->core.sink.emit = model_emit;
+  m->core.sink.emit_ctx = m;
+  m->core.sink.counters = &m->stats; /* no hook yet: count in place */
+  m->sim = 1;
+  *out = m;
+  return 0;
+}
+
+int gpb_model_set_hook(gpb_model_t *m, gpb_hook_fn fn, void *user) {
+  if (!m || !m->sim)
+    return gpb__fail(GPB_EINVAL, "only a simulating model has a hook");
+  m->hook = fn;
+  m->hook_user = user;
+  m->core.sink.counters = fn ? NULL : &m->stats;
+  return 0;
+}
+
+int gpb_model_alloc(gpb_model_t *m, uint64_t size, uint64_t align,
+                    uint32_t tag, uint64_t time_ns, uint64_t *offset) {
+  if (!m || !offset) return gpb__fail(GPB_EINVAL, "model or offset is NULL");
+  *offset = GPB_NO_OFFSET;
+  if (!m->sim)
+    return gpb__fail(GPB_EINVAL, "this model follows events; it cannot "
+                     "allocate (see gpb_model_create_sim)");
+  if (align & (align - 1))
+    return gpb__fail(GPB_EALIGN, "alignment %llu is not a power of two",
+                     (unsigned long long)align);
+  if (tag >= GPB_MAX_TAGS)
+    return gpb__fail(GPB_EINVAL, "tag %u is not below %d", tag, GPB_MAX_TAGS);
+  if (size == 0) return 0; /* as gpb_alloc_ex: success, nothing, no event */
+  gpb__buddy_t *b = &m->core;
+  uint64_t managed = b->nunits << b->min_shift;
+  uint32_t align_order = 0;
+  if (align > (1ull << b->min_shift)) {
+    if (align > managed)
+      return gpb__fail(GPB_EALIGN, "alignment %llu is larger than the %llu "
+                       "bytes managed", (unsigned long long)align,
+                       (unsigned long long)managed);
+    align_order = (uint32_t)__builtin_ctzll(align) - b->min_shift;
+  }
+  m->now = time_ns;
+  uint64_t unit;
+  int rc = gpb__buddy_alloc(b, size, align_order, tag, 0, time_ns, &unit);
+  if (rc == 0) *offset = unit << b->min_shift;
+  return rc;
+}
+
+int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns) {
+  if (!m) return gpb__fail(GPB_EINVAL, "model is NULL");
+  if (!m->sim)
+    return gpb__fail(GPB_EINVAL, "this model follows events; it cannot "
+                     "free (see gpb_model_create_sim)");
+  if (offset >= (m->core.nunits << m->core.min_shift))
+    return gpb__fail(GPB_EFOREIGN, "offset %llu is outside the %llu bytes "
+                     "managed", (unsigned long long)offset,
+                     (unsigned long long)(m->core.nunits << m->core.min_shift));
+  m->now = time_ns;
+  return gpb__buddy_free(&m->core, offset, 0);
+}
+
+void gpb_model_prefetch(const gpb_model_t *m, uint64_t offset) {
+  if (m && offset < (m->core.nunits << m->core.min_shift))
+    gpb__atab_prefetch(&m->core.atab, offset >> m->core.min_shift);
+}
+
+int gpb_model_reserve(gpb_model_t *m, uint64_t live) {
+  if (!m) return gpb__fail(GPB_EINVAL, "model is NULL");
+  uint64_t most = m->core.nunits; /* no more allocations can be live */
+  int rc = gpb__atab_reserve(&m->core.atab, live < most ? live : most);
+  return rc ? gpb__fail(rc, "no memory for %llu allocation records",
+                        (unsigned long long)live) : 0;
+}
+
+void gpb_model_destroy(gpb_model_t *m) {
+  if (!m) return;
+  gpb__buddy_fini(&m->core);
+  free(m);
+}
+
+void gpb_model_reset(gpb_model_t *m) {
+  gpb__buddy_reset(&m->core);
+  gpb__stats_init(&m->stats, m->core.nunits << m->core.min_shift,
+                  1ull << m->core.min_shift, m->core.norders);
+}
+
+int gpb_model_apply(gpb_model_t *m, const gpb_event_t *ev) {
+  if (m->sim)
+    return gpb__fail(GPB_EINVAL, "a simulating model makes its own events");
+  if (ev->seq != m->stats.seq + 1)
+    return gpb__fail(GPB_EAGAIN, "event %llu follows %llu: events were missed",
+                     (unsigned long long)ev->seq,
+                     (unsigned long long)m->stats.seq);
+  int rc = gpb__buddy_apply(&m->core, ev);
+  if (rc) return rc;
+  gpb__stats_apply(&m->stats, ev);
+  return 0;
+}
+
+#define BADKEY(...) (gpb_model_reset(m), gpb__fail(GPB_EFORMAT, __VA_ARGS__))
+
+int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks, size_t n,
+                   uint64_t seq) {
+  gpb__buddy_t *b = &m->core;
+  if (m->sim)
+    return gpb__fail(GPB_EINVAL, "a simulating model makes its own state");
+  gpb_model_reset(m);
+  uint64_t expect = 0; /* next offset, in bytes */
+  const gpb_block_info_t *cur_alloc = NULL; /* first block of open run */
+  for (size_t x = 0; x < n; x++) {
+    const gpb_block_info_t *bl = &blocks[x];
+    if (bl->offset != expect || bl->order >= b->norders ||
+        bl->size != (1ull << bl->order) << b->min_shift)
+      return BADKEY("keyframe block %zu: offset %llu, order %u does not "
+                    "continue the map at %llu",
+                    x, (unsigned long long)bl->offset, bl->order,
+                    (unsigned long long)expect);
+    uint64_t i = (bl->offset >> b->min_shift) >> bl->order;
+    int rc = gpb__buddy_carve_free(b, bl->order, i);
+    if (rc) return BADKEY("keyframe block %zu: %s", x, gpb_last_error_detail());
+    if (!bl->used) {
+      /* Free buddies side by side are fine: a pool defers merging. */
+      if (cur_alloc) return BADKEY("keyframe block %zu: allocation cut short", x);
+    } else {
+      if (!cur_alloc) {
+        if (bl->alloc_offset != bl->offset || bl->tag >= GPB_MAX_TAGS ||
+            bl->alloc_size == 0 || bl->requested > bl->alloc_size)
+          return BADKEY("keyframe block %zu: bad allocation record", x);
+        cur_alloc = bl;
+      } else if (bl->alloc_offset != cur_alloc->alloc_offset ||
+                 bl->alloc_size != cur_alloc->alloc_size) {
+        return BADKEY("keyframe block %zu: allocation cut short", x);
+      }
+      if (bl->offset + bl->size == cur_alloc->alloc_offset + cur_alloc->alloc_size) {
+        gpb__arec_t rec = {0, 0, cur_alloc->requested, cur_alloc->time_ns,
+                           cur_alloc->tag, 0};
+        rc = gpb__buddy_take(b, cur_alloc->alloc_offset >> b->min_shift,
+                             cur_alloc->alloc_size >> b->min_shift, &rec);
+        if (rc) return BADKEY("keyframe block %zu: %s", x, gpb_last_error_detail());
+        cur_alloc = NULL;
+      } else if (bl->offset + bl->size >
+                 cur_alloc->alloc_offset + cur_alloc->alloc_size) {
+        return BADKEY("keyframe block %zu: runs past its allocation", x);
+      }
+    }
+    expect += bl->size;
+  }
+  if (cur_alloc || expect != b->nunits << b->min_shift)
+    return BADKEY("keyframe covers %llu of %llu bytes",
+                  (unsigned long long)expect,
+                  (unsigned long long)(b->nunits << b->min_shift));
+  gpb__stats_from_core(&m->stats, b);
+  m->stats.seq = seq;
+  return 0;
+}
+
+void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s) {
+  gpb_stats_t *d = &m->stats;
+  d->allocs = s->allocs;
+  d->frees = s->frees;
+  d->failures = s->failures;
+  d->splits = s->splits;
+  d->merges = s->merges;
+  d->requested_peak = s->requested_peak > d->requested_peak ? s->requested_peak
+                                                            : d->requested_peak;
+  d->block_peak = s->block_peak > d->block_peak ? s->block_peak : d->block_peak;
+  d->free_peak = s->free_peak > d->free_peak ? s->free_peak : d->free_peak;
+}
+
+int gpb_model_stats(const gpb_model_t *m, gpb_stats_t *out) {
+  *out = m->stats;
+  gpb__stats_finish(out);
+  return 0;
+}
+
+int gpb_model_visit(const gpb_model_t *m, gpb_visit_fn fn, void *user) {
+  return gpb__buddy_visit(&m->core, fn, user);
+}
+
+int gpb_model_check(const gpb_model_t *m) {
+  int rc = gpb__buddy_check(&m->core);
+  if (rc) return rc;
+  for (uint32_t k = 0; k < m->core.norders; k++)
+    if (m->stats.free_blocks[k] != m->core.nfree[k])
+      return gpb__fail(GPB_ECORRUPT, "model stats: order %u free count %llu, "
+                       "map has %llu", k,
+                       (unsigned long long)m->stats.free_blocks[k],
+                       (unsigned long long)m->core.nfree[k]);
+  return 0;
+}
+
+uint64_t gpb_model_seq(const gpb_model_t *m) { return m->stats.seq; }
+
+int gpb_model_lookup(const gpb_model_t *m, uint64_t offset,
+                     gpb_block_info_t *out) {
+  return gpb__buddy_lookup(&m->core, offset >> m->core.min_shift, out);
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writer.c: a pool's live publisher: it creates the segment, puts every
+ * event into the ring (gpb__ring_put in live.h is the inline fast path)
+ * and writes keyframes when readers ask or the ring is about to lose the
+ * events after the last one. shm.h describes the segment and its
+ * protocol.
+ */
+#include "live/shm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+
+struct gpb__pub {
+  /* The hot path's part, with writer-private copies (served, kf_seq), so
+   * it reads no shared line but the request word. */
+  gpb__ring_t ring;
+  pub_hdr_t *h;
+  pub_rec_t *kf[2];
+  void *map;
+  size_t size;
+  uint64_t nslots, kf_cap;
+  uint64_t kf_count;
+  uint64_t kf_time;     /* when it was finished */
+  uint64_t kf_interval; /* rate limit */
+  uint64_t kf_cost;     /* what one costs: the least recent cost, allowed
+                           to double per keyframe so a real rise shows */
+  pid_t pid;
+  dev_t dev;
+  ino_t ino;
+  unsigned tick_gen; /* our hold on the millisecond ticker (clock.c) */
+  char path[GPB_NAME_MAX + 16];
+};
+
+/* Called when the name is taken. 0: the old segment was stale and is gone
+ * (try again); GPB_EBUSY: a live writer (or one being born) holds it. */
+static int pub_take_over(const char *path, const char *name) {
+  void *map = NULL;
+  size_t size = 0;
+  struct stat st;
+  int rc = gpb__shm_map(path, 0, &map, &size, &st);
+  if (rc == GPB_ENOTFOUND) return 0; /* gone meanwhile: just retry */
+  if (rc == 0) {
+    const pub_hdr_t *h = map;
+    rc = gpb__shm_check_header(h, size, NULL);
+    if (rc == 0 && !atomic_load_explicit(&h->closed, ACQ) &&
+        gpb__shm_alive(h->pid, h->pid_start)) {
+      int pid = h->pid;
+      munmap(map, size);
+      return gpb__fail(GPB_EBUSY, "pool name '%s' is published by a live "
+                       "process (pid %d)", name, pid);
+    }
+    munmap(map, size);
+  } else if (rc != GPB_EFORMAT && rc != GPB_EVERSION) {
+    return rc;
+  }
+  if (rc != 0) {
+    /* Unreadable: perhaps another writer is filling it in right now. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (now.tv_sec - st.st_mtim.tv_sec < 2)
+      return gpb__fail(GPB_EBUSY, "pool name '%s': /dev/shm%s is being "
+                       "created by another process (or is garbled); try "
+                       "again", name, path);
+  }
+  if (shm_unlink(path) != 0 && errno != ENOENT)
+    return gpb__fail(errno == EACCES || errno == EPERM ? GPB_EPERM : GPB_EIO,
+                     "cannot remove the stale segment /dev/shm%s: %s", path,
+                     strerror(errno));
+  return 0;
+}
+
+static int pub_env_u64(const char *var, uint64_t lo, uint64_t hi, int pow2,
+                       uint64_t *out) {
+  const char *s = getenv(var);
+  if (!s || !*s) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end || v < lo || v > hi || (pow2 && (v & (v - 1))))
+    return gpb__fail(GPB_EINVAL, "%s=%s: want %s from %llu to %llu", var, s,
+                     pow2 ? "a power of two" : "a number",
+                     (unsigned long long)lo, (unsigned long long)hi);
+  *out = v;
+  return 0;
+}
+
+int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
+                  gpb__pub_t **out) {
+  *out = NULL;
+  int rc = gpb__shm_check_name(name);
+  if (rc) return rc;
+  uint64_t nslots = PUB_SLOTS_DEFAULT, kf_max = PUB_KF_DEFAULT;
+  if ((rc = pub_env_u64("GPB_PUBLISH_RING", PUB_SLOTS_MIN, PUB_SLOTS_MAX, 1,
+                        &nslots)) ||
+      (rc = pub_env_u64("GPB_PUBLISH_KEYFRAME", 1, PUB_KF_MAX, 0, &kf_max)))
+    return rc;
+  uint64_t units = info->managed_size / info->min_block;
+  uint64_t kf_cap = units < kf_max ? units : kf_max;
+  uint64_t total = gpb__shm_layout_total(nslots, kf_cap);
+
+  gpb__pub_t *p = calloc(1, sizeof *p);
+  if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the publisher");
+  gpb__shm_path(p->path, sizeof p->path, name);
+  int fd = -1;
+  for (int attempt = 0; fd < 0; attempt++) {
+    fd = shm_open(p->path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) break;
+    int e = errno;
+    if (e != EEXIST || attempt == 3) {
+      rc = gpb__fail(e == EACCES ? GPB_EPERM : GPB_EIO, "cannot create "
+                     "/dev/shm%s: %s", p->path, strerror(e));
+      free(p); /* after the message, which names p->path */
+      return rc;
+    }
+    if ((rc = pub_take_over(p->path, name))) {
+      free(p);
+      return rc;
+    }
+  }
+  struct stat st;
+  /* Reserve every page now: a full /dev/shm must fail here, not raise
+   * SIGBUS in the allocating program later. */
+  if (fstat(fd, &st) != 0 || ftruncate(fd, (off_t)total) != 0 ||
+      (rc = posix_fallocate(fd, 0, (off_t)total)) != 0) {
+    int e = rc ? rc : errno;
+    close(fd);
+    shm_unlink(p->path);
+    free(p);
+    return gpb__fail(GPB_EIO, "no room in /dev/shm for the %llu-byte live "
+                     "segment of pool '%s': %s", (unsigned long long)total,
+                     name, strerror(e));
+  }
+  void *m = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  close(fd);
+  if (m == MAP_FAILED) {
+    shm_unlink(p->path);
+    rc = gpb__fail(GPB_EIO, "cannot map /dev/shm%s: %s", p->path,
+                   strerror(e));
+    free(p);
+    return rc;
+  }
+  p->map = m;
+  p->size = (size_t)total;
+  p->h = m;
+  p->ring.slots = (pub_slot_t *)((char *)m + PUB_HDR_SIZE);
+  p->ring.mask = nslots - 1;
+  p->ring.head = &p->h->head;
+  p->ring.kf_request = &p->h->kf_request;
+  p->ring.half = nslots / 2;
+  p->ring.pub = p;
+  p->kf[0] = (pub_rec_t *)((char *)m + PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE);
+  p->kf[1] = p->kf[0] + kf_cap;
+  p->nslots = nslots;
+  p->kf_cap = kf_cap;
+  p->pid = getpid();
+  p->dev = st.st_dev;
+  p->ino = st.st_ino;
+  p->kf_interval = PUB_MS;
+
+  pub_hdr_t *h = p->h; /* fallocate gave zeroed pages */
+  h->version = PUB_VERSION;
+  h->header_size = PUB_HDR_SIZE;
+  h->slot_size = PUB_SLOT_SIZE;
+  h->nslots = (uint32_t)nslots;
+  h->rec_size = PUB_REC_SIZE;
+  h->pid = (int32_t)p->pid;
+  h->ring_off = PUB_HDR_SIZE;
+  h->kf_cap = kf_cap;
+  h->kf_off[0] = PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE;
+  h->kf_off[1] = h->kf_off[0] + kf_cap * PUB_REC_SIZE;
+  h->total_size = total;
+  int zombie;
+  h->pid_start = gpb__shm_proc_start(p->pid, &zombie);
+  h->base = (uint64_t)(uintptr_t)info->base;
+  h->pool_size = info->pool_size;
+  h->managed_size = info->managed_size;
+  h->min_block = info->min_block;
+  h->num_orders = info->num_orders;
+  h->num_roots = info->num_roots;
+  h->backend = (int32_t)info->backend;
+  h->policy = (int32_t)info->policy;
+  h->device = info->device;
+  snprintf(h->name, sizeof h->name, "%s", name);
+  atomic_store_explicit(&h->magic, PUB_MAGIC, REL);
+  p->tick_gen = gpb__tick_hold();
+  *out = p;
+  return 0;
+}
+
+typedef struct pub_kfctx {
+  pub_rec_t *out;
+  uint64_t n, cap;
+} pub_kfctx_t;
+
+static int pub_kf_block(const gpb_block_info_t *b, void *user) {
+  pub_kfctx_t *c = user;
+  if (b->used && b->offset != b->alloc_offset) return 0; /* same allocation */
+  if (c->n == c->cap) return 1;
+  pub_rec_t *r = &c->out[c->n++];
+  uint64_t shift = (uint64_t)__builtin_ctzll(b->size) - b->order;
+  if (b->used) {
+    atomic_store_explicit(&r->r[0], PUB_REC_USED | (b->alloc_size >> shift), RLX);
+    atomic_store_explicit(&r->r[1], b->requested, RLX);
+    atomic_store_explicit(&r->r[2], b->time_ns, RLX);
+    atomic_store_explicit(&r->r[3], b->tag, RLX);
+  } else {
+    atomic_store_explicit(&r->r[0], b->order, RLX);
+    atomic_store_explicit(&r->r[1], 0, RLX);
+    atomic_store_explicit(&r->r[2], 0, RLX);
+    atomic_store_explicit(&r->r[3], 0, RLX);
+  }
+  return 0;
+}
+
+/* Writes a keyframe of the state after event `seq` into the buffer that
+ * does not hold the latest one. Caller holds the pool's lock, at an event
+ * after which the core is consistent. */
+static void pub_keyframe(gpb__pub_t *p, uint64_t seq, const gpb__ring_t *src,
+                         uint64_t req) {
+  uint64_t t0 = gpb_now_ns();
+  uint64_t b = p->kf_count & 1;
+  pub_kfmeta_t *meta = &p->h->kf[b];
+  uint64_t gen = atomic_load_explicit(&meta->gen, RLX);
+  atomic_store_explicit(&meta->gen, gen + 1, RLX);
+  atomic_thread_fence(REL);
+  pub_kfctx_t c = {p->kf[b], 0, p->kf_cap};
+  int rc = src->visit(src->src, pub_kf_block, &c);
+  const gpb_stats_t *s = src->counters(src->src);
+  uint64_t cnt[KC_N] = {s->allocs, s->frees, s->failures, s->splits,
+                        s->merges, s->requested_peak, s->block_peak,
+                        s->free_peak};
+  atomic_store_explicit(&meta->seq, seq, RLX);
+  atomic_store_explicit(&meta->nrec, rc ? PUB_KF_OVERFLOW : c.n, RLX);
+  atomic_store_explicit(&meta->time_ns, t0, RLX);
+  for (int i = 0; i < KC_N; i++)
+    atomic_store_explicit(&meta->counters[i], cnt[i], RLX);
+  atomic_store_explicit(&meta->gen, gen + 2, REL);
+  p->kf_count++;
+  atomic_store_explicit(&p->h->kf_count, p->kf_count, REL);
+  atomic_store_explicit(&p->h->kf_served, req, REL);
+  p->ring.served = req;
+  p->ring.kf_seq = seq;
+  p->kf_time = gpb_now_ns();
+  uint64_t cost = p->kf_time - t0;
+  /* One keyframe stretched by preemption must not silence the periodic
+   * ones for 50 times its length (that lost a late reader its state). */
+  if (p->kf_cost && cost > 2 * p->kf_cost) cost = 2 * p->kf_cost;
+  p->kf_cost = cost;
+  p->kf_interval = cost * 50 > PUB_MS ? cost * 50 : PUB_MS;
+}
+
+gpb__ring_t *gpb__pub_ring(gpb__pub_t *p) { return &p->ring; }
+
+void gpb__ring_sink_put(void *ctx, uint64_t seq, int type, uint64_t off,
+                        uint64_t size, uint64_t requested, uint64_t stream,
+                        uint32_t tag, uint32_t order) {
+  gpb__ring_t *r = ctx;
+  gpb__ring_put(r, seq, *r->now, type, off, size, requested, stream, tag,
+                order);
+}
+
+void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req) {
+  gpb__pub_t *p = r->pub;
+  /* Asked for, or every half ring, reader or not: a reader that attaches
+   * later, even to a writer that has gone idle, then finds a keyframe
+   * whose following events the ring still holds. Event times may come
+   * from the ticker; pacing needs the fine clock (this path is rare). */
+  uint64_t now = gpb_now_ns();
+  int64_t since = (int64_t)(now - p->kf_time);
+  /* The rate limit yields when the ring is about to overwrite the events
+   * after the last keyframe, as long as keyframes stay cheap next to the
+   * events between them (at most a fifth of the writer's time): only a
+   * huge map under heavy churn can then leave a late reader waiting. */
+  int losing = seq - r->kf_seq >= p->nslots - p->nslots / 8 &&
+               since >= (int64_t)(4 * p->kf_cost);
+  if (p->kf_count && since < (int64_t)p->kf_interval && !losing) return;
+  pub_keyframe(p, seq, r, req);
+}
+
+void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev) {
+  if (!p) return;
+  gpb__ring_put(&p->ring, ev->seq, ev->time_ns, ev->type, ev->offset,
+                ev->size, ev->requested, ev->stream, ev->tag, ev->order);
+}
+
+void gpb__pub_close(gpb__pub_t *p) {
+  if (!p) return;
+  /* A forked child that destroys its copy of the pool must not close the
+   * parent's segment. */
+  if (getpid() == p->pid) {
+    atomic_store_explicit(&p->h->closed, 1, REL);
+    int fd = shm_open(p->path, O_RDONLY, 0);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == p->dev &&
+        st.st_ino == p->ino)
+      shm_unlink(p->path); /* only our own: a successor may hold the name */
+    if (fd >= 0) close(fd);
+  }
+  munmap(p->map, p->size);
+  gpb__tick_drop(p->tick_gen);
+  free(p);
+}
+

@@ -1,0 +1,499 @@
+/*
+ * pool.c: the public pool. It owns the lock, the backend reservation, the
+ * offset <-> pointer translation and the event consumers.
+ *
+ * Without arenas every public call takes the pool's mutex once (with
+ * arenas, arena.c routes the calls); the buddy core below it does
+ * O(orders) work and emits events into gpb__pool_emit(), which stamps the
+ * sequence number and time and hands each event to the stats, the user's
+ * hook, the live publisher and the trace writer, in that order. When only
+ * the stats listen, the core counts into them in place instead. No call
+ * on the allocation path makes a system call (the clock is read through
+ * the vDSO, and only when a consumer wants times).
+ */
+#include "pool/pool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Caller holds the lock. */
+void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
+  gpb_pool_t *p = ctx;
+  ev->seq = ++p->stats.seq;
+  ev->time_ns = p->now;
+  gpb__stats_count(&p->stats, ev->type, ev->offset, ev->size, ev->requested,
+                   ev->tag, ev->order); /* = gpb__stats_apply, inline */
+  if (p->hook) p->hook(ev, p->hook_user);
+  if (p->pub) gpb__pub_event(p->pub, ev);
+  if (p->trace) gpb__trace_event(p->trace, ev);
+}
+
+/* Every lock held (gpb__pool_lock_all). A hook or a trace gets the fine
+ * clock. The publisher alone gets the millisecond ticker (clock.c):
+ * reading a clock on every call was half of what publishing cost, and
+ * the viewer's ages and time series need milliseconds, not nanoseconds.
+ * It also gets the core's direct path: stats counted in place and each
+ * event handed to the ring's writer (the sink's put), with no event
+ * built.
+ * Arena cores, when loud, still come through gpb__pool_emit: both paths
+ * number events from p->stats under the pool's lock. */
+static void pool_update_want_time(gpb_pool_t *p) {
+  p->want_time = p->hook || p->trace ? 2 : p->pub ? 1 : 0;
+  int direct = p->pub && p->want_time == 1;
+  p->core.sink.counters = !p->want_time || direct ? &p->stats : NULL;
+  p->core.sink.put = direct ? gpb__ring_sink_put : NULL;
+  p->core.sink.put_ctx = direct ? gpb__pub_ring(p->pub) : NULL;
+  gpb__arenas_set_loud(p, p->want_time != 0);
+}
+
+/* The keyframe's view of the pool (live.h), under the pool's lock. */
+static int pool_visit_src(const void *src, gpb_visit_fn fn, void *user) {
+  return gpb__pool_visit_locked(src, fn, user);
+}
+
+static const gpb_stats_t *pool_counters_src(const void *src) {
+  return gpb__pool_counters(src);
+}
+
+static int pool_host_visible(const gpb_pool_t *p) {
+  return p->info.backend == GPB_BACKEND_HOST ||
+         p->info.backend == GPB_BACKEND_PINNED;
+}
+
+static int pool_reserve(gpb_pool_t *p, const gpb_config_t *cfg) {
+  size_t size = cfg->pool_size;
+  switch (p->info.backend) {
+  case GPB_BACKEND_HOST:
+  case GPB_BACKEND_VIRTUAL: {
+    /* Align the base to the largest root (capped at 1 GiB) so blocks are
+     * aligned to their size as addresses, not just as offsets. */
+    size_t a = (size_t)1 << (63 - __builtin_clzll(size));
+    if (a > ((size_t)1 << 30)) a = (size_t)1 << 30;
+    if (a < 4096) a = 4096;
+    p->host_align = a;
+    return gpb__host_reserve(size, a, p->info.backend == GPB_BACKEND_HOST,
+                             (void **)&p->base);
+  }
+  case GPB_BACKEND_DEVICE:
+  case GPB_BACKEND_PINNED:
+    return gpb__cuda_reserve(p->info.backend, cfg->device, size,
+                             (void **)&p->base);
+  default:
+    return gpb__fail(GPB_EINVAL, "unknown backend %d", (int)p->info.backend);
+  }
+}
+
+static void pool_release(gpb_pool_t *p) {
+  if (!p->base) return;
+  switch (p->info.backend) {
+  case GPB_BACKEND_HOST:
+  case GPB_BACKEND_VIRTUAL:
+    gpb__host_release(p->base, (size_t)p->info.pool_size, p->host_align);
+    break;
+  case GPB_BACKEND_DEVICE:
+  case GPB_BACKEND_PINNED:
+    gpb__cuda_release(p->info.backend, p->info.device, p->base);
+    break;
+  default:
+    break;
+  }
+  p->base = NULL;
+}
+
+int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
+  gpb_config_t defaults;
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!cfg_in) {
+    gpb_config_init(&defaults);
+    cfg_in = &defaults;
+  }
+  gpb_config_t cfg = *cfg_in;
+  if (cfg.min_block < 16 || (cfg.min_block & (cfg.min_block - 1)))
+    return gpb__fail(GPB_EINVAL, "min_block %zu is not a power of two >= 16",
+                     cfg.min_block);
+  if (cfg.pool_size < cfg.min_block)
+    return gpb__fail(GPB_EINVAL, "pool_size %zu is smaller than min_block %zu",
+                     cfg.pool_size, cfg.min_block);
+  if ((unsigned)cfg.policy >= GPB_NUM_POLICIES)
+    return gpb__fail(GPB_EINVAL, "unknown policy %d", (int)cfg.policy);
+  if ((unsigned)cfg.backend > GPB_BACKEND_VIRTUAL)
+    return gpb__fail(GPB_EINVAL, "unknown backend %d", (int)cfg.backend);
+  if (!(cfg.flags & GPB_CFG_NO_ENV)) {
+    const char *e = getenv("GPB_PUBLISH");
+    if (!cfg.name && e && *e) cfg.name = e;
+    e = getenv("GPB_TRACE");
+    if (!cfg.trace_path && e && *e) cfg.trace_path = e;
+    e = getenv("GPB_ARENAS");
+    int rc;
+    if (cfg.arenas == 1 && e && *e &&
+        (rc = gpb__parse_arenas("GPB_ARENAS", e, &cfg.arenas)))
+      return rc;
+    /* The environment asks for arenas where they can be had; only a
+     * program that asks itself gets an error for a bestfit pool. */
+    if (cfg.policy == GPB_POLICY_BESTFIT && cfg_in->arenas == 1)
+      cfg.arenas = 1;
+  }
+  if (cfg.arenas > 64)
+    return gpb__fail(GPB_EINVAL, "arenas %u: at most 64", cfg.arenas);
+  if (cfg.name && (strlen(cfg.name) == 0 || strlen(cfg.name) >= GPB_NAME_MAX))
+    return gpb__fail(GPB_EINVAL, "name must be 1 to %d characters",
+                     GPB_NAME_MAX - 1);
+
+  gpb_pool_t *p = calloc(1, sizeof *p);
+  if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the pool");
+  if (cfg.backend == GPB_BACKEND_AUTO)
+    cfg.backend = gpb__cuda_usable(cfg.device) ? GPB_BACKEND_DEVICE
+                                               : GPB_BACKEND_HOST;
+  uint32_t shift = (uint32_t)__builtin_ctzll(cfg.min_block);
+  p->info.pool_size = cfg.pool_size;
+  p->info.min_block = cfg.min_block;
+  p->info.managed_size = (cfg.pool_size >> shift) << shift;
+  p->info.backend = cfg.backend;
+  p->info.policy = cfg.policy;
+  p->info.device = cfg.device;
+  if (cfg.name) strcpy(p->info.name, cfg.name);
+  p->debug = cfg.debug;
+
+  int rc = gpb__buddy_init(&p->core, cfg.pool_size >> shift, shift, cfg.policy);
+  if (rc) {
+    free(p);
+    return rc;
+  }
+  if (cfg.flags & GPB_CFG_EAGER_MERGE) p->core.defer_cap = 0;
+  p->core.sink.emit = gpb__pool_emit;
+  p->core.sink.emit_ctx = p;
+  p->info.num_orders = p->core.norders;
+  p->info.num_roots = gpb__buddy_num_roots(&p->core);
+  gpb__stats_init(&p->stats, p->info.managed_size, cfg.min_block,
+                  p->core.norders);
+
+  rc = pool_reserve(p, &cfg);
+  if (rc) {
+    gpb__buddy_fini(&p->core);
+    free(p);
+    return rc;
+  }
+  p->info.base = p->base;
+  /* A first-touch page fault costs microseconds: take them all now, once
+   * the memory is ours (a simulated pool may be far larger than RAM). */
+  if (!(cfg.flags & GPB_CFG_LAZY_META) && cfg.backend != GPB_BACKEND_VIRTUAL)
+    gpb__buddy_prefault(&p->core);
+  uintptr_t b = (uintptr_t)p->base;
+  p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
+  pthread_mutex_init(&p->lock, NULL);
+  p->narenas = 1;
+  if ((rc = gpb__gpu_open(p->info.backend, p->info.device, p->base,
+                          (size_t)p->info.pool_size, &p->gpu)) ||
+      (rc = gpb__arenas_open(p, cfg.arenas))) {
+    gpb_pool_destroy(p);
+    return rc;
+  }
+  p->info.num_arenas = p->narenas;
+
+  if (cfg.trace_path && (rc = gpb_pool_trace_start(p, cfg.trace_path))) {
+    gpb_pool_destroy(p);
+    return rc;
+  }
+  if (cfg.name && (rc = gpb__pub_open(cfg.name, &p->info, &p->pub))) {
+    gpb_pool_destroy(p);
+    return rc;
+  }
+  if (p->pub) {
+    gpb__ring_t *r = gpb__pub_ring(p->pub);
+    r->now = &p->now;
+    r->src = p;
+    r->visit = pool_visit_src;
+    r->counters = pool_counters_src;
+  }
+  pool_update_want_time(p);
+  *out = p;
+  return 0;
+}
+
+void gpb_pool_destroy(gpb_pool_t *p) {
+  if (!p) return;
+  if (p->trace) gpb_trace_writer_close(p->trace);
+  gpb__pub_close(p->pub);
+  gpb__arenas_close(p);
+  gpb__gpu_close(p->gpu);
+  pool_release(p);
+  gpb__buddy_fini(&p->core);
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}
+
+int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
+                 void *stream, void **out) {
+  if (!p || !out) return gpb__fail(GPB_EINVAL, "pool or out is NULL");
+  *out = NULL;
+  if (align & (align - 1))
+    return gpb__fail(GPB_EALIGN, "alignment %zu is not a power of two", align);
+  if (tag >= GPB_MAX_TAGS)
+    return gpb__fail(GPB_EINVAL, "tag %u is not below %d", tag, GPB_MAX_TAGS);
+  if (size == 0) return 0; /* like cudaMalloc: success, NULL, no event */
+  uint32_t align_order = 0;
+  if (align > p->info.min_block) {
+    if (align > p->base_align || align > p->info.managed_size)
+      return gpb__fail(GPB_EALIGN, "alignment %zu is larger than this pool "
+                       "can give (base aligned to %llu, %llu bytes managed)",
+                       align, (unsigned long long)p->base_align,
+                       (unsigned long long)p->info.managed_size);
+    align_order = (uint32_t)(__builtin_ctzll(align) - p->core.min_shift);
+  }
+  uint64_t unit;
+  int rc;
+  if (p->narenas > 1) {
+    rc = gpb__arenas_alloc(p, size, align_order, tag, stream, &unit);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    gpb__pool_stamp(p);
+    rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag,
+                              stream, p->now, &unit);
+    pthread_mutex_unlock(&p->lock);
+  }
+  if (rc) return rc;
+  *out = p->base + (unit << p->core.min_shift);
+  /* Not for pinned pools: a block reused from a pending async free may
+   * still be in use by earlier work on its stream. */
+  if (p->debug >= 1 && p->info.backend == GPB_BACKEND_HOST)
+    memset(*out, 0xA5, size); /* mem5's habit: make stale reads visible */
+  if (p->debug >= 2 && (rc = gpb_pool_check(p)) != 0) *out = NULL;
+  return rc;
+}
+
+int gpb_alloc(gpb_pool_t *p, size_t size, void **out) {
+  return gpb_alloc_ex(p, size, 0, 0, NULL, out);
+}
+
+int gpb_alloc_aligned(gpb_pool_t *p, size_t size, size_t align, void **out) {
+  return gpb_alloc_ex(p, size, align, 0, NULL, out);
+}
+
+int gpb_alloc_tagged(gpb_pool_t *p, size_t size, uint32_t tag, void **out) {
+  return gpb_alloc_ex(p, size, 0, tag, NULL, out);
+}
+
+/* Offset of ptr, or a misuse code. */
+static int pool_offset(const gpb_pool_t *p, const void *ptr, uint64_t *off) {
+  uintptr_t a = (uintptr_t)ptr, b = (uintptr_t)p->base;
+  if (a < b || a - b >= p->info.managed_size)
+    return gpb__fail(GPB_EFOREIGN, "pointer %p is outside the pool [%p, +%llu)",
+                     ptr, (void *)p->base,
+                     (unsigned long long)p->info.managed_size);
+  *off = a - b;
+  return 0;
+}
+
+int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core, gpb__gpu_t *gpu,
+                        uint64_t off, void *stream, int async) {
+  if (p->debug >= 1 && pool_host_visible(p) && !async &&
+      !(gpu && gpb__gpu_pending(gpu, off >> core->min_shift))) {
+    const gpb__arec_t *r = gpb__atab_find(&core->atab, off >> core->min_shift);
+    if (r && r->tag != GPB__TAG_LENT && (off & (p->info.min_block - 1)) == 0)
+      memset(p->base + off, 0xDD, r->units << core->min_shift);
+  }
+  return gpu ? gpb__gpu_free(gpu, core, off, stream, async)
+             : gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
+}
+
+static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  if (!ptr) return 0;
+  uint64_t off = 0;
+  int rc = pool_offset(p, ptr, &off);
+  if (rc) return rc;
+  if (p->narenas > 1) {
+    rc = gpb__arenas_free(p, off, stream, async);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    gpb__pool_stamp(p);
+    rc = gpb__pool_core_free(p, &p->core, p->gpu, off, stream, async);
+    pthread_mutex_unlock(&p->lock);
+  }
+  if (rc == 0 && p->debug >= 2) rc = gpb_pool_check(p);
+  return rc;
+}
+
+int gpb_free(gpb_pool_t *p, void *ptr) { return pool_free(p, ptr, NULL, 0); }
+
+int gpb_free_async(gpb_pool_t *p, void *ptr, void *stream) {
+  return pool_free(p, ptr, stream, 1);
+}
+
+int gpb_pool_drain(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  gpb__pool_lock_all(p);
+  gpb__pool_stamp(p);
+  int rc = gpb__gpu_drain(p->gpu, &p->core);
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
+    gpb__gpu_drain(p->arenas[i].gpu, &p->arenas[i].core);
+  gpb__pool_unlock_all(p);
+  return rc;
+}
+
+int gpb_pool_coalesce(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  gpb__pool_lock_all(p);
+  gpb__pool_stamp(p);
+  gpb__arenas_reclaim(p, 0);
+  gpb__buddy_coalesce(&p->core);
+  gpb__pool_unlock_all(p);
+  return 0;
+}
+
+int gpb_usable_size(const gpb_pool_t *cp, const void *ptr, size_t *out) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p || !ptr || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  uint64_t off = 0;
+  int rc = pool_offset(p, ptr, &off);
+  if (rc) return rc;
+  if (p->narenas > 1) {
+    rc = gpb__arenas_usable(p, off, out);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    const gpb__arec_t *r =
+        (off & (p->info.min_block - 1))
+            ? NULL
+            : gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
+    if (r) *out = (size_t)(r->units << p->core.min_shift);
+    else rc = GPB_EINTERIOR;
+    pthread_mutex_unlock(&p->lock);
+  }
+  if (rc) return gpb__fail(GPB_EINTERIOR, "pointer %p is not the start of an "
+                           "allocation", (void *)ptr);
+  return 0;
+}
+
+int gpb_pool_check(const gpb_pool_t *cp) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  gpb__pool_lock_all(p);
+  int rc = gpb__buddy_check(&p->core);
+  if (rc == 0) rc = gpb__arenas_check(p);
+  gpb_stats_t s;
+  gpb__arenas_stats(p, &s);
+  /* Lent superblocks are records of the pool's core, blocks of arenas. */
+  uint64_t nfree[GPB_MAX_ORDERS], live = gpb__atab_count(&p->core.atab);
+  memcpy(nfree, p->core.nfree, sizeof nfree);
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
+    const gpb__buddy_t *c = &p->arenas[i].core;
+    for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) nfree[k] += c->nfree[k];
+    live += gpb__atab_count(&c->atab);
+  }
+  for (uint64_t sb = 0; sb < p->nsb; sb++)
+    live -= atomic_load_explicit(&p->owner[sb], memory_order_relaxed) != 0;
+  for (uint32_t k = 0; rc == 0 && k < p->core.norders; k++)
+    if (s.free_blocks[k] != nfree[k])
+      rc = gpb__fail(GPB_ECORRUPT, "stats: order %u free count %llu, map has "
+                     "%llu", k, (unsigned long long)s.free_blocks[k],
+                     (unsigned long long)nfree[k]);
+  if (rc == 0 && s.live_allocs != live)
+    rc = gpb__fail(GPB_ECORRUPT, "stats: %llu live allocations, tables have "
+                   "%llu", (unsigned long long)s.live_allocs,
+                   (unsigned long long)live);
+  if (rc == 0 && s.free_bytes + s.block_bytes != p->info.managed_size)
+    rc = gpb__fail(GPB_ECORRUPT, "stats: free + used bytes != managed size");
+  gpb__pool_unlock_all(p);
+  return rc;
+}
+
+int gpb_pool_info(const gpb_pool_t *p, gpb_pool_info_t *out) {
+  if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  *out = p->info;
+  return 0;
+}
+
+int gpb_pool_stats(const gpb_pool_t *cp, gpb_stats_t *out) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  if (p->narenas > 1) {
+    gpb__pool_lock_all(p);
+    gpb__arenas_stats(p, out);
+    gpb__pool_unlock_all(p);
+  } else {
+    pthread_mutex_lock(&p->lock);
+    *out = p->stats;
+    pthread_mutex_unlock(&p->lock);
+  }
+  gpb__stats_finish(out);
+  return 0;
+}
+
+int gpb_pool_set_hook(gpb_pool_t *p, gpb_hook_fn fn, void *user) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  gpb__pool_lock_all(p);
+  p->hook = fn;
+  p->hook_user = user;
+  pool_update_want_time(p);
+  gpb__pool_unlock_all(p);
+  return 0;
+}
+
+int gpb_pool_visit(const gpb_pool_t *cp, gpb_visit_fn fn, void *user) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p || !fn) return gpb__fail(GPB_EINVAL, "NULL argument");
+  gpb__pool_lock_all(p);
+  int rc = gpb__pool_visit_locked(p, fn, user);
+  gpb__pool_unlock_all(p);
+  return rc;
+}
+
+int gpb_pool_trace_start(gpb_pool_t *p, const char *path) {
+  if (!p || !path) return gpb__fail(GPB_EINVAL, "NULL argument");
+  gpb_trace_writer_t *w;
+  int rc = gpb_trace_writer_open(path, &w);
+  if (rc) return rc;
+  gpb__pool_lock_all(p);
+  gpb_trace_writer_t *old = p->trace;
+  p->trace = w;
+  pool_update_want_time(p);
+  gpb__pool_unlock_all(p);
+  if (old) gpb_trace_writer_close(old);
+  return 0;
+}
+
+int gpb_pool_trace_stop(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  gpb__pool_lock_all(p);
+  gpb_trace_writer_t *w = p->trace;
+  p->trace = NULL;
+  pool_update_want_time(p);
+  gpb__pool_unlock_all(p);
+  return w ? gpb_trace_writer_close(w) : 0;
+}
+
+typedef struct pool_visit_ctx {
+  const gpb_pool_t *p;
+  gpb_visit_fn fn;
+  void *user;
+} pool_visit_ctx_t;
+
+/* A lent superblock shows as the arena's blocks inside it. */
+static int pool_visit_block(const gpb_block_info_t *b, void *user) {
+  const pool_visit_ctx_t *c = user;
+  if (!b->used || b->tag != GPB__TAG_LENT) return c->fn(b, c->user);
+  const gpb_pool_t *p = c->p;
+  uint64_t u = b->offset >> p->core.min_shift;
+  uint8_t o = atomic_load_explicit(&p->owner[u >> p->sb_order],
+                                   memory_order_relaxed);
+  if (o == 0 || o > p->narenas)
+    return gpb__fail(GPB_ECORRUPT, "superblock at unit %llu has no arena",
+                     (unsigned long long)u);
+  return gpb__buddy_visit_range(&p->arenas[o - 1].core, u,
+                                u + (1ull << p->sb_order), c->fn, c->user);
+}
+
+int gpb__pool_visit_locked(const gpb_pool_t *p, gpb_visit_fn fn, void *user) {
+  if (p->narenas <= 1) return gpb__buddy_visit(&p->core, fn, user);
+  pool_visit_ctx_t c = {p, fn, user};
+  return gpb__buddy_visit(&p->core, pool_visit_block, &c);
+}
+size_t gpb__pool_meta_bytes(const gpb_pool_t *p) {
+  size_t n = sizeof *p + gpb__buddy_meta_bytes(&p->core);
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
+    n += gpb__buddy_meta_bytes(&p->arenas[i].core);
+  return n + p->nsb;
+}
+
+const gpb_stats_t *gpb__pool_counters(const gpb_pool_t *p) { return &p->stats; }

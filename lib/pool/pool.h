@@ -1,0 +1,151 @@
+/*
+ * pool.h: the pool layer: the pool's private layout, shared by pool.c
+ * (the public calls, one lock) and arena.c (per-thread arenas), and the
+ * host backend. Only the pool layer (and white-box benches) include it.
+ *
+ * Locks: each arena's lock, then the pool's lock, never the other way
+ * round. Operations that need every lock take the arenas' in index order,
+ * then the pool's (gpb__pool_lock_all).
+ */
+#ifndef GPB_POOL_H
+#define GPB_POOL_H
+
+#include "core/core.h"
+#include "gpu/gpu.h"
+#include "live/live.h"
+#include "trace/trace.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define GPB__MAX_ARENAS 64
+
+/* A per-thread sub-allocator: a core over the pool's whole unit range
+ * whose roots are superblocks the pool's core lent it. Aligned so that
+ * two arenas never share a cache line. */
+typedef struct gpb__arena {
+  pthread_mutex_t lock;
+  gpb__buddy_t core;
+  /* While no consumer listens, what this arena's events changed in the
+   * counters since they were last folded into the pool's (wrapping sums:
+   * only the total is meaningful). */
+  gpb_stats_t delta;
+  gpb__gpu_t *gpu; /* device/pinned pools: its own pending async frees */
+  uint32_t index;
+} __attribute__((aligned(64))) gpb__arena_t;
+
+struct gpb_pool {
+  pthread_mutex_t lock;
+  gpb__buddy_t core;
+  gpb_stats_t stats;
+  gpb_pool_info_t info;
+  char *base;
+  size_t host_align;   /* alignment the host backend reserved with */
+  uint64_t base_align; /* largest power of two dividing base */
+  uint64_t now;        /* time of the call in progress (0: not recorded) */
+  uint64_t last_now;   /* latest time stamped */
+  int want_time;        /* 0 no times, 1 tick clock, 2 fine clock */
+  int debug;
+  gpb_hook_fn hook;
+  void *hook_user;
+  gpb__pub_t *pub;
+  gpb_trace_writer_t *trace;
+  gpb__gpu_t *gpu; /* device/pinned pools: async frees, NVTX (stream.c) */
+  /* Arenas (arena.c); narenas is 1 and the rest unused without them. */
+  uint32_t narenas;
+  uint32_t sb_order;    /* a superblock is 2^sb_order units */
+  uint32_t arena_order; /* requests of this order or less go to arenas */
+  int loud;             /* a consumer listens: arena calls hold the pool's
+                           lock too, so events form one ordered stream */
+  uint64_t nsb;         /* superblocks in the pool */
+  uint64_t id;          /* tells pools apart in a thread's memory */
+  _Atomic uint8_t *owner; /* per superblock: 0 the pool's core, a+1 arena a */
+  gpb__arena_t *arenas;
+};
+
+/* pool.c: the pool's event sink (stats, hook, publisher, trace). Caller
+ * holds the pool's lock. */
+GPB__HIDDEN void gpb__pool_emit(void *ctx, gpb_event_t *ev);
+/* Stamps the time of the call in progress into p->now. Pool's lock held.
+ * Threads read the clock apart (clock.c), so a pool keeps its own times
+ * from going back. */
+static inline void gpb__pool_stamp(gpb_pool_t *p) {
+  if (!p->want_time) {
+    p->now = 0;
+    return;
+  }
+  uint64_t t;
+  if (p->want_time == 2) {
+    t = gpb_now_ns();
+  } else {
+    t = atomic_load_explicit(&gpb__tick_ns, memory_order_relaxed);
+    if (GPB__UNLIKELY(t == 0)) t = gpb__now_coarse_ns();
+  }
+  if (t > p->last_now) p->last_now = t;
+  p->now = p->last_now;
+}
+
+/* One allocation or free in one core, through its GPU state when it has
+ * one; the free fills host-visible memory first in debug mode. Caller
+ * holds that core's lock. */
+static inline int gpb__pool_core_alloc(gpb__buddy_t *core, gpb__gpu_t *gpu,
+                                       uint64_t size, uint32_t align_order,
+                                       uint32_t tag, void *stream,
+                                       uint64_t now, uint64_t *unit) {
+  return gpu ? gpb__gpu_alloc(gpu, core, size, align_order, tag, stream, now,
+                              unit)
+             : gpb__buddy_alloc(core, size, align_order, tag,
+                                (uint64_t)(uintptr_t)stream, now, unit);
+}
+GPB__HIDDEN int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core,
+                                    gpb__gpu_t *gpu, uint64_t off,
+                                    void *stream, int async);
+
+/* arena.c. Open chooses the superblock size; with a pool too small for
+ * superblocks (or n <= 1) it leaves narenas at 1 and does nothing. */
+GPB__HIDDEN int gpb__arenas_open(gpb_pool_t *p, uint32_t n);
+GPB__HIDDEN void gpb__arenas_close(gpb_pool_t *p);
+/* The whole allocation path of a pool with arenas: the caller's arena,
+ * a superblock from the pool's core, the pool's core, then everything
+ * reclaimed. FAIL is emitted once, only when the request fails. */
+GPB__HIDDEN int gpb__arenas_alloc(gpb_pool_t *p, uint64_t size,
+                                  uint32_t align_order, uint32_t tag,
+                                  void *stream, uint64_t *unit);
+GPB__HIDDEN int gpb__arenas_free(gpb_pool_t *p, uint64_t off, void *stream,
+                                 int async);
+/* Bytes usable in the allocation at off, or a misuse code. */
+GPB__HIDDEN int gpb__arenas_usable(gpb_pool_t *p, uint64_t off, size_t *out);
+/* Every lock, arenas first (none but the pool's without arenas). */
+GPB__HIDDEN void gpb__pool_lock_all(gpb_pool_t *p);
+GPB__HIDDEN void gpb__pool_unlock_all(gpb_pool_t *p);
+/* With every lock held: switches the arenas' events to the pool's sink
+ * (loud) after folding their counters in, or back to their own. */
+GPB__HIDDEN void gpb__arenas_set_loud(gpb_pool_t *p, int loud);
+/* With every lock held: the pool's counters plus every arena's, peaks
+ * raised to the totals (and kept). */
+GPB__HIDDEN void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out);
+/* With every lock held: merges deferred pairs everywhere, waits for
+ * pending async frees in arenas when `drain`, and gives every wholly
+ * free superblock back to the pool's core. */
+GPB__HIDDEN void gpb__arenas_reclaim(gpb_pool_t *p, int drain);
+/* With every lock held: every invariant of the arenas and of the pool's
+ * core with them. */
+GPB__HIDDEN int gpb__arenas_check(const gpb_pool_t *p);
+
+/* The host backend (backend-host.c): backed = 0 reserves address space
+ * only (the virtual backend). */
+GPB__HIDDEN int gpb__host_reserve(size_t size, size_t align, int backed,
+                                  void **base);
+GPB__HIDDEN void gpb__host_release(void *base, size_t size, size_t align);
+
+/* For consumers that must see the pool as it is (keyframes), called with
+ * the pool's lock held while a consumer listens (then arenas, if any, run
+ * under it too and their counters are folded into the pool's). */
+GPB__HIDDEN int gpb__pool_visit_locked(const gpb_pool_t *pool, gpb_visit_fn fn,
+                                       void *user);
+GPB__HIDDEN const gpb_stats_t *gpb__pool_counters(const gpb_pool_t *pool);
+/* Host metadata of a pool: its core's and every arena's (bench/). */
+GPB__HIDDEN size_t gpb__pool_meta_bytes(const gpb_pool_t *pool);
+
+
+#endif /* GPB_POOL_H */

@@ -1,0 +1,207 @@
+/*
+ * torch.c: gpubuddy as PyTorch's CUDA allocator, through
+ * torch.cuda.memory.CUDAPluggableAllocator.
+ *
+ * PyTorch calls gpb_torch_malloc(size, device, stream) and
+ * gpb_torch_free(ptr, size, device, stream) for every tensor storage (a
+ * pluggable allocator gets no caching layer in front of it). Each device
+ * gets its own pool, made lazily at the first call for that device: the
+ * fast path is one atomic load of the device's pool pointer; creation
+ * takes a global mutex and publishes the pointer with release order.
+ * Frees are stream-ordered (gpb_free_async on the stream the storage was
+ * allocated on), which is what PyTorch's own caching allocator guarantees.
+ *
+ * Configuration, read once per pool from the environment:
+ *   GPB_TORCH_POOL_SIZE  "24G" or "90%" (of the device's free memory at
+ *                        the first call); default 90%
+ *   GPB_TORCH_MIN_BLOCK  default 512 (PyTorch rounds sizes to 512)
+ *   GPB_TORCH_POLICY     buddy or trim; default trim
+ *   GPB_TORCH_PUBLISH    publish each pool live as NAME.DEVICE
+ *   GPB_TORCH_VERBOSE    1: say on stderr why a malloc failed
+ * A pool that cannot be made is reported once on stderr; later mallocs on
+ * that device return NULL at once (PyTorch raises OutOfMemoryError).
+ */
+#include "base/base.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GPB_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#define TORCH_MAX_DEVICES 64
+
+static gpb_pool_t *torch_pool[TORCH_MAX_DEVICES];
+static int torch_broken[TORCH_MAX_DEVICES]; /* creation failed: don't retry */
+static uint64_t torch_mallocs[TORCH_MAX_DEVICES];
+static uint64_t torch_failures[TORCH_MAX_DEVICES];
+static uint64_t torch_frees[TORCH_MAX_DEVICES];
+static pthread_mutex_t torch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Free bytes on `device`, or 0 when unknown. */
+static size_t torch_free_mem(int device) {
+#ifdef GPB_HAVE_CUDA
+  int saved = -1;
+  if (cudaGetDevice(&saved) != cudaSuccess) cudaGetLastError();
+  if (saved != device) cudaSetDevice(device);
+  size_t fr = 0, total = 0;
+  if (cudaMemGetInfo(&fr, &total) != cudaSuccess) {
+    cudaGetLastError();
+    fr = 0;
+  }
+  if (saved >= 0 && saved != device) cudaSetDevice(saved);
+  return fr;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
+/* Parses GPB_TORCH_POOL_SIZE ("90%" or a size) into bytes. */
+static int torch_pool_size(int device, size_t *out) {
+  const char *e = getenv("GPB_TORCH_POOL_SIZE");
+  if (!e || !*e) e = "90%";
+  size_t len = strlen(e);
+  if (e[len - 1] == '%') {
+    char *end;
+    double pct = strtod(e, &end);
+    if (end != e + len - 1 || !(pct > 0 && pct <= 100))
+      return gpb__fail(GPB_EINVAL, "GPB_TORCH_POOL_SIZE=%s: expected a size "
+                       "or a percentage in (0, 100]", e);
+    size_t fr = torch_free_mem(device);
+    if (fr == 0)
+      return gpb__fail(GPB_ENOCUDA, "cannot read device %d's free memory",
+                       device);
+    *out = (size_t)((double)fr * pct / 100.0);
+    return 0;
+  }
+  int rc = gpb_size_parse(e, out);
+  if (rc) return gpb__fail(rc, "GPB_TORCH_POOL_SIZE=%s is not a size", e);
+  return 0;
+}
+
+static int torch_create(int device, gpb_pool_t **out) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_DEVICE;
+  cfg.device = device;
+  cfg.min_block = 512;
+  cfg.policy = GPB_POLICY_TRIM;
+  cfg.flags = GPB_CFG_NO_ENV; /* one GPB_PUBLISH name cannot serve N pools */
+  int rc = torch_pool_size(device, &cfg.pool_size);
+  if (rc) return rc;
+  const char *e = getenv("GPB_TORCH_MIN_BLOCK");
+  if (e && *e && (rc = gpb_size_parse(e, &cfg.min_block)))
+    return gpb__fail(rc, "GPB_TORCH_MIN_BLOCK=%s is not a size", e);
+  e = getenv("GPB_TORCH_POLICY");
+  if (e && *e && (rc = gpb_policy_parse(e, &cfg.policy)))
+    return gpb__fail(rc, "GPB_TORCH_POLICY=%s: expected buddy or trim", e);
+  e = getenv("GPB_TORCH_ARENAS");
+  if (e && *e && (rc = gpb__parse_arenas("GPB_TORCH_ARENAS", e, &cfg.arenas)))
+    return rc;
+  char name[GPB_NAME_MAX];
+  e = getenv("GPB_TORCH_PUBLISH");
+  if (e && *e) {
+    int n = snprintf(name, sizeof name, "%s.%d", e, device);
+    if (n < 0 || (size_t)n >= sizeof name)
+      return gpb__fail(GPB_EINVAL, "GPB_TORCH_PUBLISH=%s is too long", e);
+    cfg.name = name;
+  }
+  e = getenv("GPB_TORCH_TRACE");
+  char path[4096];
+  if (e && *e) {
+    int n = snprintf(path, sizeof path, "%s.%d", e, device);
+    if (n < 0 || (size_t)n >= sizeof path)
+      return gpb__fail(GPB_EINVAL, "GPB_TORCH_TRACE=%s is too long", e);
+    cfg.trace_path = path;
+  }
+  return gpb_pool_create(&cfg, out);
+}
+
+/* The device's pool, made at the first call; NULL when it cannot be. */
+static gpb_pool_t *torch_get(int device) {
+  if (device < 0 || device >= TORCH_MAX_DEVICES) return NULL;
+  gpb_pool_t *p = __atomic_load_n(&torch_pool[device], __ATOMIC_ACQUIRE);
+  if (GPB__LIKELY(p != NULL)) return p;
+  pthread_mutex_lock(&torch_lock);
+  p = torch_pool[device];
+  if (!p && !torch_broken[device]) {
+    int rc = torch_create(device, &p);
+    if (rc) {
+      torch_broken[device] = 1;
+      p = NULL;
+      fprintf(stderr, "gpubuddy: cannot make the pool for device %d: %s: %s\n",
+              device, gpb_strerror(rc), gpb_last_error_detail());
+    } else {
+      __atomic_store_n(&torch_pool[device], p, __ATOMIC_RELEASE);
+    }
+  }
+  pthread_mutex_unlock(&torch_lock);
+  return p;
+}
+
+void *gpb_torch_malloc(ptrdiff_t size, int device, void *stream) {
+  if (size <= 0) return NULL;
+  gpb_pool_t *p = torch_get(device);
+  void *ptr = NULL;
+  int rc = p ? gpb_alloc_ex(p, (size_t)size, 0, 0, stream, &ptr) : GPB_ENOCUDA;
+  if (rc) {
+    if (device >= 0 && device < TORCH_MAX_DEVICES)
+      __atomic_fetch_add(&torch_failures[device], 1, __ATOMIC_RELAXED);
+    const char *v = getenv("GPB_TORCH_VERBOSE");
+    if (p && v && *v == '1')
+      fprintf(stderr, "gpubuddy: malloc(%td) on device %d: %s: %s\n", size,
+              device, gpb_strerror(rc), gpb_last_error_detail());
+    return NULL;
+  }
+  __atomic_fetch_add(&torch_mallocs[device], 1, __ATOMIC_RELAXED);
+  return ptr;
+}
+
+void gpb_torch_free(void *ptr, ptrdiff_t size, int device, void *stream) {
+  (void)size; /* the pool knows each block's size */
+  if (!ptr) return;
+  gpb_pool_t *p = device >= 0 && device < TORCH_MAX_DEVICES
+                      ? __atomic_load_n(&torch_pool[device], __ATOMIC_ACQUIRE)
+                      : NULL;
+  int rc = p ? gpb_free_async(p, ptr, stream) : GPB_EFOREIGN;
+  if (rc) {
+    /* A void function cannot report: say it, since it means a bug. */
+    fprintf(stderr, "gpubuddy: free(%p) on device %d: %s: %s\n", ptr, device,
+            gpb_strerror(rc), p ? gpb_last_error_detail() : "no pool");
+    return;
+  }
+  __atomic_fetch_add(&torch_frees[device], 1, __ATOMIC_RELAXED);
+}
+
+gpb_pool_t *gpb_torch_pool(int device) {
+  if (device < 0 || device >= TORCH_MAX_DEVICES) return NULL;
+  return __atomic_load_n(&torch_pool[device], __ATOMIC_ACQUIRE);
+}
+
+int gpb_torch_stats(int device, gpb_stats_t *out) {
+  gpb_pool_t *p = gpb_torch_pool(device);
+  if (!p) return gpb__fail(GPB_ENOTFOUND, "device %d has no gpubuddy pool",
+                           device);
+  return gpb_pool_stats(p, out);
+}
+
+int gpb_torch_calls(int device, uint64_t *mallocs, uint64_t *failures,
+                    uint64_t *frees) {
+  if (device < 0 || device >= TORCH_MAX_DEVICES)
+    return gpb__fail(GPB_EINVAL, "device %d is out of range", device);
+  if (mallocs) *mallocs = __atomic_load_n(&torch_mallocs[device], __ATOMIC_RELAXED);
+  if (failures) *failures = __atomic_load_n(&torch_failures[device], __ATOMIC_RELAXED);
+  if (frees) *frees = __atomic_load_n(&torch_frees[device], __ATOMIC_RELAXED);
+  return 0;
+}
+
+int gpb_torch_drain(int device) {
+  gpb_pool_t *p = gpb_torch_pool(device);
+  if (!p) return gpb__fail(GPB_ENOTFOUND, "device %d has no gpubuddy pool",
+                           device);
+  return gpb_pool_drain(p);
+}

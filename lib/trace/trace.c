@@ -1,0 +1,695 @@
+/*
+ * trace.c: trace files. A writer turns a pool's ALLOC/FREE/FAIL events
+ * (or ops given through gpb_trace_write) into the native text format; a
+ * reader yields the same gpb_trace_op_t stream from a native trace or from
+ * a RAPIDS RMM logging_resource_adaptor CSV. docs/TRACE_FORMAT.md is the
+ * reference for both formats.
+ *
+ * Both sides go through zio.c: the reader takes plain text and gzip alike
+ * (the writer's blocked gzip fastest); the writer compresses when the path
+ * ends in ".gz". Nothing is flushed per op: the pool calls
+ * gpb__trace_event under its lock, and a buffered copy is all it costs
+ * there but once per 64 KiB.
+ *
+ * The reader streams: it keeps one read buffer and one line, never the
+ * whole file, so memory is bounded whatever the trace's length. It never
+ * trusts its input: every line is length-checked, every number parsed by
+ * hand (no sign, no overflow, no trailing junk), and any fault ends the
+ * read with GPB_EFORMAT or GPB_EIO and a message naming the line.
+ *
+ * A failed allocation has no address, so it travels as a "fail" line; the
+ * reader expands it into an ALLOC of a synthetic id (GPB_TRACE_FAIL_ID |
+ * seq, an id no real offset or pointer uses) immediately followed by the
+ * FREE of that id. A replay in the same pool fails that ALLOC as the
+ * recording did and skips the FREE; a replay in a larger pool holds the
+ * block for no time at all, which is the most a failed request can claim.
+ */
+#include "trace/trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define TRACE_MAGIC "# gpubuddy-trace v"
+#define TRACE_VERSION 1
+#define TRACE_LINE_MAX 4096 /* bytes, without the newline */
+/* Ids with the top bit set name failed requests (see the file comment). */
+#define TRACE_FAIL_ID (1ull << 63)
+#define RMM_HEADER "Thread,Time,Action,Pointer,Size,Stream"
+#define NS_PER_DAY (86400ull * 1000000000ull)
+
+enum { TRACE_FMT_NATIVE = 1, TRACE_FMT_RMM = 2 };
+enum { RMM_THREAD, RMM_TIME, RMM_ACTION, RMM_POINTER, RMM_SIZE, RMM_STREAM,
+       RMM_NCOLS };
+
+struct gpb_trace_reader {
+  gpb__zin_t *z;
+  int fmt;
+  int err;            /* sticky: once a read failed, every next call fails */
+  int eof;            /* the text ended */
+  unsigned char *buf; /* text from zio, cut into lines in place */
+  size_t len, pos;
+  char line[TRACE_LINE_MAX + 1]; /* a line cut by the buffer's end */
+  char *ln; /* the current line: in buf (cut in place) or in line */
+  uint64_t lineno;
+  uint64_t last_seq;
+  int have_pending; /* the FREE half of a failed request */
+  gpb_trace_op_t pending;
+  /* RMM: column order from the header, record count, clock unwrapping. */
+  int col[RMM_NCOLS];
+  uint64_t records;
+  uint64_t day_ns, prev_ns;
+  int have_prev;
+  char msg[320];
+};
+
+struct gpb_trace_writer {
+  gpb__zout_t *z;
+  uint64_t seq;
+  uint64_t t0; /* first event's time: event times are written relative */
+  int have_t0;
+  int err;
+  char msg[256];
+};
+
+/* ------------------------------------------------------------ reading */
+
+/* Records the error in the reader (sticky) and in the thread's detail. */
+static int trace_fail(gpb_trace_reader_t *r, int code, const char *fmt, ...) {
+  char tmp[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (r->fmt == TRACE_FMT_RMM && r->records)
+    snprintf(r->msg, sizeof r->msg, "line %llu (record %llu): %s",
+             (unsigned long long)r->lineno, (unsigned long long)r->records, tmp);
+  else
+    snprintf(r->msg, sizeof r->msg, "line %llu: %s",
+             (unsigned long long)r->lineno, tmp);
+  r->err = code;
+  return gpb__fail(code, "%s", r->msg);
+}
+
+static int trace_fill(gpb_trace_reader_t *r) {
+  size_t n;
+  int rc = gpb__zin_next(r->z, &r->buf, &n);
+  if (rc < 0) return trace_fail(r, rc, "%s", gpb_last_error_detail());
+  if (rc == 0) r->eof = 1;
+  r->len = n;
+  r->pos = 0;
+  return 0;
+}
+
+/* Points r->ln at the next line, without its newline (and without a
+ * trailing CR). 1 with a line, 0 at the end, <0 on error. */
+static int trace_getline(gpb_trace_reader_t *r) {
+  size_t n = 0;
+  int any = 0;
+  r->lineno++;
+  /* Most lines lie whole in the buffer: found with memchr and cut there
+   * in place, not copied byte by byte (replay speed is parse speed). */
+  unsigned char *s = NULL, *nl = NULL;
+  if (r->pos < r->len) { /* (before the first fill, buf is NULL) */
+    s = r->buf + r->pos;
+    nl = memchr(s, '\n', r->len - r->pos);
+  }
+  if (nl && (n = (size_t)(nl - s)) <= TRACE_LINE_MAX) {
+    if (memchr(s, 0, n)) return trace_fail(r, GPB_EFORMAT, "binary data (NUL byte)");
+    r->pos += n + 1;
+    if (n && s[n - 1] == '\r') n--;
+    s[n] = 0;
+    r->ln = (char *)s;
+    return 1;
+  }
+  n = 0;
+  r->ln = r->line;
+  for (;;) {
+    if (r->pos == r->len) {
+      if (r->eof) break;
+      int rc = trace_fill(r);
+      if (rc) return rc;
+      if (r->eof) break;
+    }
+    unsigned char c = r->buf[r->pos++];
+    any = 1;
+    if (c == '\n') break;
+    if (c == 0) return trace_fail(r, GPB_EFORMAT, "binary data (NUL byte)");
+    if (n == TRACE_LINE_MAX)
+      return trace_fail(r, GPB_EFORMAT, "line longer than %d bytes",
+                        TRACE_LINE_MAX);
+    r->line[n++] = (char)c;
+  }
+  if (!any) {
+    r->lineno--;
+    return 0;
+  }
+  if (n && r->line[n - 1] == '\r') n--;
+  r->line[n] = 0;
+  return 1;
+}
+
+/* Unsigned number: decimal, or hexadecimal after "0x" (hex_only: hex
+ * with an optional "0x", as RMM writes pointers). No sign, no spaces, no
+ * overflow. 0 or -1. */
+static int trace_u64(const char *s, size_t n, int hex_only, uint64_t *out) {
+  int hex = hex_only;
+  if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    hex = 1;
+    s += 2;
+    n -= 2;
+  }
+  if (n == 0 || n > 64) return -1;
+  uint64_t v = 0;
+  unsigned base = hex ? 16u : 10u;
+  size_t safe = hex ? 15 : 19; /* digits that can never overflow */
+  for (size_t i = 0; i < n; i++) {
+    unsigned d;
+    char c = s[i];
+    if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
+    else if (hex && c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
+    else if (hex && c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
+    else return -1;
+    if (i >= safe && v > (UINT64_MAX - d) / base) return -1;
+    v = v * base + d;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Describes a bad field for a message: the text, shortened. */
+static const char *trace_show(char *dst, size_t cap, const char *s, size_t n) {
+  size_t m = n < cap - 4 ? n : cap - 4;
+  size_t j = 0;
+  for (size_t i = 0; i < m; i++)
+    dst[j++] = (s[i] >= 32 && s[i] < 127) ? s[i] : '?';
+  if (m < n) dst[j++] = '.', dst[j++] = '.', dst[j++] = '.';
+  dst[j] = 0;
+  return dst;
+}
+
+static int trace_bad_number(gpb_trace_reader_t *r, const char *what,
+                            const char *s, size_t n) {
+  char tmp[48];
+  if (n && s[0] == '-')
+    return trace_fail(r, GPB_EFORMAT, "%s '%s' is negative", what,
+                      trace_show(tmp, sizeof tmp, s, n));
+  return trace_fail(r, GPB_EFORMAT, "%s '%s' is not a valid number", what,
+                    trace_show(tmp, sizeof tmp, s, n));
+}
+
+/* Queues the FREE half of a failed request and fills the ALLOC half. */
+static void trace_expand_fail(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
+  op->id = TRACE_FAIL_ID | op->seq;
+  op->op = GPB_OP_ALLOC;
+  r->pending = *op;
+  r->pending.op = GPB_OP_FREE;
+  r->have_pending = 1;
+}
+
+/* One number of a well-formed native line, ending at a blank or the end:
+ * the pointer past it, or NULL (the slow path then names the fault). */
+static inline const char *native_num(const char *p, uint64_t *out) {
+  uint64_t v = 0;
+  const char *s = p;
+  if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+    for (s = p += 2;; p++) {
+      unsigned c = (unsigned char)*p, d;
+      if (c - '0' < 10u) d = c - '0';
+      else if ((c | 0x20u) - 'a' < 6u) d = (c | 0x20u) - 'a' + 10;
+      else break;
+      v = v << 4 | d;
+    }
+    if (p - s > 16) return NULL; /* may overflow: let trace_u64 judge */
+  } else {
+    for (; (unsigned)(*p - '0') < 10u; p++) v = v * 10 + (unsigned)(*p - '0');
+    if (p - s > 19) return NULL;
+  }
+  if (p == s || (*p != ' ' && *p != '\t' && *p != 0)) return NULL;
+  while (*p == ' ' || *p == '\t') p++;
+  *out = v;
+  return p;
+}
+
+/* The pointer past word w at p when a blank follows it, else NULL. Stops
+ * at the first mismatch, so never reads past the line's end. */
+static inline const char *native_word(const char *p, const char *w) {
+  while (*w && *p == *w) p++, w++;
+  return !*w && (*p == ' ' || *p == '\t') ? p : NULL;
+}
+
+/* A well-formed native line in one pass: 0 with v[] and the op (1 alloc,
+ * 2 free, 3 fail), or -1 for anything else. */
+static int native_fast(const char *p, uint64_t v[7], int *kind) {
+  if (!(p = native_num(p, &v[0])) || !(p = native_num(p, &v[1]))) return -1;
+  const char *q;
+  if ((q = native_word(p, "alloc"))) *kind = 1;
+  else if ((q = native_word(p, "free"))) *kind = 2;
+  else if ((q = native_word(p, "fail"))) *kind = 3;
+  else return -1;
+  for (p = q; *p == ' ' || *p == '\t';) p++;
+  for (int i = 3; i < 7; i++)
+    if (!(p = native_num(p, &v[i]))) return -1;
+  return *p ? -1 : 0;
+}
+
+static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
+  static const char *names[7] = {"sequence number", "timestamp", "op", "id",
+                                 "size", "tag", "stream"};
+  int rc;
+  while ((rc = trace_getline(r)) == 1) {
+    const char *p = r->ln;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == 0 || *p == '#') continue; /* blank line or comment */
+    uint64_t v[7];
+    int kind;
+    if (native_fast(p, v, &kind)) {
+      /* Not well formed: split and parse field by field to say why. */
+      const char *f[8];
+      size_t fl[8];
+      int nf = 0;
+      while (*p) {
+        if (nf == 7)
+          return trace_fail(r, GPB_EFORMAT,
+                            "too many fields (expected 7: seq time op id size "
+                            "tag stream)");
+        f[nf] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+        fl[nf] = (size_t)(p - f[nf]);
+        nf++;
+        while (*p == ' ' || *p == '\t') p++;
+      }
+      if (nf != 7)
+        return trace_fail(r, GPB_EFORMAT,
+                          "%d field%s, expected 7 (seq time op id size tag "
+                          "stream)", nf, nf == 1 ? "" : "s");
+      for (int i = 0; i < 7; i++) {
+        if (i == 2) continue;
+        if (trace_u64(f[i], fl[i], 0, &v[i]))
+          return trace_bad_number(r, names[i], f[i], fl[i]);
+      }
+      if (fl[2] == 5 && !memcmp(f[2], "alloc", 5)) kind = 1;
+      else if (fl[2] == 4 && !memcmp(f[2], "free", 4)) kind = 2;
+      else if (fl[2] == 4 && !memcmp(f[2], "fail", 4)) kind = 3;
+      else {
+        char tmp[48];
+        return trace_fail(r, GPB_EFORMAT,
+                          "unknown op '%s' (expected alloc, free or fail)",
+                          trace_show(tmp, sizeof tmp, f[2], fl[2]));
+      }
+    }
+    memset(op, 0, sizeof *op);
+    int fail = kind == 3;
+    op->op = kind == 1 ? GPB_OP_ALLOC : kind == 2 ? GPB_OP_FREE : 0;
+    if (v[0] == 0 || (r->last_seq && v[0] <= r->last_seq))
+      return trace_fail(r, GPB_EFORMAT,
+                        "sequence number %llu does not follow %llu",
+                        (unsigned long long)v[0],
+                        (unsigned long long)r->last_seq);
+    if (v[5] >= GPB_MAX_TAGS)
+      return trace_fail(r, GPB_EFORMAT, "tag %llu is not below %d",
+                        (unsigned long long)v[5], GPB_MAX_TAGS);
+    if (op->op != GPB_OP_FREE && v[4] == 0)
+      return trace_fail(r, GPB_EFORMAT, "%s of size 0",
+                        fail ? "fail" : "alloc");
+    if (op->op == GPB_OP_ALLOC && (v[3] & TRACE_FAIL_ID))
+      return trace_fail(r, GPB_EFORMAT,
+                        "id 0x%llx has bit 63 set (reserved for failed "
+                        "requests)", (unsigned long long)v[3]);
+    r->last_seq = v[0];
+    op->seq = v[0];
+    op->time_ns = v[1];
+    op->id = v[3];
+    op->size = v[4];
+    op->tag = (uint32_t)v[5];
+    op->stream = v[6];
+    if (fail) trace_expand_fail(r, op);
+    return 1;
+  }
+  return rc;
+}
+
+/* Splits a CSV line on commas into exactly RMM_NCOLS trimmed fields. */
+static int rmm_split(char *line, char **f, size_t *fl) {
+  int nf = 0;
+  char *p = line;
+  for (;;) {
+    char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (nf == RMM_NCOLS) return nf + 1;
+    while (n && (*p == ' ' || *p == '\t')) p++, n--;
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+    f[nf] = p;
+    fl[nf] = n;
+    nf++;
+    if (!e) break;
+    p = e + 1;
+  }
+  return nf;
+}
+
+/* "HH:MM:SS.ffffff" (spdlog's %H:%M:%S.%f, as RMM writes it) or
+ * "SECONDS.ffffff" (seconds since the epoch); up to 9 fraction digits. */
+static int rmm_time(const char *s, size_t n, uint64_t *ns) {
+  uint64_t part[3] = {0, 0, 0};
+  int np = 0;
+  size_t i = 0;
+  for (;;) {
+    size_t st = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == st || i - st > 12) return -1;
+    if (trace_u64(s + st, i - st, 0, &part[np])) return -1;
+    np++;
+    if (i < n && s[i] == ':' && np < 3) {
+      i++;
+      continue;
+    }
+    break;
+  }
+  if (np == 2) return -1;
+  uint64_t secs;
+  if (np == 3) {
+    if (part[1] >= 60 || part[2] >= 61 || part[0] >= 24) return -1;
+    secs = part[0] * 3600 + part[1] * 60 + part[2];
+  } else {
+    if (part[0] > 10000000000ull) return -1; /* keeps ns in 64 bits */
+    secs = part[0];
+  }
+  uint64_t frac = 0;
+  if (i < n && s[i] == '.') {
+    i++;
+    size_t st = i, digits = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+      if (digits < 9) frac = frac * 10 + (uint64_t)(s[i] - '0'), digits++;
+      i++;
+    }
+    if (i == st) return -1;
+    for (; digits < 9; digits++) frac *= 10;
+  }
+  if (i != n) return -1;
+  *ns = secs * 1000000000ull + frac;
+  return 0;
+}
+
+static int trace_next_rmm(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
+  int rc;
+  while ((rc = trace_getline(r)) == 1) {
+    const char *q = r->ln;
+    while (*q == ' ' || *q == '\t') q++;
+    if (*q == 0) continue;
+    r->records++;
+    char *raw[RMM_NCOLS + 1];
+    size_t rl[RMM_NCOLS + 1];
+    int nf = rmm_split(r->ln, raw, rl);
+    if (nf != RMM_NCOLS)
+      return trace_fail(r, GPB_EFORMAT, "%s%d field%s, expected 6 (%s)",
+                        nf > RMM_NCOLS ? "more than " : "",
+                        nf > RMM_NCOLS ? RMM_NCOLS : nf, nf == 1 ? "" : "s",
+                        RMM_HEADER);
+    char *f[RMM_NCOLS];
+    size_t fl[RMM_NCOLS];
+    for (int c = 0; c < RMM_NCOLS; c++) {
+      f[c] = raw[r->col[c]];
+      fl[c] = rl[r->col[c]];
+    }
+    uint64_t thread, t, ptr, size, stream;
+    if (trace_u64(f[RMM_THREAD], fl[RMM_THREAD], 0, &thread))
+      return trace_bad_number(r, "thread", f[RMM_THREAD], fl[RMM_THREAD]);
+    if (rmm_time(f[RMM_TIME], fl[RMM_TIME], &t)) {
+      char tmp[48];
+      return trace_fail(r, GPB_EFORMAT,
+                        "time '%s' is not HH:MM:SS.ffffff or seconds",
+                        trace_show(tmp, sizeof tmp, f[RMM_TIME], fl[RMM_TIME]));
+    }
+    if (trace_u64(f[RMM_POINTER], fl[RMM_POINTER], 1, &ptr))
+      return trace_bad_number(r, "pointer", f[RMM_POINTER], fl[RMM_POINTER]);
+    if (trace_u64(f[RMM_SIZE], fl[RMM_SIZE], 0, &size))
+      return trace_bad_number(r, "size", f[RMM_SIZE], fl[RMM_SIZE]);
+    if (trace_u64(f[RMM_STREAM], fl[RMM_STREAM], 1, &stream))
+      return trace_bad_number(r, "stream", f[RMM_STREAM], fl[RMM_STREAM]);
+    const char *a = f[RMM_ACTION];
+    size_t al = fl[RMM_ACTION];
+    int kind; /* 1 alloc, 2 free, 3 failed alloc, 0 skip */
+#define RMM_IS(s) (al == sizeof(s) - 1 && !memcmp(a, s, al))
+    if (RMM_IS("allocate")) kind = 1;
+    else if (RMM_IS("free") || RMM_IS("deallocate")) kind = 2;
+    else if (RMM_IS("allocate failure")) kind = 3;
+    else if (RMM_IS("free failure") || RMM_IS("deallocate failure")) kind = 0;
+    else {
+      char tmp[48];
+      return trace_fail(r, GPB_EFORMAT,
+                        "unknown action '%s' (expected allocate, free, "
+                        "allocate failure)", trace_show(tmp, sizeof tmp, a, al));
+    }
+#undef RMM_IS
+    /* spdlog prints the time of day: unwrap midnight so time only grows
+     * (a jump back of more than 12 hours is taken as a new day). */
+    if (r->have_prev && t + r->day_ns + NS_PER_DAY / 2 < r->prev_ns &&
+        t < NS_PER_DAY)
+      r->day_ns += NS_PER_DAY;
+    t += r->day_ns;
+    r->prev_ns = t;
+    r->have_prev = 1;
+    /* Zero-byte requests reach no allocator (the pool treats them like
+     * cudaMalloc(0)); their null pointers would collide as ids. */
+    if (kind == 0 || size == 0) continue;
+    memset(op, 0, sizeof *op);
+    op->seq = r->records;
+    op->time_ns = t;
+    op->size = size;
+    op->stream = stream;
+    op->id = ptr;
+    if (kind == 1) {
+      if (ptr & TRACE_FAIL_ID)
+        return trace_fail(r, GPB_EFORMAT, "pointer 0x%llx has bit 63 set",
+                          (unsigned long long)ptr);
+      op->op = GPB_OP_ALLOC;
+    } else if (kind == 2) {
+      op->op = GPB_OP_FREE;
+    } else {
+      trace_expand_fail(r, op);
+    }
+    return 1;
+  }
+  return rc;
+}
+
+/* Maps the header's column names; any order, all six required. */
+static int rmm_header(gpb_trace_reader_t *r) {
+  static const char *names[RMM_NCOLS] = {"Thread", "Time", "Action",
+                                         "Pointer", "Size", "Stream"};
+  char *f[RMM_NCOLS + 1];
+  size_t fl[RMM_NCOLS + 1];
+  char *line = r->ln;
+  if (!strncmp(line, "\xEF\xBB\xBF", 3)) line += 3; /* a UTF-8 BOM */
+  if (rmm_split(line, f, fl) != RMM_NCOLS) return -1;
+  int seen = 0;
+  for (int i = 0; i < RMM_NCOLS; i++) {
+    int c;
+    for (c = 0; c < RMM_NCOLS; c++)
+      if (fl[i] == strlen(names[c]) && !strncasecmp(f[i], names[c], fl[i]))
+        break;
+    if (c == RMM_NCOLS || (seen & (1 << c))) return -1;
+    seen |= 1 << c;
+    r->col[c] = i;
+  }
+  return 0;
+}
+
+int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!path) return gpb__fail(GPB_EINVAL, "path is NULL");
+  gpb_trace_reader_t *r = calloc(1, sizeof *r);
+  if (!r) return gpb__fail(GPB_EHOSTMEM, "no memory for a trace reader");
+  int rc = gpb__zin_open(path, &r->z);
+  if (rc) goto fail;
+  rc = trace_getline(r);
+  if (rc < 0) goto fail;
+  if (rc == 0) {
+    rc = gpb__fail(GPB_EFORMAT, "trace '%s' is empty", path);
+    goto fail;
+  }
+  if (!strncmp(r->ln, TRACE_MAGIC, strlen(TRACE_MAGIC))) {
+    const char *v = r->ln + strlen(TRACE_MAGIC);
+    size_t n = strcspn(v, " \t");
+    uint64_t ver;
+    if (trace_u64(v, n, 0, &ver) || (v[0] == '0' && n > 1)) {
+      rc = trace_fail(r, GPB_EFORMAT, "bad version in header '%.64s'", r->ln);
+      goto fail;
+    }
+    if (ver != TRACE_VERSION) {
+      rc = trace_fail(r, GPB_EVERSION,
+                      "trace format version %llu is not supported (this "
+                      "reader knows v%d)", (unsigned long long)ver,
+                      TRACE_VERSION);
+      goto fail;
+    }
+    r->fmt = TRACE_FMT_NATIVE;
+  } else if (!rmm_header(r)) {
+    r->fmt = TRACE_FMT_RMM;
+  } else {
+    rc = trace_fail(r, GPB_EFORMAT,
+                    "not a trace: expected '%s%d' (gpubuddy) or '%s' (RMM "
+                    "log)", TRACE_MAGIC, TRACE_VERSION, RMM_HEADER);
+    goto fail;
+  }
+  *out = r;
+  return 0;
+fail:
+  gpb_trace_close(r);
+  return rc;
+}
+
+int gpb_trace_next(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
+  if (!r || !op) return gpb__fail(GPB_EINVAL, "NULL argument");
+  if (r->err) return gpb__fail(r->err, "%s", r->msg);
+  if (r->have_pending) {
+    *op = r->pending;
+    r->have_pending = 0;
+    return 1;
+  }
+  return r->fmt == TRACE_FMT_NATIVE ? trace_next_native(r, op)
+                                    : trace_next_rmm(r, op);
+}
+
+const char *gpb_trace_error(const gpb_trace_reader_t *r) {
+  return r ? r->msg : "";
+}
+
+const char *gpb_trace_format_name(const gpb_trace_reader_t *r) {
+  if (!r) return "";
+  return r->fmt == TRACE_FMT_NATIVE ? "gpubuddy-trace v1" : "rmm-csv";
+}
+
+void gpb_trace_close(gpb_trace_reader_t *r) {
+  if (!r) return;
+  gpb__zin_close(r->z);
+  free(r);
+}
+
+/* ------------------------------------------------------------ writing */
+
+static int trace_put(gpb_trace_writer_t *w, const char *s, size_t n) {
+  if (w->err) return w->err;
+  int rc = gpb__zout_write(w->z, s, n);
+  if (rc) { /* sticky, and kept for gpb_trace_writer_close */
+    w->err = rc;
+    snprintf(w->msg, sizeof w->msg, "%s", gpb_last_error_detail());
+  }
+  return rc;
+}
+
+int gpb_trace_writer_open(const char *path, gpb_trace_writer_t **out) {
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!path || !*path) return gpb__fail(GPB_EINVAL, "trace path is empty");
+  gpb_trace_writer_t *w = calloc(1, sizeof *w);
+  if (!w) return gpb__fail(GPB_EHOSTMEM, "no memory for a trace writer");
+  size_t n = strlen(path);
+  int rc = gpb__zout_open(path, n > 3 && !strcmp(path + n - 3, ".gz"), &w->z);
+  if (rc) {
+    free(w);
+    return rc;
+  }
+  static const char hdr[] = "# gpubuddy-trace v1\n"
+                            "# seq time_ns op id size tag stream\n";
+  rc = trace_put(w, hdr, sizeof hdr - 1);
+  if (rc) {
+    gpb__zout_close(w->z, 0);
+    free(w);
+    return rc;
+  }
+  *out = w;
+  return 0;
+}
+
+/* Appends v in decimal (hex with "0x" when hex) and a separator. */
+static char *trace_fmt_u64(char *p, uint64_t v, int hex, char sep) {
+  char tmp[24];
+  int n = 0;
+  if (hex) {
+    do tmp[n++] = "0123456789abcdef"[v & 15]; while (v >>= 4);
+    *p++ = '0';
+    *p++ = 'x';
+  } else {
+    do tmp[n++] = (char)('0' + v % 10); while (v /= 10);
+  }
+  while (n) *p++ = tmp[--n];
+  *p++ = sep;
+  return p;
+}
+
+static int trace_emit(gpb_trace_writer_t *w, const char *opname,
+                      uint64_t time_ns, uint64_t id, uint64_t size,
+                      uint32_t tag, uint64_t stream) {
+  char line[160];
+  char *p = trace_fmt_u64(line, ++w->seq, 0, ' ');
+  p = trace_fmt_u64(p, time_ns, 0, ' ');
+  size_t on = strlen(opname);
+  memcpy(p, opname, on);
+  p += on;
+  *p++ = ' ';
+  p = trace_fmt_u64(p, id, 1, ' ');
+  p = trace_fmt_u64(p, size, 0, ' ');
+  p = trace_fmt_u64(p, tag, 0, ' ');
+  p = trace_fmt_u64(p, stream, 1, '\n');
+  return trace_put(w, line, (size_t)(p - line));
+}
+
+int gpb_trace_write(gpb_trace_writer_t *w, const gpb_trace_op_t *op) {
+  if (!w || !op) return gpb__fail(GPB_EINVAL, "NULL argument");
+  if (w->err) return gpb__fail(w->err, "%s", w->msg);
+  if (op->op != GPB_OP_ALLOC && op->op != GPB_OP_FREE)
+    return gpb__fail(GPB_EINVAL, "unknown trace op %u", op->op);
+  if (op->tag >= GPB_MAX_TAGS)
+    return gpb__fail(GPB_EINVAL, "tag %u is not below %d", op->tag,
+                     GPB_MAX_TAGS);
+  if (op->op == GPB_OP_ALLOC && op->size == 0)
+    return gpb__fail(GPB_EINVAL, "alloc of size 0");
+  /* Ops read from a trace carry failed requests as an ALLOC of a reserved
+   * id and its FREE: write them back as the one "fail" line they came
+   * from, so that copying a trace op by op loses nothing. */
+  if (op->id & TRACE_FAIL_ID) {
+    if (op->op == GPB_OP_FREE) return 0;
+    return trace_emit(w, "fail", op->time_ns, 0, op->size, op->tag,
+                      op->stream);
+  }
+  /* The writer numbers ops itself so the file's sequence is gap-free. */
+  return trace_emit(w, op->op == GPB_OP_ALLOC ? "alloc" : "free", op->time_ns,
+                    op->id, op->size, op->tag, op->stream);
+}
+
+int gpb_trace_writer_close(gpb_trace_writer_t *w) {
+  if (!w) return 0;
+  int rc = w->err;
+  int zrc = gpb__zout_close(w->z, !rc);
+  if (rc)
+    gpb__fail(rc, "%s", w->msg);
+  else
+    rc = zrc;
+  free(w);
+  return rc;
+}
+
+/* Caller holds the pool's lock. Errors are kept in the writer and returned
+ * by gpb_trace_writer_close: the allocation path cannot report them. */
+void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev) {
+  const char *name;
+  uint64_t id = ev->offset;
+  switch (ev->type) {
+  case GPB_EV_ALLOC: name = "alloc"; break;
+  case GPB_EV_FREE: name = "free"; break;
+  case GPB_EV_FAIL: name = "fail"; id = 0; break;
+  default: return; /* SPLIT/MERGE follow from the allocator, not the program */
+  }
+  if (w->err) return;
+  if (!w->have_t0) {
+    w->t0 = ev->time_ns;
+    w->have_t0 = 1;
+  }
+  uint64_t t = ev->time_ns >= w->t0 ? ev->time_ns - w->t0 : 0;
+  trace_emit(w, name, t, id, ev->requested, ev->tag, ev->stream);
+}
