@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc.c: gpubuddy and glibc malloc behind bench_alloc_t.
  *

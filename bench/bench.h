@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h: declarations shared by the files of gpubuddy-bench.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cuda.c: the CUDA allocators gpubuddy is compared with, behind
  * bench_alloc_t. Plain C calling the CUDA runtime; built only when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * latency.c: the synthetic suites. Per-call latency at fixed sizes and on
  * a churn mix, aggregate throughput with 1..16 threads, and the metadata

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c: gpubuddy-bench, the side-by-side benchmark of gpubuddy against
  * the allocators users would otherwise pick.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * plot.c: line plots written as PNG, with no plotting library.
  *

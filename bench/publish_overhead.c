@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * publish_overhead.c: what live publishing costs the allocating thread.
  *

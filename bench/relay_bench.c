@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * relay_bench.c: what remote viewing costs on the wire and how fast it
  * goes, through loopback.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay.c: trace replays. Each trace (native or RMM, through
  * gpb_trace_open) becomes one bench_seq_t of alloc/free ops on numbered

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-ab.sh A.tar.gz B.tar.gz [RUNS] [BENCH ARGS...]: two versions of the
 # library side by side on one machine. Builds gpubuddy-bench from each
 # `make dist` tarball, then runs them in turn RUNS times (default 3), so

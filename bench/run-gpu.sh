@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-gpu.sh OUTDIR [BUILDDIR]: the full benchmark suite on a GPU machine,
 # for docs/PERFORMANCE.md. Runs gpubuddy-bench --gpu (gpubuddy's device
 # backend vs cudaMalloc vs cudaMallocAsync, same run) and --host (host

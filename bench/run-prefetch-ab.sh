@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-prefetch-ab.sh TARBALL [DIST...]: how far ahead the ring writer
 # should prefetch (lib/live/live.h, gpb__ring_put). Builds
 # bench/publish_overhead from a `make dist` tarball once per distance

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-publish-pinned.sh TARBALL: builds bench/publish_overhead from a
 # `make dist` tarball and runs it with the reader left to the scheduler
 # (host and virtual backends),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-quick.sh [BUILDDIR]: the benchmark's quick mode, as CI runs it:
 # small counts, no thresholds, output in BUILDDIR/bench-quick. Checks the
 # harness end to end (bench/test_bench_quick.sh is the make-check form).

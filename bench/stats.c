@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats.c: latency samples, percentiles, number formatting, the result
  * store and its JSON rendering.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_bench_quick.sh: runs gpubuddy-bench --host --quick and checks that
 # the harness works: exit 0, every table header printed, every contender
 # measured, a trace written with gpb_trace_writer replayed through

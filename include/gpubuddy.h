@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpubuddy.h: the one public header of libgpubuddy.
  *

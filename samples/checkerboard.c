@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * checkerboard.c: gpubuddy-sample-checkerboard, fragmentation stress.
  *

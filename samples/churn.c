@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * churn.c: gpubuddy-sample-churn, random allocation churn.
  *

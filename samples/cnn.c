@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cnn.c: gpubuddy-sample-cnn, a CNN-style inference loop.
  *

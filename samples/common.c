@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * common.c: option parsing, error accounting, memory touching and stats
  * printing for the sample programs (see common.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // kernels.cu: the kernels the samples launch on the blocks gpubuddy hands
 // out on the device backend. fill writes a pattern whose XOR over the
 // block has a closed form, so xor can prove on the host that the block

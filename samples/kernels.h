@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kernels.h: the samples' CUDA kernels (kernels.cu), callable from C.
  *

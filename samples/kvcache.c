@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kvcache.c: gpubuddy-sample-kvcache, the KV cache of an LLM server.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_samples.sh: runs each sample program briefly and checks what it says.
 #
 # automake runs this from the top build directory, where the programs are

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # build.sh [BUILDDIR] [configure args...]: generates configure if needed and
 # builds out of tree (default build/). CUDA is used when /usr/local/cuda
 # has it; the viewer when SDL2 is found.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # demo.sh [BUILDDIR]: the README's demo. Starts a sample workload that
 # publishes its pool live, and gpubuddy-view attached to it. With a display
 # ($DISPLAY or $WAYLAND_DISPLAY) the viewer opens a window (q quits);

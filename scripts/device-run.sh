@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # device-run.sh OUT [bench]: what one call on the GPU machine runs. It runs
 # scripts/gpu-check.sh on the tarball carried in .gpu/, converts the
 # PyTorch snapshots it records into gpubuddy traces, optionally runs the

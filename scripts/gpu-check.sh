@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # gpu-check.sh: the one GPU check of gpubuddy. Builds the project with CUDA
 # on a GPU machine and runs, step by step: the test suite (GPU tests for
 # real), every sample on the device backend, compute-sanitizer memcheck and

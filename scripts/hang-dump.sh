@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # hang-dump.sh TARBALL RUNS SECONDS: runs tests/test_gpu under
 # compute-sanitizer racecheck RUNS times (scale 0.1, random seeds, as
 # gpu-check.sh). A run still going after SECONDS gets every thread's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # racecheck-repro.sh TARBALL SECONDS SEED...: builds tests/test_gpu from a
 # `make dist` tarball and runs it under compute-sanitizer racecheck (as
 # gpu-check.sh does, scale 0.1) once per seed, each with SECONDS to

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-demo.sh: everything a fresh machine needs for the demo: install the
 # packages, build, then run a sample workload with the live viewer (a
 # window where there is a display, PNG frames otherwise). Uses the GPU

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-tests.sh: everything a fresh machine needs to pass the tests: install
 # the packages, build, and run `make check`. Exits non-zero on any failure.
 set -e

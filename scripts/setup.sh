@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # setup.sh: installs the Debian packages gpubuddy needs to build, test and
 # run the viewer. Safe to run again. Needs root (or sudo).
 set -e

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fake_cudart.c: the CUDA runtime double described in fake_cudart.h. Only
  * the calls libgpubuddy makes are defined; their prototypes come from the

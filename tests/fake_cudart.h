@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fake_cudart.h: a CUDA runtime double for tests on machines without a
  * GPU. fake_cudart.c defines the cuda* functions libgpubuddy calls; a test

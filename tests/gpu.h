@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gpu.h: the test kernels in gpu_kernels.cu, callable from C. */
 #ifndef GPB_TEST_GPU_H
 #define GPB_TEST_GPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // gpu_kernels.cu: small kernels the GPU tests launch on gpubuddy blocks.
 #include <cuda_runtime.h>
 #include <stdint.h>

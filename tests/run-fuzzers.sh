@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-fuzzers.sh: builds the libFuzzer targets in a temporary directory and
 # runs each for a bounded time. Exits non-zero on a crash, a sanitizer
 # report or a build failure.

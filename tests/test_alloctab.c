@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_alloctab.c: the allocation table against a plain array, through
  * many incremental growths: inserts, finds and removes interleaved while

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_api.c: the public API on known layouts: roots of odd-sized pools,
  * stats and fragmentation figures, the visitor, hooks and sequence numbers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_arenas.c: randomized test of pools with per-thread arenas.
  *

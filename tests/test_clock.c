@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_clock.c: gpb_now_ns, the clock events are stamped with. On x86-64
  * it reads the TSC once calibrated (lib/base/clock.c). Checks, in four threads

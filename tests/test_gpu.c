@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_gpu.c: the device backend on a real GPU. Blocks are allocated from
  * a device pool, a kernel writes a distinct pattern into every word of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_gpu_fake.c: stream-ordered frees, device switching and the PyTorch
  * entry points against the fake CUDA runtime (fake_cudart.c), so their

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_import_torch.sh: gpubuddy-import-torch on the fixture snapshots
 # (tests/data/gen_torch_snapshot.py made them and the traces they must
 # give), then malformed and malicious pickles: each must fail with a clear

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_live.c: a reader process attaches to a busy pool in another
  * process, detaches and attaches again, and at quiescent points its

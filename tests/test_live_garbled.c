@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_live_garbled.c: a reader treats a live segment as hostile.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_live_idle.c: a reader that attaches to a writer which has gone idle
  * (long after its ring wrapped) still gets the full current state, from

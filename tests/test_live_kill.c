@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_live_kill.c: writers that die, names that are taken.
  *

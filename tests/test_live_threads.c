@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_live_threads.c: readers and a writer in one process, for TSan.
  *

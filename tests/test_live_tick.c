@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_live_tick.c: the millisecond ticker that stamps a publisher-only
  * pool's events (clock.c). Allocation times must follow the real clock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_misuse.c: every kind of misuse gets its own error code, a detail
  * message, and leaves the pool intact and usable.

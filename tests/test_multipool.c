@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_multipool.c: one pool per device, and two pools on one device,
  * used while another device is current. Every gpubuddy call must leave the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_nvtx_oob.c: a kernel writes one byte just past the end of a
  * gpubuddy block. The byte lies inside the pool (memory cudaMalloc handed

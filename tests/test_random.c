@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_random.c: randomized differential test of the buddy allocator.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_relay.c: the relay core and the TCP reader, in one process.
  *

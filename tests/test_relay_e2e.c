@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_relay_e2e.c: remote viewing end to end, across processes.
  *

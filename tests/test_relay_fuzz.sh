@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_relay_fuzz.sh: builds tests/fuzz/fuzz_frame.c with clang's libFuzzer
 # (plus ASan and UBSan) straight from the library sources and runs it for a
 # bounded time. For CI, not for `make check`:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_relay_proto.c: the relay wire codec (lib/live/netproto.c) on its own.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sim.c: a simulating model (gpb_model_create_sim) against a real
  * pool. Both get the same random requests; every placement, every error

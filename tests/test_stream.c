@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_stream.c: stream-ordered frees on a real GPU.
  *

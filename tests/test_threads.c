@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_threads.c: many threads allocate from one host pool at once, write
  * a per-thread pattern into every byte of their blocks, verify it and free.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_trace_bad.c: malformed input for every trace parser.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_trace_replay.sh: gpubuddy-replay end to end.
 #  - a trace recorded by a pool (tests/test_trace --record) replays through
 #    the tool with the same config to the same stats (plain, .gz, stdin);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_viewer.c: gpubuddy-view's drawing and replay, with no display.
  *

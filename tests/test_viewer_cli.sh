@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_viewer_cli.sh: gpubuddy-view's command line with no display: help,
 # bad options, a headless PNG, headless frames, and clean failures for a
 # missing trace and a missing live pool. Run from the build directory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpubuddy-relay: serves a live pool's block map over TCP, for viewers on
  * another machine (gpb_attach_connect, gpubuddy-view --connect).

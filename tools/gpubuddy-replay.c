@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpubuddy-replay: runs a recorded allocation trace through a pool and
  * reports what the allocator made of it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpubuddy-stat: prints a live pool's state in the terminal.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay-util.c: the id map and latency histogram of gpubuddy-replay.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay.h: helpers of gpubuddy-replay (tools/replay-util.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * app.c: the viewer object: one source (replay or live), the block map,
  * the time series, and the glue that feeds events from the source to them.

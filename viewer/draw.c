@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * draw.c: the pixel buffer every frame is drawn into, and the palette.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * font.c: text for gpubuddy-view, from a 5x7 bitmap font drawn by hand for
  * this program (no font files, no SDL2_ttf): every glyph is seven rows of

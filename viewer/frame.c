@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame.c: lays out and draws a whole frame into the pixel buffer: the
  * block map (left), the panels (right: headline stats, free blocks per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * input.c: what keys and the mouse do. main.c turns SDL events into these
  * calls, so the behaviour can be driven from tests without a display.

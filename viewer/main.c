@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c: gpubuddy-view: options, then one of four loops: the window
  * (window.c, built when SDL2 is found), headless (one PNG, or a PNG every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * map.c: the block map: layout of the pool's address space on a grid of
  * cells, and the per-cell sums the colors come from.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * png.c: writes the frame buffer as an 8-bit RGB PNG.
  *

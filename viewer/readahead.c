@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * readahead.c: a trace file read and parsed on a thread of its own.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay.c: the replay source. Trace ops (from a trace file through
  * gpb_trace_open, or from a built-in synthetic pattern) run through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * series.c: the time series shown under the stats (used bytes, largest
  * free block, external fragmentation), in bounded memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * view.h: declarations shared by the files of gpubuddy-view.
  *

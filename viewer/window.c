@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * window.c: the SDL2 window. It only uploads the frame buffer that
  * vframe_draw fills to a streaming texture and turns SDL events into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * error.c: error codes, their names, and per-thread error details.
  *

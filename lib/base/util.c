@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util.c: configuration defaults, name tables and small parsers shared by
  * the library and the command-line tools.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloctab.c: the table of live allocations, keyed by first unit.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bitset.c: hierarchical bitsets for the buddy core's free lists.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * buddy.c: the buddy core. Offsets in, offsets out; no CUDA, no pointers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * extents.c: free extents for the best-fit placement policy.
  *

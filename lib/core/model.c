@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model.c: the block-map model. It rebuilds a pool's exact state from the
  * pool's events, in another process or another machine.

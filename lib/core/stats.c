@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats.c: pool statistics as a pure function of the event stream.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda.c: reserves the pool's range through the CUDA runtime:
  * cudaMalloc for device memory, cudaMallocHost for pinned host memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu.h: internal declarations for the GPU side of a pool: stream-ordered
  * frees (stream.c) and NVTX registration of blocks (nvtx.c).

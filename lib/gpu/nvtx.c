@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nvtx.c: tells NVTX-aware tools (compute-sanitizer memcheck) where each
  * block of a device or pinned pool begins and ends.

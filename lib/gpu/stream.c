@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stream.c: the GPU side of a device or pinned pool: stream-ordered frees
  * with the semantics of cudaFreeAsync, and the NVTX region of every block.

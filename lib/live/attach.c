@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * attach.c: the public face of live readers. A reader is a block-map model
  * kept current by a transport: shared memory on the same host, or TCP

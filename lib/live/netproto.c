@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * netproto.c: encoding, decoding and validation of relay frames (see
  * netproto.h for the layering and docs/PROTOCOL.md for the format).

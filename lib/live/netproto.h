@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * netproto.h: the gpubuddy-relay wire protocol (docs/PROTOCOL.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * remote.c: the TCP transport for live readers (gpb_attach_connect).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * arena.c: per-thread arenas, so that threads allocating from one pool do
  * not queue on one lock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-host.c: reserves the pool's range in plain host memory.
  *

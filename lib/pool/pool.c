@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.c: the public pool. It owns the lock, the backend reservation, the
  * offset <-> pointer translation and the event consumers.

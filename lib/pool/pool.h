@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.h: the pool layer: the pool's private layout, shared by pool.c
  * (the public calls, one lock) and arena.c (per-thread arenas), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * torch.c: gpubuddy as PyTorch's CUDA allocator, through
  * torch.cuda.memory.CUDAPluggableAllocator.

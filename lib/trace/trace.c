@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace.c: trace files. A writer turns a pool's ALLOC/FREE/FAIL events
  * (or ops given through gpb_trace_write) into the native text format; a

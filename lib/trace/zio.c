@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * zio.c: the bytes under trace files. The reader takes plain text, any
  * gzip stream, or gpubuddy's blocked gzip; the writer makes plain text or

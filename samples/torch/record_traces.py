@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """record_traces.py: record PyTorch memory snapshots of small real workloads.
 
     python3 samples/torch/record_traces.py --out traces/ [--workloads resnet,gpt,infer]

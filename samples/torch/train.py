@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """train.py: train a small model with gpubuddy as PyTorch's CUDA allocator.
 
     python3 samples/torch/train.py --lib .libs/libgpubuddy.so --steps 300

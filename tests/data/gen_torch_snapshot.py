@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generates the PyTorch snapshot fixtures for tests/test_import_torch.sh.
 
 A small seeded workload (the ground truth: allocs, frees, one OOM) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_frame.c: libFuzzer target for the relay wire protocol as a reader
  * meets it: frame headers, zlib payloads, INFO, keyframes, event batches,

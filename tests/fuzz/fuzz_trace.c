@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_trace.c: libFuzzer target for the trace readers (native text,
  * gzip-compressed native, RAPIDS RMM CSV).
