@@ -41,15 +41,20 @@
 #define GPB__UNLIKELY(x) (x)
 #endif
 
-/* Debug assertions (--enable-debug defines GPB_DEBUG): gpb_assert for
- * cheap preconditions, as mem5.c asserts them; gpb_assert_expensive for
- * whole-structure checks. Release builds compile both out. */
-#ifdef GPB_DEBUG
+/* Debug assertions. --enable-debug sets GPB_DEBUG to 1: gpb_assert checks
+ * cheap preconditions, as mem5.c asserts them. --enable-debug=full sets 2:
+ * gpb_assert_expensive also runs whole-structure checks (the invariant
+ * checker after every operation). Release builds compile both out. */
+#if defined(GPB_DEBUG) && GPB_DEBUG >= 1
+#undef NDEBUG
 #include <assert.h>
 #define gpb_assert(x) assert(x)
-#define gpb_assert_expensive(x) assert(x)
 #else
 #define gpb_assert(x) ((void)0)
+#endif
+#if defined(GPB_DEBUG) && GPB_DEBUG >= 2
+#define gpb_assert_expensive(x) assert(x)
+#else
 #define gpb_assert_expensive(x) ((void)0)
 #endif
 

@@ -88,6 +88,7 @@ static void atab_migrate(gpb__atab_t *t, int n) {
 }
 
 int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
+  gpb_assert(gpb__atab_find(t, unit) == NULL); /* one record per unit */
   atab_migrate(t, ATAB_MOVE_PER_CALL);
   if (2 * (t->used + t->old_live + 1) > t->cap) {
     if (t->old) {

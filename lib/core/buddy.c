@@ -116,6 +116,7 @@ static void buddy_set_roots(gpb__buddy_t *b);
 
 /* Caller guarantees (k, i) is a free block and k >= 1. */
 static void buddy_split(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
+  gpb_assert(k >= 1 && is_free(b, k, i));
   clear_free(b, k, i);
   set_free(b, k - 1, 2 * i);
   set_free(b, k - 1, 2 * i + 1);
@@ -245,10 +246,12 @@ int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
 }
 
 void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  gpb_assert(node_valid(b, k, i) && !gpb__bits_test(&b->freeb[k], i));
   set_free(b, k, i);
 }
 
 void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  gpb_assert(is_free(b, k, i));
   clear_free(b, k, i);
 }
 
@@ -266,6 +269,7 @@ void gpb__buddy_fini(gpb__buddy_t *b) {
 
 /* Marks the roots free. The bitsets must be all zero. */
 static void buddy_set_roots(gpb__buddy_t *b) {
+  gpb_assert_expensive(gpb__bits_first(&b->freeb[0]) == UINT64_MAX);
   if (b->exts) gpb__exts_add(b->exts, 0, b->nunits); /* the roots are one run */
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {

@@ -46,6 +46,7 @@ static inline int gpb__bits_test(const gpb__bits_t *b, uint64_t i) {
 
 /* Inline: a split or merge cascade calls these once per level. */
 static inline void gpb__bits_set(gpb__bits_t *b, uint64_t i) {
+  gpb_assert(i < b->nbits);
   for (int l = 0; l < b->nlev; l++) {
     uint64_t *w = &b->w[l][i >> 6];
     uint64_t was = *w;
@@ -56,6 +57,7 @@ static inline void gpb__bits_set(gpb__bits_t *b, uint64_t i) {
 }
 
 static inline void gpb__bits_clear(gpb__bits_t *b, uint64_t i) {
+  gpb_assert(i < b->nbits);
   for (int l = 0; l < b->nlev; l++) {
     uint64_t *w = &b->w[l][i >> 6];
     *w &= ~(1ull << (i & 63));

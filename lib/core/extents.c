@@ -107,6 +107,7 @@ static void ext_bin_remove(gpb__exts_t *x, uint32_t id) {
 
 /* Adds [start, start+len) as an extent. The caller has merged neighbours. */
 static int ext_insert(gpb__exts_t *x, uint64_t start, uint64_t len) {
+  gpb_assert(len > 0);
   uint32_t id = ext_new(x);
   if (!id) return GPB_EHOSTMEM;
   gpb__ext_t *e = ext_rec(x, id);

@@ -260,6 +260,7 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
   if (p->debug >= 1 && p->info.backend == GPB_BACKEND_HOST)
     memset(*out, 0xA5, size); /* mem5's habit: make stale reads visible */
   if (p->debug >= 2 && (rc = gpb_pool_check(p)) != 0) *out = NULL;
+  gpb_assert_expensive(gpb_pool_check(p) == 0);
   return rc;
 }
 
@@ -313,6 +314,7 @@ static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
     pthread_mutex_unlock(&p->lock);
   }
   if (rc == 0 && p->debug >= 2) rc = gpb_pool_check(p);
+  gpb_assert_expensive(gpb_pool_check(p) == 0);
   return rc;
 }
 
