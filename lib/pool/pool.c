@@ -5,12 +5,15 @@
  *
  * Without arenas every public call takes the pool's mutex once (with
  * arenas, arena.c routes the calls); the buddy core below it does
- * O(orders) work and emits events into gpb__pool_emit(), which stamps the
- * sequence number and time and hands each event to the stats, the user's
- * hook, the live publisher and the trace writer, in that order. When only
- * the stats listen, the core counts into them in place instead. No call
- * on the allocation path makes a system call (the clock is read through
- * the vDSO, and only when a consumer wants times).
+ * O(orders) work and hands each event to the sink this file sets up
+ * (pool_update_want_time), by who listens: with a hook or a trace,
+ * gpb__pool_emit() stamps the sequence number and time and gives the
+ * event to the stats, the hook, the live publisher and the trace writer,
+ * in that order; with only the stats, the core counts in place; with
+ * only the stats and the publisher, it also hands each event's fields to
+ * the publisher's ring store. No call on the allocation path makes a
+ * system call (the clock is read through the vDSO, and only when a
+ * consumer wants times).
  */
 #include "pool/pool.h"
 
