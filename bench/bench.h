@@ -21,6 +21,7 @@
 #include "config.h"
 #endif
 #include "gpubuddy.h"
+#include "opseq.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -233,18 +234,10 @@ int bench_open_contender(const bench_ctx_t *c, int i, size_t pool_size,
                          size_t min_block, bench_alloc_t *out);
 
 /* A sequence of alloc/free operations on numbered slots: the churn mix
- * and trace replays. Every allocator replays the same sequence. */
-typedef struct bench_op {
-  uint64_t size;  /* alloc: bytes */
-  uint32_t slot;  /* which allocation */
-  uint32_t alloc; /* 1 alloc, 0 free */
-} bench_op_t;
-
-typedef struct bench_seq {
-  bench_op_t *ops;
-  size_t n, nslots;
-  uint64_t peak_live; /* most requested bytes live at once */
-} bench_seq_t;
+ * and trace replays. Every allocator replays the same sequence. The type
+ * and its loader are the tools' (tools/common/opseq.h). */
+typedef gpbt_op_t bench_op_t;
+typedef gpbt_seq_t bench_seq_t;
 
 /* Replays q once; times each call into al/fr when non-NULL. ptrs has
  * q->nslots entries, all NULL on entry and on return (what is still live
@@ -252,9 +245,6 @@ typedef struct bench_seq {
  * a free whose allocation failed is skipped. */
 uint64_t bench_seq_run(bench_alloc_t *a, const bench_seq_t *q, void **ptrs,
                        bench_samples_t *al, bench_samples_t *fr);
-void bench_seq_free(bench_seq_t *q);
-/* Fills peak_live from the ops. */
-void bench_seq_peak(bench_seq_t *q);
 
 /* Prints to stdout and to ctx->txt. */
 void bench_out(bench_ctx_t *c, const char *fmt, ...)

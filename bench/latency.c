@@ -82,30 +82,6 @@ uint64_t bench_seq_run(bench_alloc_t *a, const bench_seq_t *q, void **ptrs,
   return fails;
 }
 
-void bench_seq_free(bench_seq_t *q) {
-  free(q->ops);
-  memset(q, 0, sizeof *q);
-}
-
-void bench_seq_peak(bench_seq_t *q) {
-  uint64_t *sz = calloc(q->nslots ? q->nslots : 1, sizeof *sz);
-  uint64_t live = 0, peak = 0;
-  if (!sz) return;
-  for (size_t i = 0; i < q->n; i++) {
-    const bench_op_t *op = &q->ops[i];
-    if (op->alloc) {
-      live -= sz[op->slot];
-      sz[op->slot] = op->size;
-      live += op->size;
-      if (live > peak) peak = live;
-    } else {
-      live -= sz[op->slot];
-      sz[op->slot] = 0;
-    }
-  }
-  free(sz);
-  q->peak_live = peak;
-}
 
 /* -------------------------------------------------------------- tables */
 
@@ -246,7 +222,7 @@ static int churn_make(bench_seq_t *q, size_t nops, size_t cap, uint64_t seed) {
   uint32_t *live = calloc(cap ? cap : 1, sizeof *live);
   if (!q->ops || !live) {
     free(live);
-    bench_seq_free(q);
+    gpbt_seq_free(q);
     return -1;
   }
   uint64_t rng = seed;
@@ -267,7 +243,7 @@ static int churn_make(bench_seq_t *q, size_t nops, size_t cap, uint64_t seed) {
   }
   q->n = nops;
   free(live);
-  bench_seq_peak(q);
+  gpbt_seq_peak(q);
   return 0;
 }
 
@@ -293,7 +269,7 @@ int bench_run_churn(bench_ctx_t *c) {
   if (churn_make(&q, o->churn_ops, o->churn_live, o->seed)) return -1;
   void **ptrs = calloc(q.nslots ? q.nslots : 1, sizeof *ptrs);
   if (!ptrs) {
-    bench_seq_free(&q);
+    gpbt_seq_free(&q);
     return -1;
   }
   char pb[24], lb[24];
@@ -328,7 +304,7 @@ int bench_run_churn(bench_ctx_t *c) {
     bench_samples_free(&fr[i]);
   }
   free(ptrs);
-  bench_seq_free(&q);
+  gpbt_seq_free(&q);
   bench_print_lat_group(c, "churn");
   return err;
 }

@@ -4,92 +4,33 @@
  * gpb_trace_open) becomes one bench_seq_t of alloc/free ops on numbered
  * slots; then, for that trace:
  *
- *   1. the smallest pool gpubuddy needs, per policy: a bisection over pool
- *      sizes, each candidate replayed on the virtual backend (address
- *      space only) until the first failed allocation;
+ *   1. the smallest pool gpubuddy needs, per policy, by the exact search
+ *      that gpubuddy-replay --find-min-pool uses (tools/common/minpool.h),
+ *      each candidate replayed on the virtual backend (address space only)
+ *      until the first failed allocation;
  *   2. fragmentation over time at one pool size that every policy fits:
  *      requested bytes live, bytes in blocks, and the footprint (the end
  *      of the highest live block), after every op;
  *   3. per-op latency of every contender on the same ops, after an
  *      untimed pass.
  *
- * The bisection assumes that a pool that fits the trace still fits when
- * made larger. That is usual but not guaranteed (the roots of a pool that
- * is not a power of two change with its size), so the figure is the
- * smallest size found by the search, checked by a replay, not a proof.
+ * Traces are loaded by tools/common/opseq.c, the loader gpubuddy-replay
+ * uses, so both count the same ops.
  */
 #include "bench.h"
+#include "minpool.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-/* -------------------------------------------------------- id -> slot map */
-
-typedef struct idmap_ent {
-  uint64_t id;
-  uint32_t slot;
-  uint32_t state; /* 0 empty, 1 live, 2 dead (kept as a probe link) */
-} idmap_ent_t;
-
-typedef struct idmap {
-  idmap_ent_t *e;
-  size_t cap, used; /* used: live + dead entries */
-} idmap_t;
-
-static uint64_t idmap_hash(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
-static idmap_ent_t *idmap_slot(idmap_t *m, uint64_t id) {
-  size_t i = (size_t)idmap_hash(id) & (m->cap - 1);
-  while (m->e[i].state && m->e[i].id != id) i = (i + 1) & (m->cap - 1);
-  return &m->e[i];
-}
-
-/* Rebuilds with only the live entries, at least twice as large as they
- * need. */
-static int idmap_rehash(idmap_t *m) {
-  size_t live = 0;
-  for (size_t i = 0; i < m->cap; i++) live += m->e[i].state == 1;
-  size_t cap = 1024;
-  while (cap < live * 4) cap *= 2;
-  idmap_t n = {calloc(cap, sizeof(idmap_ent_t)), cap, 0};
-  if (!n.e) return -1;
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->e[i].state == 1) {
-      *idmap_slot(&n, m->e[i].id) = m->e[i];
-      n.used++;
-    }
-  free(m->e);
-  *m = n;
-  return 0;
-}
-
 /* ----------------------------------------------------------- loading */
 
 typedef struct replay_trace {
   char name[96];
   bench_seq_t q;
-  uint64_t allocs, frees, unmatched, reused, zero;
 } replay_trace_t;
-
-static int replay_push(bench_seq_t *q, size_t *cap, int alloc, uint32_t slot,
-                       uint64_t size) {
-  if (q->n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 4096;
-    bench_op_t *p = realloc(q->ops, nc * sizeof *p);
-    if (!p) return -1;
-    q->ops = p;
-    *cap = nc;
-  }
-  q->ops[q->n++] = (bench_op_t){size, slot, (uint32_t)alloc};
-  return 0;
-}
 
 static void replay_name(const char *path, char *out, size_t n) {
   const char *b = strrchr(path, '/');
@@ -115,64 +56,10 @@ static void replay_name(const char *path, char *out, size_t n) {
 static int replay_load(const char *path, replay_trace_t *t) {
   memset(t, 0, sizeof *t);
   replay_name(path, t->name, sizeof t->name);
-  gpb_trace_reader_t *r;
-  int rc = gpb_trace_open(path, &r);
-  if (rc) {
-    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", path, gpb_strerror(rc),
-            gpb_last_error_detail());
-    return rc;
-  }
-  idmap_t m = {calloc(1024, sizeof(idmap_ent_t)), 1024, 0};
-  size_t cap = 0;
-  gpb_trace_op_t op;
-  if (!m.e) goto oom;
-  while ((rc = gpb_trace_next(r, &op)) == 1) {
-    if (op.op == GPB_OP_ALLOC) {
-      if (op.size == 0) {
-        t->zero++;
-        continue;
-      }
-      idmap_ent_t *e = idmap_slot(&m, op.id);
-      if (e->state == 1) { /* allocated again without a free: free it first */
-        if (replay_push(&t->q, &cap, 0, e->slot, 0)) goto oom;
-        t->reused++;
-      }
-      if (e->state == 0) m.used++;
-      e->id = op.id;
-      e->slot = (uint32_t)t->q.nslots++;
-      e->state = 1;
-      if (replay_push(&t->q, &cap, 1, e->slot, op.size)) goto oom;
-      t->allocs++;
-      if (m.used * 2 > m.cap && idmap_rehash(&m)) goto oom;
-    } else if (op.op == GPB_OP_FREE) {
-      idmap_ent_t *e = idmap_slot(&m, op.id);
-      if (e->state != 1) {
-        t->unmatched++; /* allocated before the trace began */
-        continue;
-      }
-      e->state = 2;
-      if (replay_push(&t->q, &cap, 0, e->slot, 0)) goto oom;
-      t->frees++;
-    }
-  }
-  if (rc < 0) {
-    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", path, gpb_strerror(rc),
-            gpb_trace_error(r));
-    gpb_trace_close(r);
-    free(m.e);
-    bench_seq_free(&t->q);
-    return rc;
-  }
-  gpb_trace_close(r);
-  free(m.e);
-  bench_seq_peak(&t->q);
-  return 0;
-oom:
-  fprintf(stderr, "gpubuddy-bench: %s: out of memory\n", path);
-  gpb_trace_close(r);
-  free(m.e);
-  bench_seq_free(&t->q);
-  return GPB_EHOSTMEM;
+  char err[512];
+  int rc = gpbt_seq_load(path, 1, &t->q, err, sizeof err);
+  if (rc) fprintf(stderr, "gpubuddy-bench: %s\n", err);
+  return rc;
 }
 
 /* A generated workload shaped like inference with varying shapes:
@@ -183,15 +70,14 @@ static int replay_synthetic(replay_trace_t *t, uint64_t seed, int steps) {
   memset(t, 0, sizeof *t);
   snprintf(t->name, sizeof t->name, "synthetic-dynamic");
   uint64_t rng = seed ^ 0x5eed;
-  size_t cap = 0;
   enum { NW = 48, NL = 64 };
   size_t layer[NL];
   uint32_t act[NL];
   for (int i = 0; i < NW; i++) {
-    if (replay_push(&t->q, &cap, 1, (uint32_t)t->q.nslots++,
+    if (gpbt_seq_push(&t->q, 1, (uint32_t)t->q.nslots++,
                     bench_rand_logsize(&rng, 64 << 10, 48 << 20)))
       return -1;
-    t->allocs++;
+    t->q.allocs++;
   }
   for (int i = 0; i < NL; i++) layer[i] = bench_rand_logsize(&rng, 8 << 10, 8 << 20);
   for (int s = 0; s < steps; s++) {
@@ -199,30 +85,30 @@ static int replay_synthetic(replay_trace_t *t, uint64_t seed, int steps) {
     for (int i = 0; i < NL; i++) {
       uint64_t sz = (uint64_t)((double)layer[i] * scale) + (bench_rand(&rng) % 512);
       act[i] = (uint32_t)t->q.nslots++;
-      if (replay_push(&t->q, &cap, 1, act[i], sz)) return -1;
-      t->allocs++;
+      if (gpbt_seq_push(&t->q, 1, act[i], sz)) return -1;
+      t->q.allocs++;
       uint32_t tmp = (uint32_t)t->q.nslots++;
-      if (replay_push(&t->q, &cap, 1, tmp, sz / 2 + 256) ||
-          replay_push(&t->q, &cap, 0, tmp, 0))
+      if (gpbt_seq_push(&t->q, 1, tmp, sz / 2 + 256) ||
+          gpbt_seq_push(&t->q, 0, tmp, 0))
         return -1;
-      t->allocs++;
-      t->frees++;
+      t->q.allocs++;
+      t->q.frees++;
       if (i >= 2 && bench_rand01(&rng) < 0.5) { /* an earlier one dies early */
         uint32_t k = (uint32_t)(bench_rand(&rng) % (uint64_t)(i - 1));
         if (act[k] != UINT32_MAX) {
-          if (replay_push(&t->q, &cap, 0, act[k], 0)) return -1;
+          if (gpbt_seq_push(&t->q, 0, act[k], 0)) return -1;
           act[k] = UINT32_MAX;
-          t->frees++;
+          t->q.frees++;
         }
       }
     }
     for (int i = NL - 1; i >= 0; i--)
       if (act[i] != UINT32_MAX) {
-        if (replay_push(&t->q, &cap, 0, act[i], 0)) return -1;
-        t->frees++;
+        if (gpbt_seq_push(&t->q, 0, act[i], 0)) return -1;
+        t->q.frees++;
       }
   }
-  bench_seq_peak(&t->q);
+  gpbt_seq_peak(&t->q);
   return 0;
 }
 
@@ -264,58 +150,8 @@ static int sim_open(replay_sim_t *s, size_t pool_size, size_t min_block,
   return rc;
 }
 
-/* 1 when the trace replays without a failed allocation, 0 when one
- * fails, <0 on error. */
-static int replay_fits(const bench_seq_t *q, void **ptrs, size_t pool_size,
-                       size_t min_block, gpb_policy_t policy) {
-  replay_sim_t s;
-  if (sim_open(&s, pool_size, min_block, policy)) return -1;
-  int ok = 1;
-  for (size_t i = 0; i < q->n && ok; i++) {
-    const bench_op_t *op = &q->ops[i];
-    if (op->alloc) {
-      if (gpb_alloc(s.pool, (size_t)op->size, &ptrs[op->slot])) ok = 0;
-    } else if (ptrs[op->slot]) {
-      gpb_free(s.pool, ptrs[op->slot]);
-      ptrs[op->slot] = NULL;
-    }
-  }
-  memset(ptrs, 0, q->nslots * sizeof *ptrs);
-  gpb_pool_destroy(s.pool); /* live blocks die with the pool */
-  return ok;
-}
-
 static size_t replay_round(uint64_t v, size_t mb) {
   return (size_t)((v + mb - 1) / mb * mb);
-}
-
-/* Smallest pool found for one policy, 0 when even 16 x peak fails. */
-static size_t replay_min_pool(const bench_seq_t *q, void **ptrs, size_t mb,
-                              gpb_policy_t policy, int *tries) {
-  uint64_t peak = q->peak_live ? q->peak_live : mb;
-  size_t lo = 0, hi = replay_round(peak, mb);
-  *tries = 0;
-  for (;;) {
-    int f = replay_fits(q, ptrs, hi, mb, policy);
-    ++*tries;
-    if (f < 0) return 0;
-    if (f) break;
-    lo = hi;
-    if (hi > 16 * peak) return 0;
-    hi = replay_round(hi + hi / 4, mb);
-  }
-  size_t res = replay_round(peak / 4096 > mb ? peak / 4096 : mb, mb);
-  while (hi - lo > res) {
-    size_t mid = replay_round(lo + (hi - lo) / 2, mb);
-    if (mid >= hi) mid = hi - mb;
-    if (mid <= lo) break;
-    int f = replay_fits(q, ptrs, mid, mb, policy);
-    ++*tries;
-    if (f < 0) return 0;
-    if (f) hi = mid;
-    else lo = mid;
-  }
-  return hi;
 }
 
 /* ------------------------------------------------- fragmentation plot */
@@ -450,9 +286,9 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
   char b1[24], b2[24];
   bench_out(c, "== Trace %s: %zu ops (%llu allocs, %llu frees, %llu frees of "
             "blocks from before the trace, %llu re-used ids), peak live %s ==\n",
-            t->name, q->n, (unsigned long long)t->allocs,
-            (unsigned long long)t->frees, (unsigned long long)t->unmatched,
-            (unsigned long long)t->reused,
+            t->name, q->n, (unsigned long long)q->allocs,
+            (unsigned long long)q->frees, (unsigned long long)q->unmatched,
+            (unsigned long long)q->dup,
             bench_fmt_bytes((double)q->peak_live, b1, sizeof b1));
   if (q->n == 0 || q->peak_live == 0) {
     bench_out(c, "(nothing to replay)\n\n");
@@ -466,11 +302,10 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
   size_t minp[REPLAY_MAXPOL];
   int npol = 0;
   double anchor = replay_anchor(t->name);
-  bench_out(c, "smallest pool (virtual backend, %zu B min block, bisection "
-            "to %s):\n", mb,
-            bench_fmt_bytes((double)replay_round(q->peak_live / 4096 > mb
-                                                     ? q->peak_live / 4096 : mb,
-                                                 mb), b1, sizeof b1));
+  bench_out(c, "smallest pool (virtual backend, %zu B min block, every size "
+            "from the peak up in steps of %s):\n", mb,
+            bench_fmt_bytes((double)gpbt_minpool_step(q->peak_live, mb), b1,
+                            sizeof b1));
   bench_out(c, "%-10s %14s %10s %8s %16s\n", "policy", "smallest pool",
             "x peak", "replays", "PyTorch cap x");
   for (int p = 0; npol < REPLAY_MAXPOL && strcmp(gpb_policy_name((gpb_policy_t)p), "?");
@@ -478,9 +313,11 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     gpb_policy_t pol = (gpb_policy_t)p;
     bench_progress("trace %s: smallest pool, policy %s", t->name,
                    gpb_policy_name(pol));
-    int tries = 0;
     uint64_t t0 = bench_now();
-    size_t m = replay_min_pool(q, ptrs, mb, pol, &tries);
+    gpbt_minpool_t mp;
+    size_t m = gpbt_minpool_find(q, mb, pol, 0, NULL, NULL, &mp) ? 0
+                                                                 : (size_t)mp.size;
+    int tries = (int)mp.probes;
     double secs = (double)(bench_now() - t0) / 1e9;
     pols[npol] = pol;
     minp[npol++] = m;
@@ -651,7 +488,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
 int bench_save_synthetic(const char *path, uint64_t seed, int steps) {
   replay_trace_t t;
   if (replay_synthetic(&t, seed, steps)) {
-    bench_seq_free(&t.q);
+    gpbt_seq_free(&t.q);
     fprintf(stderr, "gpubuddy-bench: out of memory\n");
     return -1;
   }
@@ -660,7 +497,7 @@ int bench_save_synthetic(const char *path, uint64_t seed, int steps) {
   if (rc) {
     fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", path, gpb_strerror(rc),
             gpb_last_error_detail());
-    bench_seq_free(&t.q);
+    gpbt_seq_free(&t.q);
     return rc;
   }
   for (size_t i = 0; i < t.q.n && rc == 0; i++) {
@@ -678,7 +515,7 @@ int bench_save_synthetic(const char *path, uint64_t seed, int steps) {
   if (rc)
     fprintf(stderr, "gpubuddy-bench: writing %s: %s: %s\n", path,
             gpb_strerror(rc), gpb_last_error_detail());
-  bench_seq_free(&t.q);
+  gpbt_seq_free(&t.q);
   return rc;
 }
 
@@ -695,17 +532,17 @@ int bench_run_traces(bench_ctx_t *c) {
       continue;
     }
     if (replay_one(c, &t)) err = -1;
-    bench_seq_free(&t.q);
+    gpbt_seq_free(&t.q);
   }
   if (o->synthetic) {
     replay_trace_t t;
     if (replay_synthetic(&t, o->seed, o->synth_steps ? o->synth_steps
                                                      : BENCH_SYNTH_STEPS(o->quick))) {
-      bench_seq_free(&t.q);
+      gpbt_seq_free(&t.q);
       return -1;
     }
     if (replay_one(c, &t)) err = -1;
-    bench_seq_free(&t.q);
+    gpbt_seq_free(&t.q);
   }
   return err;
 }

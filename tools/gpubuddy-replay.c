@@ -11,12 +11,14 @@
  *
  * When the pool size is not given, a first pass over the trace measures
  * its peak live bytes and the pool is the next power of two at or above
- * twice that (and above its largest request). --find-min-pool bisects the
- * pool size in multiples of min_block, replaying the trace for each probe
- * and stopping a probe at its first failure.
+ * twice that (and above its largest request). --find-min-pool loads the
+ * trace once and tries every pool size from the peak upward on a grid
+ * (tools/common/minpool.h says why it does not bisect), stopping each
+ * probe at its first failure.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
+#include "minpool.h"
 #include "replay.h"
 
 #include <errno.h>
@@ -38,6 +40,7 @@ typedef struct opts {
   size_t min_block;
   int policy; /* gpb_policy_t, or -1 for all */
   int json, find_min, quiet;
+  uint64_t resolution; /* find-min-pool grid; 0: 1/1024 of the peak */
   const char *publish;
   double speed; /* 0: as fast as possible */
 } opts_t;
@@ -85,10 +88,13 @@ static void usage(FILE *f) {
 "                    largest request)\n"
 "  --min-block N     smallest block, a power of two >= 16 (default 256)\n"
 "  --policy P        buddy (default), trim, bestfit, or all (run each, compare)\n"
-"  --find-min-pool   find the smallest pool (a multiple of min_block) in\n"
-"                    which the trace replays with no failed allocation, by\n"
-"                    bisection; report it, its ratio to peak live, and the\n"
-"                    replay at that size\n"
+"  --find-min-pool   find the smallest pool in which the trace replays with\n"
+"                    no failed allocation: every size from the peak upward\n"
+"                    is tried on a grid (fitting is not monotone in the\n"
+"                    size, so bisection could miss it); report it, its ratio\n"
+"                    to peak live, and the replay at that size\n"
+"  --resolution N    the grid of --find-min-pool (default 1/1024 of the\n"
+"                    peak, rounded up to min_block)\n"
 "  --publish NAME    publish the replay's pool live under NAME (for the viewer)\n"
 "  --speed X         pace ops by the trace's timestamps, X times real time\n"
 "                    (default: as fast as possible)\n"
@@ -217,7 +223,8 @@ static void json_lat(const char *key, const replay_hist_t *h, int last) {
 }
 
 static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
-                     uint64_t min_pool, int last) {
+                     const gpbt_minpool_t *mp, int last) {
+  uint64_t min_pool = mp->size;
   const gpb_stats_t *e = &r->at_end;
   printf("    {\n");
   printf("      \"policy\": \"%s\",\n", gpb_policy_name(r->policy));
@@ -226,6 +233,8 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
   printf("      \"min_block\": %zu,\n", o->min_block);
   if (o->find_min) {
     printf("      \"min_pool_size\": %" PRIu64 ",\n", min_pool);
+    printf("      \"min_pool_resolution\": %" PRIu64 ",\n", mp->step);
+    printf("      \"min_pool_replays\": %" PRIu64 ",\n", mp->probes);
     printf("      \"min_pool_ratio\": %.6f,\n",
            ratio(min_pool, sc ? sc->peak_all : 0));
   }
@@ -512,59 +521,41 @@ static uint64_t next_pow2(uint64_t v) {
   return 1ull << (64 - __builtin_clzll(v - 1));
 }
 
-/* Smallest multiple of min_block in which the trace replays with no failed
- * allocation, requests that failed in the recording included (the pool
- * that would have served every request). Nothing below the peak live
- * bytes can work; the search starts from the next power of two >= 2x that
- * peak and doubles it until it works. Bisection assumes a larger pool
- * never fails where a smaller one succeeded, which nearly always holds;
- * the answer is always a size that replayed without failure, and one
- * min_block less failed (or is below the peak). */
+/* Prints each probe of the smallest-pool search (not with --quiet). */
+static void min_probe(void *user, uint64_t size, int fits, uint64_t n) {
+  const char *pol = user;
+  if (fits < 0) return;
+  if (isatty(2)) {
+    fprintf(stderr, "\rfind-min-pool (%s): probe %" PRIu64 ": %" PRIu64
+            " bytes: %s   ", pol, n, size, fits ? "fits" : "fails");
+    if (fits) fprintf(stderr, "\n");
+  } else if (fits || n % 64 == 0) {
+    fprintf(stderr, "find-min-pool (%s): probe %" PRIu64 ": %" PRIu64
+            " bytes: %s\n", pol, n, size, fits ? "fits" : "fails");
+  }
+}
+
+/* The smallest pool on a grid of o->resolution (default 1/1024 of the
+ * peak, a multiple of min_block) in which the trace replays with no
+ * failed allocation, requests that failed in the recording included:
+ * every size from the peak upward is tried (tools/common/minpool.h). The
+ * trace is loaded once (q) for every policy. 0, or -1 after an error. */
 static int find_min_pool(const opts_t *o, gpb_policy_t policy,
-                         const scan_t *sc, uint64_t *out) {
-  uint64_t g = o->min_block;
-  uint64_t lo_u = (sc->peak_all + g - 1) / g;
-  if (lo_u == 0) lo_u = 1;
-  uint64_t want = sc->peak_all * 2;
-  if (want < sc->max_all) want = sc->max_all;
-  if (want < g) want = g;
-  uint64_t hi_u = next_pow2(want) / g;
-  result_t *r = malloc(sizeof *r);
-  if (!r) return -1;
-  int probes = 0, ret = 0;
-  /* Make sure the upper end works, doubling it a few times if not. */
-  for (int tries = 0;; tries++) {
-    probes++;
-    if (replay_run(o, (size_t)(hi_u * g), policy, 1, 0, r)) { ret = -1; goto out; }
-    if (!o->quiet)
-      fprintf(stderr, "find-min-pool (%s): probe %d: %" PRIu64 " bytes: %s\n",
-              gpb_policy_name(policy), probes, hi_u * g,
-              r->oom ? "fails" : "fits");
-    if (!r->oom) break;
-    if (tries == 8 || hi_u > (1ull << 46) / g) {
-      fprintf(stderr, "%s: no pool up to %" PRIu64 " bytes replays the trace "
-              "without failures\n", prog, hi_u * g);
-      ret = -1;
-      goto out;
-    }
-    lo_u = hi_u + 1;
-    hi_u *= 2;
+                         const gpbt_seq_t *q, gpbt_minpool_t *out) {
+  int rc = gpbt_minpool_find(q, o->min_block, policy, o->resolution,
+                             o->quiet ? NULL : min_probe,
+                             (void *)gpb_policy_name(policy), out);
+  if (rc == GPB_ENOMEM) {
+    fprintf(stderr, "%s: no pool up to 2^46 bytes replays the trace without "
+            "failures (%s)\n", prog, gpb_policy_name(policy));
+    return -1;
   }
-  while (lo_u < hi_u) {
-    uint64_t mid = lo_u + (hi_u - lo_u) / 2;
-    probes++;
-    if (replay_run(o, (size_t)(mid * g), policy, 1, 0, r)) { ret = -1; goto out; }
-    if (!o->quiet)
-      fprintf(stderr, "find-min-pool (%s): probe %d: %" PRIu64 " bytes: %s\n",
-              gpb_policy_name(policy), probes, mid * g,
-              r->oom ? "fails" : "fits");
-    if (r->oom) lo_u = mid + 1;
-    else hi_u = mid;
+  if (rc) {
+    fprintf(stderr, "%s: find-min-pool: %s: %s\n", prog, gpb_err_name(rc),
+            gpb_last_error_detail());
+    return -1;
   }
-  *out = hi_u * g;
-out:
-  free(r);
-  return ret;
+  return 0;
 }
 
 /* ------------------------------------------------------------ main */
@@ -576,6 +567,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       {"min-block", required_argument, 0, 'm'},
       {"policy", required_argument, 0, 'p'},
       {"find-min-pool", no_argument, 0, 'f'},
+      {"resolution", required_argument, 0, 'R'},
       {"publish", required_argument, 0, 'P'},
       {"speed", required_argument, 0, 'S'},
       {"json", no_argument, 0, 'j'},
@@ -622,6 +614,15 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       }
       break;
     case 'f': o->find_min = 1; break;
+    case 'R': {
+      size_t r;
+      if (gpb_size_parse(optarg, &r) || r == 0) {
+        fprintf(stderr, "%s: bad --resolution '%s'\n", prog, optarg);
+        return 2;
+      }
+      o->resolution = r;
+      break;
+    }
     case 'P':
       if (!*optarg || strlen(optarg) >= GPB_NAME_MAX) {
         fprintf(stderr, "%s: --publish needs 1 to %d characters\n", prog,
@@ -697,20 +698,36 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: out of memory\n", prog);
     return 1;
   }
-  for (int i = 0; i < npol; i++) {
-    size_t size = pool_size;
-    if (o.find_min) {
-      if (find_min_pool(&o, pols[i], &sc, &minp[i])) {
-        free(res);
-        return 1;
-      }
-      size = (size_t)minp[i];
-    }
-    if (replay_run(&o, size, pols[i], 0, scanned ? sc.ops : 0, &res[i])) {
+  gpbt_seq_t q;
+  gpbt_minpool_t mp[GPB_NUM_POLICIES];
+  memset(&q, 0, sizeof q);
+  memset(mp, 0, sizeof mp);
+  if (o.find_min) {
+    char err[512];
+    if ((rc = gpbt_seq_load(o.path, 1, &q, err, sizeof err))) {
+      fprintf(stderr, "%s: %s\n", prog, err);
       free(res);
       return 1;
     }
   }
+  for (int i = 0; i < npol; i++) {
+    size_t size = pool_size;
+    if (o.find_min) {
+      if (find_min_pool(&o, pols[i], &q, &mp[i])) {
+        gpbt_seq_free(&q);
+        free(res);
+        return 1;
+      }
+      minp[i] = mp[i].size;
+      size = (size_t)minp[i];
+    }
+    if (replay_run(&o, size, pols[i], 0, scanned ? sc.ops : 0, &res[i])) {
+      gpbt_seq_free(&q);
+      free(res);
+      return 1;
+    }
+  }
+  gpbt_seq_free(&q);
 
   if (o.json) {
     printf("{\n  \"trace\": ");
@@ -720,7 +737,7 @@ int main(int argc, char **argv) {
            : "next power of two >= 2 x peak live");
     printf("  \"runs\": [\n");
     for (int i = 0; i < npol; i++)
-      json_run(&o, &res[i], scanned ? &sc : NULL, minp[i], i == npol - 1);
+      json_run(&o, &res[i], scanned ? &sc : NULL, &mp[i], i == npol - 1);
     printf("  ]\n}\n");
   } else {
     printf("trace: %s\n", o.path);
@@ -735,9 +752,12 @@ int main(int argc, char **argv) {
       if (o.find_min) {
         char a[32];
         human(a, sizeof a, minp[i]);
-        printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak live;"
-               " multiples of min_block %zu)\n", gpb_policy_name(pols[i]), a,
-               minp[i], ratio(minp[i], sc.peak_all), o.min_block);
+        printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak live)"
+               "\n  exact at a resolution of %" PRIu64 " bytes: every size from "
+               "%" PRIu64 " up was tried (%" PRIu64 " replays)\n",
+               gpb_policy_name(pols[i]), a, minp[i],
+               ratio(minp[i], sc.peak_all), mp[i].step, mp[i].lower,
+               mp[i].probes);
       }
       print_text(&o, &res[i]);
     }

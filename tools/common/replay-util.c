@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * replay-util.c: the id map and latency histogram of gpubuddy-replay.
+ * replay-util.c: the id map and latency histogram of the programs that
+ * replay traces (gpubuddy-replay, and the loader in opseq.c).
  *
  * The map is open addressing with linear probing and backward-shift
  * deletion (no tombstones, so a long replay with churn never degrades). It
@@ -10,17 +11,13 @@
  */
 #include "replay.h"
 
+#include "base/base.h" /* gpb__hash64, inline: no link dependency */
+
 #include <stdlib.h>
 #include <string.h>
 
 static size_t map_hash(uint64_t id, size_t mask) {
-  /* splitmix64's finalizer: offsets and pointers share low zero bits. */
-  id ^= id >> 30;
-  id *= 0xbf58476d1ce4e5b9ull;
-  id ^= id >> 27;
-  id *= 0x94d049bb133111ebull;
-  id ^= id >> 31;
-  return (size_t)id & mask;
+  return (size_t)gpb__hash64(id) & mask; /* ids are offsets, pointers */
 }
 
 int replay_map_init(replay_map_t *m) {

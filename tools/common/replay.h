@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * replay.h: helpers of gpubuddy-replay (tools/replay-util.c).
+ * replay.h: the id map and latency histogram (replay-util.c) of the
+ * programs that replay traces.
  *
  * An id map from trace ids to live allocations (it holds only live ones,
  * so its size follows the trace's peak live count, never its length) and a
@@ -17,6 +18,7 @@ typedef struct replay_slot {
   uint64_t id;
   uint64_t size;
   void *ptr;
+  uint64_t slot;   /* opseq.c: the allocation's slot */
   uint32_t used;   /* slot holds an entry */
   uint32_t failed; /* the allocation failed: its free is skipped */
 } replay_slot_t;

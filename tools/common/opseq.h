@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * opseq.h: a trace as a sequence of alloc and free operations on numbered
+ * slots, held in memory. It is the one trace loader of the programs that
+ * replay a trace many times (gpubuddy-replay --find-min-pool, and every
+ * replay of gpubuddy-bench): a slot is an index, so a replay needs no
+ * hash lookup per op, and the file is read and parsed once.
+ */
+#ifndef GPBT_OPSEQ_H
+#define GPBT_OPSEQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gpbt_op {
+  uint64_t size;  /* alloc: bytes */
+  uint32_t slot;  /* which allocation */
+  uint32_t alloc; /* 1 alloc, 0 free */
+} gpbt_op_t;
+
+typedef struct gpbt_seq {
+  gpbt_op_t *ops;
+  size_t n, nslots, cap;
+  uint64_t peak_live;   /* most requested bytes live at once */
+  uint64_t max_request; /* largest allocation */
+  /* What loading saw: allocations, frees, frees of ids never allocated
+   * (allocated before the trace began), allocations of an id already
+   * live (skipped, as gpubuddy-replay skips them), zero-size requests
+   * (skipped), and requests that failed when recorded (kept: an alloc
+   * and its free at once). */
+  uint64_t allocs, frees, unmatched, dup, zero, failed;
+} gpbt_seq_t;
+
+/* Reads the trace at path (any format gpb_trace_open reads) into q.
+ * with_failed keeps the requests that failed when recorded (each an alloc
+ * followed by its free), as a pool that serves every request must. 0, or
+ * a negative GPB_E* code with a one-line message in err. */
+int gpbt_seq_load(const char *path, int with_failed, gpbt_seq_t *q,
+                  char *err, size_t errlen);
+/* Appends one op; 0 or GPB_EHOSTMEM. */
+int gpbt_seq_push(gpbt_seq_t *q, int alloc, uint32_t slot, uint64_t size);
+/* Fills peak_live and max_request from the ops. 0 or GPB_EHOSTMEM. */
+int gpbt_seq_peak(gpbt_seq_t *q);
+void gpbt_seq_free(gpbt_seq_t *q);
+
+#endif /* GPBT_OPSEQ_H */
