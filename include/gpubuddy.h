@@ -245,6 +245,10 @@ typedef struct gpb_stats {
   uint64_t tag_bytes[GPB_MAX_TAGS]; /* block bytes live per tag */
 } gpb_stats_t;
 GPB_API int gpb_pool_stats(const gpb_pool_t *pool, gpb_stats_t *out);
+/* Writes s as one JSON object (the keys gpubuddy-stat --json prints) into
+ * buf, like snprintf: at most len bytes with the terminating NUL; returns
+ * the length the whole object needs (buf NULL and len 0 measure it). */
+GPB_API int gpb_stats_json(const gpb_stats_t *s, char *buf, size_t len);
 
 /* ------------------------------------------------------------------ events */
 
@@ -426,7 +430,7 @@ GPB_API int gpb_list_pools(void (*fn)(const char *name, void *user), void *user)
  * `void (void *, ssize_t, int, cudaStream_t)`. One pool per device is made
  * at the first call for that device, configured by GPB_TORCH_POOL_SIZE
  * (bytes like "20G", or "90%" of the free memory; default 90%),
- * GPB_TORCH_MIN_BLOCK (default 512), GPB_TORCH_POLICY (default trim) and
+ * GPB_TORCH_MIN_BLOCK (default 512), GPB_TORCH_POLICY (default bestfit) and
  * GPB_TORCH_PUBLISH (publish as "NAME.DEVICE"). Frees are gpb_free_async
  * on the given stream. gpb_torch_malloc returns NULL when out of memory
  * (PyTorch then raises OutOfMemoryError). See docs/GPU.md. */
@@ -443,6 +447,14 @@ GPB_API int gpb_torch_calls(int device, uint64_t *mallocs, uint64_t *failures,
 GPB_API int gpb_torch_drain(int device);
 /* The device's pool (NULL when none yet), for gpb_pool_info/visit. */
 GPB_API gpb_pool_t *gpb_torch_pool(int device);
+/* Why an allocation of `size` bytes on the device's pool fails, in one
+ * line: bytes requested, bytes free, the largest free block, the pool
+ * size (the OutOfMemoryError text of the Python package). Like snprintf;
+ * GPB_ENOTFOUND when the device has no pool. */
+GPB_API int gpb_torch_explain(int device, size_t size, char *buf, size_t len);
+/* Starts recording the device's pool to a trace at path (as GPB_TRACE
+ * does), or stops with path NULL. GPB_ENOTFOUND when it has no pool. */
+GPB_API int gpb_torch_trace(int device, const char *path);
 
 /* ------------------------------------------------------------------ misc */
 

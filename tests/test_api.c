@@ -349,8 +349,41 @@ static void defaults(void) {
   ASSERT(strcmp(gpb_version(), GPB_VERSION_STRING) == 0);
 }
 
+/* gpb_stats_json: the figures as JSON, measured and cut like snprintf. */
+static void stats_json(void) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.backend = GPB_BACKEND_VIRTUAL;
+  cfg.pool_size = 1 << 20;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  void *a;
+  ASSERT_OK(gpb_alloc(p, 1000, &a));
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  int need = gpb_stats_json(&s, NULL, 0);
+  ASSERT(need > 100);
+  char *buf = malloc((size_t)need + 1);
+  ASSERT(buf);
+  ASSERT_EQ(gpb_stats_json(&s, buf, (size_t)need + 1), need);
+  ASSERT_EQ((int)strlen(buf), need);
+  ASSERT(buf[0] == '{' && buf[need - 1] == '}');
+  ASSERT(strstr(buf, "\"used_bytes\":1024,"));
+  ASSERT(strstr(buf, "\"requested_bytes\":1000,"));
+  ASSERT(strstr(buf, "\"allocs\":1,"));
+  char small[16];
+  ASSERT_EQ(gpb_stats_json(&s, small, sizeof small), need); /* cut, NUL-ended */
+  ASSERT_EQ((int)strlen(small), (int)sizeof small - 1);
+  ASSERT_ERR(gpb_stats_json(NULL, buf, 8), GPB_EINVAL);
+  free(buf);
+  gpb_free(p, a);
+  gpb_pool_destroy(p);
+}
+
 int main(void) {
   defaults();
+  stats_json();
   roots();
   stats_known();
   deferred_merge();

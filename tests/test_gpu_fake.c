@@ -12,6 +12,8 @@
  * done.
  */
 #include "testutil.h"
+
+#include <unistd.h>
 #include "fake_cudart.h"
 
 #include <stdint.h>
@@ -395,7 +397,36 @@ static void test_torch(void) {
   ASSERT(c);
   ASSERT_OK(gpb_pool_info(gpb_torch_pool(2), &info));
   ASSERT_U64_EQ(info.pool_size, 32 << 20);
-  ASSERT_EQ(info.policy, GPB_POLICY_TRIM);
+  ASSERT_EQ(info.policy, GPB_POLICY_BESTFIT); /* the memory-best default */
+  /* The OutOfMemoryError text names the request, what is free, the
+   * largest free block and the pool. */
+  char why[512];
+  int n = gpb_torch_explain(2, (size_t)64 << 20, why, sizeof why);
+  ASSERT(n > 0 && (size_t)n < sizeof why);
+  ASSERT(strstr(why, "cannot allocate 67108864 bytes on device 2"));
+  ASSERT(strstr(why, "largest free block"));
+  ASSERT(strstr(why, "pool of 33554432 bytes"));
+  ASSERT(gpb_torch_explain(3, 512, why, sizeof why) > 0); /* no pool: says so */
+  ASSERT(strstr(why, "device 3 has no pool"));
+  ASSERT_ERR(gpb_torch_trace(3, "/dev/null"), GPB_ENOTFOUND);
+  char tpath[] = "/tmp/gpb-torch-trace-XXXXXX";
+  int tfd = mkstemp(tpath);
+  ASSERT(tfd >= 0);
+  close(tfd);
+  ASSERT_OK(gpb_torch_trace(2, tpath));
+  void *t = gpb_torch_malloc(4096, 2, NULL);
+  ASSERT(t);
+  gpb_torch_free(t, 4096, 2, NULL);
+  ASSERT_OK(gpb_torch_drain(2));
+  ASSERT_OK(gpb_torch_trace(2, NULL));
+  gpb_trace_reader_t *tr;
+  gpb_trace_op_t op;
+  ASSERT_OK(gpb_trace_open(tpath, &tr));
+  ASSERT_EQ(gpb_trace_next(tr, &op), 1);
+  ASSERT_EQ(op.op, GPB_OP_ALLOC);
+  ASSERT_U64_EQ(op.size, 4096);
+  gpb_trace_close(tr);
+  unlink(tpath);
   gpb_torch_free(c, 512, 2, NULL);
   ASSERT_OK(gpb_torch_drain(2));
 

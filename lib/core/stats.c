@@ -12,6 +12,7 @@
 #include "core/core.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 void gpb__stats_init(gpb_stats_t *s, uint64_t managed, uint64_t min_block,
@@ -103,4 +104,42 @@ void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b) {
   PEAK(s->requested_bytes, s->requested_peak);
   PEAK(s->block_bytes, s->block_peak);
   PEAK(s->free_bytes, s->free_peak);
+}
+
+int gpb_stats_json(const gpb_stats_t *s, char *buf, size_t len) {
+  if (!s || (!buf && len)) return gpb__fail(GPB_EINVAL, "stats or buf is NULL");
+  size_t n = 0;
+  int w;
+#define STATS_PUT(...)                                                  \
+  do {                                                                  \
+    w = snprintf(buf ? buf + (n < len ? n : len) : NULL,                \
+                 n < len ? len - n : 0, __VA_ARGS__);                   \
+    if (w < 0) return gpb__fail(GPB_EINVAL, "cannot format the stats"); \
+    n += (size_t)w;                                                     \
+  } while (0)
+  STATS_PUT("{\"seq\":%llu,\"managed_bytes\":%llu,\"min_block\":%llu,"
+            "\"used_bytes\":%llu,\"used_peak\":%llu,\"free_bytes\":%llu,"
+            "\"requested_bytes\":%llu,\"requested_peak\":%llu,"
+            "\"internal_waste_bytes\":%llu,\"largest_free\":%llu,"
+            "\"external_frag\":%.6f,\"allocs\":%llu,\"frees\":%llu,"
+            "\"failures\":%llu,\"splits\":%llu,\"merges\":%llu,"
+            "\"live_allocs\":%llu,\"free_blocks\":[",
+            (unsigned long long)s->seq, (unsigned long long)s->managed_bytes,
+            (unsigned long long)s->min_block,
+            (unsigned long long)s->block_bytes,
+            (unsigned long long)s->block_peak,
+            (unsigned long long)s->free_bytes,
+            (unsigned long long)s->requested_bytes,
+            (unsigned long long)s->requested_peak,
+            (unsigned long long)s->internal_frag_bytes,
+            (unsigned long long)s->largest_free, s->external_frag,
+            (unsigned long long)s->allocs, (unsigned long long)s->frees,
+            (unsigned long long)s->failures, (unsigned long long)s->splits,
+            (unsigned long long)s->merges,
+            (unsigned long long)s->live_allocs);
+  for (uint32_t k = 0; k < s->num_orders && k < GPB_MAX_ORDERS; k++)
+    STATS_PUT("%s%llu", k ? "," : "", (unsigned long long)s->free_blocks[k]);
+  STATS_PUT("]}");
+#undef STATS_PUT
+  return n > INT32_MAX ? GPB_EINVAL : (int)n;
 }

@@ -16,7 +16,8 @@
  *   GPB_TORCH_POOL_SIZE  "24G" or "90%" (of the device's free memory at
  *                        the first call); default 90%
  *   GPB_TORCH_MIN_BLOCK  default 512 (PyTorch rounds sizes to 512)
- *   GPB_TORCH_POLICY     buddy or trim; default trim
+ *   GPB_TORCH_POLICY     buddy, trim or bestfit; default bestfit, the
+ *                        policy that needs the least memory
  *   GPB_TORCH_PUBLISH    publish each pool live as NAME.DEVICE
  *   GPB_TORCH_VERBOSE    1: say on stderr why a malloc failed
  * A pool that cannot be made is reported once on stderr; later mallocs on
@@ -90,7 +91,7 @@ static int torch_create(int device, gpb_pool_t **out) {
   cfg.backend = GPB_BACKEND_DEVICE;
   cfg.device = device;
   cfg.min_block = 512;
-  cfg.policy = GPB_POLICY_TRIM;
+  cfg.policy = GPB_POLICY_BESTFIT;
   cfg.flags = GPB_CFG_NO_ENV; /* one GPB_PUBLISH name cannot serve N pools */
   int rc = torch_pool_size(device, &cfg.pool_size);
   if (rc) return rc;
@@ -99,7 +100,7 @@ static int torch_create(int device, gpb_pool_t **out) {
     return gpb__fail(rc, "GPB_TORCH_MIN_BLOCK=%s is not a size", e);
   e = getenv("GPB_TORCH_POLICY");
   if (e && *e && (rc = gpb_policy_parse(e, &cfg.policy)))
-    return gpb__fail(rc, "GPB_TORCH_POLICY=%s: expected buddy or trim", e);
+    return gpb__fail(rc, "GPB_TORCH_POLICY=%s: expected buddy, trim or bestfit", e);
   e = getenv("GPB_TORCH_ARENAS");
   if (e && *e && (rc = gpb__parse_arenas("GPB_TORCH_ARENAS", e, &cfg.arenas)))
     return rc;
@@ -205,4 +206,32 @@ int gpb_torch_drain(int device) {
   if (!p) return gpb__fail(GPB_ENOTFOUND, "device %d has no gpubuddy pool",
                            device);
   return gpb_pool_drain(p);
+}
+
+int gpb_torch_explain(int device, size_t size, char *buf, size_t len) {
+  gpb_pool_t *p = gpb_torch_pool(device);
+  if (!p)
+    return snprintf(buf, len, "gpubuddy: device %d has no pool (it could not "
+                    "be made: see the message printed when it was first used)",
+                    device);
+  gpb_stats_t s;
+  gpb_pool_info_t in;
+  int rc = gpb_pool_stats(p, &s);
+  if (rc == 0) rc = gpb_pool_info(p, &in);
+  if (rc) return rc;
+  return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes on device "
+                  "%d: %llu bytes free in the pool, the largest free block "
+                  "%llu bytes (pool of %llu bytes, policy %s). Set a larger "
+                  "pool_size in gpubuddy.torch.enable() or "
+                  "GPB_TORCH_POOL_SIZE.", size, device,
+                  (unsigned long long)s.free_bytes,
+                  (unsigned long long)s.largest_free,
+                  (unsigned long long)in.pool_size, gpb_policy_name(in.policy));
+}
+
+int gpb_torch_trace(int device, const char *path) {
+  gpb_pool_t *p = gpb_torch_pool(device);
+  if (!p) return gpb__fail(GPB_ENOTFOUND, "device %d has no gpubuddy pool",
+                           device);
+  return path ? gpb_pool_trace_start(p, path) : gpb_pool_trace_stop(p);
 }
