@@ -171,9 +171,14 @@ if [ "$BUILT" = yes ]; then
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     step torch-compare 240 "python3 '$SRCDIR/samples/torch/train.py' --lib .libs/libgpubuddy.so --compare --steps 200 --json '$OUT/torch-compare.json'"
     step torch-traces 150 "python3 '$SRCDIR/samples/torch/record_traces.py' --out '$OUT/traces' --steps 4"
+    # The Python package, installed the README's way, in fresh processes.
+    step python-install 240 "python3 -m pip install -q --no-index --target '$BUILD/pysite' '$SRCDIR/python'"
+    step python-smoke-enable 120 "PYTHONPATH='$BUILD/pysite' python3 '$SRCDIR/python/tests/torch_smoke.py' enable"
+    step python-smoke-mempool 120 "PYTHONPATH='$BUILD/pysite' python3 '$SRCDIR/python/tests/torch_smoke.py' mem_pool"
   else
     record torch-compare SKIP "python3 cannot import torch with CUDA"
     record torch-traces SKIP "python3 cannot import torch with CUDA"
+    record python-smoke SKIP "python3 cannot import torch with CUDA"
   fi
 fi
 

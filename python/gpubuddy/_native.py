@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: MIT
+"""The shared library inside the package, loaded once with ctypes."""
+import ctypes
+import json
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LIB_PATH = os.path.join(_HERE, "_lib", "libgpubuddy.so")
+_lib = None
+
+
+class GpubuddyError(RuntimeError):
+    """A gpubuddy call failed; the message is one line saying why."""
+
+
+def library_path():
+    """Path of the libgpubuddy.so this package uses."""
+    return _LIB_PATH
+
+
+def lib():
+    """The loaded library, with the signatures this package calls."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    if not os.path.exists(_LIB_PATH):
+        raise GpubuddyError("gpubuddy: %s is missing: reinstall the package "
+                            "(pip install ./python from a clone)" % _LIB_PATH)
+    # RTLD_GLOBAL: the PyTorch shim and CUDAPluggableAllocator find its
+    # symbols in the process.
+    l = ctypes.CDLL(_LIB_PATH, mode=ctypes.RTLD_GLOBAL)
+    vp, i, sz, cp = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p
+    for name, res, args in (
+            ("gpb_version", cp, []),
+            ("gpb_strerror", cp, [i]),
+            ("gpb_last_error_detail", cp, []),
+            ("gpb_torch_pool", vp, [i]),
+            ("gpb_pool_stats", i, [vp, vp]),
+            ("gpb_stats_json", i, [vp, cp, sz]),
+            ("gpb_torch_calls", i, [i, vp, vp, vp]),
+            ("gpb_torch_explain", i, [i, sz, cp, sz]),
+            ("gpb_torch_trace", i, [i, cp]),
+            ("gpb_torch_drain", i, [i])):
+        f = getattr(l, name)
+        f.restype = res
+        f.argtypes = args
+    _lib = l
+    return l
+
+
+def check(rc, what):
+    """Raises GpubuddyError for a negative gpubuddy return code."""
+    if rc < 0:
+        l = lib()
+        raise GpubuddyError("gpubuddy: %s: %s: %s" % (
+            what, l.gpb_strerror(rc).decode(), l.gpb_last_error_detail().decode()))
+    return rc
+
+
+def version():
+    """The library's version string."""
+    return lib().gpb_version().decode()
+
+
+def pool_stats(pool):
+    """A pool's stats (gpb_pool_stats, as gpb_stats_json writes them)."""
+    l = lib()
+    st = ctypes.create_string_buffer(16384)  # larger than gpb_stats_t
+    check(l.gpb_pool_stats(pool, st), "pool stats")
+    n = check(l.gpb_stats_json(st, None, 0), "stats as JSON")
+    buf = ctypes.create_string_buffer(n + 1)
+    l.gpb_stats_json(st, buf, n + 1)
+    return json.loads(buf.value.decode())

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""memory_compare.py: gpubuddy against PyTorch's allocator on real
+workloads, side by side on one GPU (issue: PyTorch, first class).
+
+    memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
+    memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null]
+
+base: each workload runs twice under PyTorch's allocator and twice under
+gpubuddy (a large pool, its trace recorded), in turn: the losses must be
+equal, the median step times are compared, and gpubuddy-replay
+--find-min-pool on the recorded trace predicts the smallest pool.
+caps: for each allocator, the smallest cap (PyTorch's per-process
+fraction) or pool size (gpubuddy) on a 128 MiB grid with which the
+workload still runs, each try a fresh process (workloads.py); tries run
+several at a time when their caps fit on the GPU together. It searches
+between peak live bytes and a size known to run, k sizes a round.
+Writes DIR/base.json, DIR/caps.json and DIR/memory.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+G = 128 << 20
+
+
+def run(workload, allocator, cap=0, trace=None, steps=0, timeout=600):
+    cmd = [sys.executable, os.path.join(HERE, "workloads.py"), workload, allocator,
+           "--cap", str(cap)]
+    if trace:
+        cmd += ["--trace", trace]
+    if steps:
+        cmd += ["--steps", str(steps)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            universal_newlines=True)
+
+
+def result(p):
+    out, _ = p.communicate()
+    for line in out.splitlines()[::-1]:
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"ok": False, "error": "no result (exit %s)" % p.returncode}
+
+
+def med(ms):
+    return statistics.median(ms[2:] if len(ms) > 3 else ms) if ms else None
+
+
+def base(a):
+    res = {}
+    for w in a.workloads:
+        r = {"default": [], "gpubuddy": []}
+        for i in range(2):
+            for alloc in ("default", "gpubuddy"):
+                tr = os.path.join(a.out, "%s.trace.gz" % w) if alloc == "gpubuddy" and i == 0 else None
+                x = result(run(w, alloc, trace=tr))
+                r[alloc].append(x)
+                print("%s %s run %d: ok=%s median %.1f ms %s" % (
+                    w, alloc, i, x["ok"], med(x.get("step_ms")) or -1,
+                    x.get("error") or ""), file=sys.stderr, flush=True)
+        d, g = r["default"], r["gpubuddy"]
+        peak = max(x.get("peak_live", 0) for x in d)
+        pred = None
+        trace = os.path.join(a.out, "%s.trace.gz.0" % w)
+        if a.replay and os.path.exists(trace):
+            p = subprocess.run([a.replay, "--find-min-pool", "--policy", "bestfit",
+                                "--min-block", "512", "--resolution", str(G),
+                                "--json", "--quiet", trace],
+                               stdout=subprocess.PIPE, universal_newlines=True)
+            try:
+                pred = json.loads(p.stdout)["runs"][0]["min_pool_size"]
+            except (ValueError, KeyError, IndexError):
+                pred = None
+        res[w] = {
+            "peak_live": peak,
+            "peak_reserved": max(x.get("peak_reserved", 0) for x in d),
+            "losses_equal": all(x["losses"] == d[0]["losses"] for x in d + g),
+            "default_repeatable": d[0]["losses"] == d[1]["losses"],
+            "step_ms_default": [med(x["step_ms"]) for x in d],
+            "step_ms_gpubuddy": [med(x["step_ms"]) for x in g],
+            "predicted_min_pool": pred,
+            "ok": all(x["ok"] for x in d + g),
+            "errors": [x["error"] for x in d + g if x.get("error")],
+        }
+    with open(os.path.join(a.out, "base.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    return res
+
+
+def search(w, alloc, lo, hi, par, gpu_bytes):
+    """Smallest multiple of G in (lo, hi] that runs; hi must run (or is
+    checked first). Returns (size, tries)."""
+    tries = []
+    lo = lo // G * G
+    hi = -(-hi // G) * G
+    x = result(run(w, alloc, cap=hi))
+    tries.append((hi, x["ok"], x.get("error")))
+    while not x["ok"]:  # the known-good end fails: widen
+        lo, hi = hi, hi + max(G, hi // 4)
+        if hi > gpu_bytes:
+            return None, tries
+        x = result(run(w, alloc, cap=hi))
+        tries.append((hi, x["ok"], x.get("error")))
+    while hi - lo > G:
+        n = (hi - lo) // G - 1
+        k = max(1, min(par, n, int(0.9 * gpu_bytes // hi)))
+        pts = sorted({lo + G * max(1, round((j + 1) * (n + 1) / (k + 1)))
+                      for j in range(k)})
+        pts = [p for p in pts if lo < p < hi]
+        procs = [(p, run(w, alloc, cap=p)) for p in pts]
+        got = [(p, result(q)) for p, q in procs]
+        for p, x in got:
+            tries.append((p, x["ok"], x.get("error")))
+        ok = [p for p, x in got if x["ok"]]
+        bad = [p for p, x in got if not x["ok"] and (not ok or p < min(ok))]
+        if ok:
+            hi = min(ok)
+        if bad:
+            lo = max(bad)
+        print("  %s %s: (%d MiB, %d MiB]" % (w, alloc, lo >> 20, hi >> 20),
+              file=sys.stderr, flush=True)
+    return hi, tries
+
+
+def caps(a):
+    import torch
+    gpu = torch.cuda.get_device_properties(0).total_memory
+    name = torch.cuda.get_device_name(0)
+    with open(os.path.join(a.out, "base.json")) as f:
+        b = json.load(f)
+    res = {"gpu": name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    for w in a.workloads:
+        if w not in b:
+            continue
+        peak = b[w]["peak_live"]
+        res[w] = {"peak_live": peak}
+        for alloc in a.allocators:
+            if alloc.startswith("gpubuddy"):
+                hi = (b[w]["predicted_min_pool"] or int(peak * 1.3)) + G
+            else:
+                hi = max(b[w]["peak_reserved"], peak + G)
+            t0 = time.time()
+            size, tries = search(w, alloc, peak, hi, a.parallel, gpu)
+            res[w][alloc] = {"min": size, "tries": tries,
+                             "seconds": round(time.time() - t0, 1)}
+            print("%s %s: %s" % (w, alloc, size), file=sys.stderr, flush=True)
+        with open(os.path.join(a.out, "caps.json"), "w") as f:
+            json.dump(res, f, indent=1)
+    table(a.out, b, res)
+    return res
+
+
+def gib(x):
+    return "%.3f GiB" % (x / 2**30) if x else "n/a"
+
+
+def table(out, b, c):
+    cols = [x for x in ("default", "expandable", "gpubuddy", "gpubuddy-null")
+            if any(x in c.get(w, {}) for w in b)]
+    lines = ["Smallest cap or pool that runs (128 MiB grid), %s, %s" % (c["gpu"], c["date"]),
+             "", "| workload | peak live | " + " | ".join(cols) + " | losses equal | step ms PyTorch / gpubuddy |",
+             "|---" * (len(cols) + 4) + "|"]
+    for w in b:
+        if w not in c:
+            continue
+        cells = []
+        for x in cols:
+            m = c[w].get(x, {}).get("min")
+            cells.append("%s (%.3fx)" % (gib(m), m / b[w]["peak_live"]) if m else "n/a")
+        sd = "/".join("%.1f" % v for v in b[w]["step_ms_default"] if v)
+        sg = "/".join("%.1f" % v for v in b[w]["step_ms_gpubuddy"] if v)
+        lines.append("| %s | %s | %s | %s | %s ; %s |" % (
+            w, gib(b[w]["peak_live"]), " | ".join(cells),
+            "yes" if b[w]["losses_equal"] else "no (PyTorch repeatable: %s)" % b[w]["default_repeatable"],
+            sd, sg))
+    with open(os.path.join(out, "memory.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("phase", choices=["base", "caps"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--replay", help="gpubuddy-replay (base: predicts the pool)")
+    ap.add_argument("--workloads", default="resnet,gpt,infer")
+    ap.add_argument("--allocators", default="default,expandable,gpubuddy,gpubuddy-null")
+    ap.add_argument("--parallel", type=int, default=4)
+    a = ap.parse_args()
+    a.workloads = a.workloads.split(",")
+    a.allocators = a.allocators.split(",")
+    os.makedirs(a.out, exist_ok=True)
+    if a.phase == "base":
+        json.dump(base(a), sys.stdout, indent=1)
+    else:
+        caps(a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

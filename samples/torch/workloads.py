@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""workloads.py: one run of a real PyTorch workload under one allocator, as
+one JSON line on stdout. scripts/torch-memory.sh runs it many times, each
+in a fresh process, to compare allocators side by side on one GPU.
+
+    workloads.py WORKLOAD ALLOCATOR [--cap BYTES] [--steps N] [--trace PATH]
+
+WORKLOAD: resnet (ResNet-50 training, batch 64, 224x224, SGD), gpt
+(GPT-2 124M training, batch 8 x 1024 tokens, AdamW), infer (GPT-2 fp16
+inference, random batch 1-16 x length 16-1024). Models are built from
+their configurations with random weights: nothing is downloaded.
+
+ALLOCATOR: default (PyTorch's caching allocator), expandable (the same
+with expandable_segments:True), gpubuddy (gpubuddy.torch.enable, which
+raises OutOfMemoryError), gpubuddy-null (the plain C entry points, which
+return NULL on exhaustion). --cap is PyTorch's per-process cap
+(set_per_process_memory_fraction) or gpubuddy's pool size.
+
+The JSON: ok (ran every step), error (the first line of what stopped
+it), losses (one number per step: the training loss, or a checksum of
+the logits), step_ms (wall time per step, after a synchronize),
+peak_live (torch.cuda.max_memory_allocated, PyTorch allocators only),
+and gpubuddy's stats at the end.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def build(torch, name, dev):
+    if name == "resnet":
+        import torchvision
+        m = torchvision.models.resnet50(weights=None).to(dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+        g = torch.Generator(device="cpu").manual_seed(2)
+        x = torch.randn(64, 3, 224, 224, generator=g).to(dev)
+        y = torch.randint(0, 1000, (64,), generator=g).to(dev)
+
+        def step(i):
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss.item()
+        return step
+    import transformers
+    cfg = transformers.GPT2Config()
+    if name == "gpt":
+        m = transformers.GPT2LMHeadModel(cfg).to(dev)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+        g = torch.Generator(device="cpu").manual_seed(3)
+        ids = torch.randint(0, cfg.vocab_size, (8, 1024), generator=g).to(dev)
+
+        def step(i):
+            opt.zero_grad(set_to_none=True)
+            loss = m(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            return loss.item()
+        return step
+    m = transformers.GPT2LMHeadModel(cfg).half().to(dev).eval()
+    g = torch.Generator(device="cpu").manual_seed(4)
+
+    def step(i):
+        b = int(torch.randint(1, 17, (1,), generator=g))
+        t = int(torch.randint(16, 1025, (1,), generator=g))
+        ids = torch.randint(0, cfg.vocab_size, (b, t), generator=g).to(dev)
+        with torch.no_grad():
+            return m(input_ids=ids).logits.float().mean().item()
+    return step
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workload", choices=["resnet", "gpt", "infer"])
+    ap.add_argument("allocator", choices=["default", "expandable", "gpubuddy",
+                                          "gpubuddy-null"])
+    ap.add_argument("--cap", type=int, default=0, help="bytes (0: none)")
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--trace", help="gpubuddy: record the pool's trace here")
+    ap.add_argument("--policy", default=None, help="gpubuddy policy")
+    a = ap.parse_args()
+    steps = a.steps or {"resnet": 6, "gpt": 6, "infer": 60}[a.workload]
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    if a.allocator == "expandable":
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    import torch
+    out = {"workload": a.workload, "allocator": a.allocator, "cap": a.cap,
+           "steps": steps, "ok": False, "error": None, "losses": [], "step_ms": []}
+    if a.allocator.startswith("gpubuddy"):
+        import gpubuddy.torch as gt
+        gt.enable(pool_size=a.cap or "90%", policy=a.policy, trace=a.trace,
+                  oom_error=a.allocator == "gpubuddy")
+    dev = torch.device("cuda", 0)
+    if a.cap and not a.allocator.startswith("gpubuddy"):
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, a.cap / total), 0)
+    torch.manual_seed(1)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    try:
+        step = build(torch, a.workload, dev)
+        for i in range(steps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out["losses"].append(step(i))
+            torch.cuda.synchronize()
+            out["step_ms"].append(round((time.perf_counter() - t0) * 1e3, 3))
+        out["ok"] = True
+    except Exception as e:  # an OOM of any kind ends the try: say which
+        out["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])
+    if a.allocator.startswith("gpubuddy"):
+        try:
+            import gpubuddy.torch as gt
+            s = gt.stats(0)
+            out["gpubuddy"] = {k: s[k] for k in ("requested_peak", "used_peak",
+                                                 "failures", "allocs")}
+            if a.trace:
+                gt.stop_trace(0)
+        except Exception as e:
+            out["gpubuddy"] = {"error": str(e)}
+    else:
+        out["peak_live"] = torch.cuda.max_memory_allocated(0)
+        out["peak_reserved"] = torch.cuda.max_memory_reserved(0)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
