@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ddp.py ALLOCATOR OUT: DDP training under torchrun, one gpubuddy pool per
+rank (scripts/torch-ddp.sh runs it with gpubuddy and with PyTorch's
+allocator and compares the losses).
+
+    torchrun --nproc_per_node=2 samples/torch/ddp.py gpubuddy OUT
+
+With gpubuddy each rank publishes its pool as ddp.rRANK.DEVICE; at step
+10 each rank reads its own pool live with `gpubuddy-stat --json` (the
+GPB_STAT environment variable names the program) and writes what it
+saw to OUT/stat-RANK.json. Rank 0 writes the losses to
+OUT/losses-ALLOCATOR.json. BACKEND=gloo runs two ranks on one GPU."""
+import json
+import os
+import subprocess
+import sys
+
+import torch
+import torch.distributed as dist
+
+
+def main():
+    alloc, out = sys.argv[1], sys.argv[2]
+    rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    ngpu = torch.cuda.device_count()
+    dev = local % ngpu
+    if alloc == "gpubuddy":
+        import gpubuddy.torch as gt
+        gt.enable(pool_size="4G", publish="ddp")
+    torch.cuda.set_device(dev)
+    dist.init_process_group(os.environ.get("BACKEND", "nccl"))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
+                                torch.nn.Linear(4096, 1024)).cuda(dev)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev])
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(100 + rank)
+    losses = []
+    for step in range(30):
+        x = torch.randn(256, 1024, generator=g).cuda(dev)
+        loss = (ddp(x) - x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        t = loss.detach().clone()
+        dist.all_reduce(t)
+        losses.append(t.item() / dist.get_world_size())
+        if step == 10 and alloc == "gpubuddy":
+            name = "ddp.r%d.%d" % (rank, dev)
+            p = subprocess.run([os.environ["GPB_STAT"], "--json", name],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+            with open(os.path.join(out, "stat-%d.json" % rank), "w") as f:
+                json.dump({"name": name, "rc": p.returncode,
+                           "stdout": p.stdout.strip(), "stderr": p.stderr.strip(),
+                           "stats": gt.stats(dev)}, f)
+    if rank == 0:
+        with open(os.path.join(out, "losses-%s.json" % alloc), "w") as f:
+            json.dump(losses, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# torch-ddp.sh OUT: DDP on every GPU of the machine (torchrun, NCCL), once
+# with PyTorch's allocator and once with one gpubuddy pool per rank; the
+# losses must be equal and each rank's pool must be readable live under
+# its own name. With one GPU it runs two ranks on it with gloo.
+set -eu
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=/tmp/gpb-torch
+tarball=$(ls -t "$here"/.gpu/gpubuddy-*.tar.gz | head -1)
+if [ ! -x "$work/build/tools/gpubuddy-stat" ] || [ "$tarball" -nt "$work/stamp" ]; then
+  rm -rf "$work" && mkdir -p "$work/src" "$work/build"
+  tar xzf "$tarball" -C "$work/src" --strip-components=1
+  (cd "$work/build" && "$work/src/configure" -q >/dev/null && make -j"$(nproc)" >/dev/null)
+  python3 -m pip install -q --no-index --target "$work/site" "$work/src/python"
+  touch "$work/stamp"
+fi
+export PYTHONPATH="$work/site" GPB_STAT="$work/build/tools/gpubuddy-stat"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+n=$(nvidia-smi -L | wc -l)
+if [ "$n" -lt 2 ]; then export BACKEND=gloo; n=2; fi
+nvidia-smi -L | tee "$out/gpus.txt"
+echo "backend: ${BACKEND:-nccl}, $n ranks" | tee -a "$out/gpus.txt"
+for a in default gpubuddy; do
+  torchrun --standalone --nproc_per_node="$n" "$work/src/samples/torch/ddp.py" "$a" "$out" \
+    > "$out/run-$a.log" 2>&1 || { tail -20 "$out/run-$a.log"; exit 1; }
+done
+python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+d = json.load(open(os.path.join(out, "losses-default.json")))
+g = json.load(open(os.path.join(out, "losses-gpubuddy.json")))
+print("losses equal:", d == g, "first", d[0], g[0], "last", d[-1], g[-1])
+for f in sorted(os.listdir(out)):
+    if f.startswith("stat-"):
+        s = json.load(open(os.path.join(out, f)))
+        print(f, s["name"], "gpubuddy-stat rc", s["rc"], s["stdout"][:160] or s["stderr"][:160])
+sys.exit(0 if d == g else 1)
+PY
