@@ -38,6 +38,10 @@ typedef struct shm_reader {
   gpb_block_info_t *blocks;
   size_t blocks_cap;
   char name[GPB_NAME_MAX];
+  /* The pool's geometry as validated at open: the segment can change
+   * under us, so these are never read from it again. */
+  uint64_t min_block, managed;
+  uint32_t norders;
 } shm_reader_t;
 
 static void shm_request(shm_reader_t *r) {
@@ -104,9 +108,8 @@ static int shm_grow(void **buf, size_t *cap, size_t need, size_t elem) {
 /* Expands keyframe records into the block list gpb_model_load takes,
  * checking every record against the pool's geometry. */
 static int shm_expand(shm_reader_t *r, uint64_t nrec, size_t *nblocks) {
-  const pub_hdr_t *h = r->h;
-  uint32_t shift = (uint32_t)__builtin_ctzll(h->min_block);
-  uint64_t nunits = h->managed_size >> shift, u = 0;
+  uint32_t shift = (uint32_t)__builtin_ctzll(r->min_block);
+  uint64_t nunits = r->managed >> shift, u = 0;
   size_t nb = 0;
   for (uint64_t x = 0; x < nrec; x++) {
     const uint64_t *rec = &r->kbuf[4 * x];
@@ -117,7 +120,7 @@ static int shm_expand(shm_reader_t *r, uint64_t nrec, size_t *nblocks) {
         return gpb__fail(GPB_EFORMAT, "keyframe record %llu: bad tag or "
                          "request", (unsigned long long)x);
     } else {
-      if (rec[0] >= h->num_orders)
+      if (rec[0] >= r->norders)
         return gpb__fail(GPB_EFORMAT, "keyframe record %llu: order %llu",
                          (unsigned long long)x, (unsigned long long)rec[0]);
       len = 1ull << rec[0];
@@ -363,13 +366,16 @@ int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
     return rc;
   }
   pub_hdr_t *h = r->h;
+  r->min_block = h->min_block;
+  r->managed = h->managed_size;
+  r->norders = h->num_orders;
   r->nslots = h->nslots;
   r->mask = r->nslots - 1;
   r->kf_cap = h->kf_cap;
   r->ring = (pub_slot_t *)((char *)r->map + h->ring_off);
   r->kf[0] = (pub_rec_t *)((char *)r->map + h->kf_off[0]);
   r->kf[1] = (pub_rec_t *)((char *)r->map + h->kf_off[1]);
-  if ((rc = gpb_model_create(h->managed_size, h->min_block, &a->model))) {
+  if ((rc = gpb_model_create(r->managed, r->min_block, &a->model))) {
     munmap(r->map, r->size);
     free(r);
     return rc;
@@ -377,14 +383,15 @@ int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
   memset(&a->info, 0, sizeof a->info);
   a->info.base = (void *)(uintptr_t)h->base;
   a->info.pool_size = h->pool_size;
-  a->info.managed_size = h->managed_size;
-  a->info.min_block = h->min_block;
-  a->info.num_orders = h->num_orders;
+  a->info.managed_size = r->managed;
+  a->info.min_block = r->min_block;
+  a->info.num_orders = r->norders;
   a->info.num_roots = h->num_roots;
   a->info.backend = (gpb_backend_t)h->backend;
   a->info.policy = (gpb_policy_t)h->policy;
   a->info.device = h->device;
-  snprintf(a->info.name, sizeof a->info.name, "%s", h->name);
+  snprintf(a->info.name, sizeof a->info.name, "%.*s",
+           (int)sizeof a->info.name - 1, h->name);
   a->impl = r;
   a->ops = &shm_ops;
   /* Sync now so the model holds the current state when open returns; the

@@ -153,7 +153,9 @@ int gpb__shm_check_header(const pub_hdr_t *h, size_t fsize, const char *name) {
 /* Maps a segment by path: read-write for readers, read-only to inspect. */
 int gpb__shm_map(const char *path, int writable, void **map, size_t *size,
                    struct stat *st_out) {
-  int fd = shm_open(path, writable ? O_RDWR : O_RDONLY, 0);
+  /* O_NONBLOCK: a FIFO planted under the name must not block the open
+   * (anyone can create one in /dev/shm); it is refused below. */
+  int fd = shm_open(path, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK, 0);
   if (fd < 0) {
     int e = errno;
     if (e == ENOENT)
@@ -172,6 +174,19 @@ int gpb__shm_map(const char *path, int writable, void **map, size_t *size,
     return gpb__fail(GPB_EIO, "cannot stat /dev/shm%s: %s", path, strerror(e));
   }
   if (st_out) *st_out = st;
+  /* Another user's file under our name is neither read nor replaced: its
+   * contents are theirs to garble, and its mode may let us attach. */
+  if (st.st_uid != geteuid()) {
+    close(fd);
+    return gpb__fail(GPB_EPERM, "/dev/shm%s belongs to uid %u, not to this "
+                     "user (uid %u): not a segment of ours", path,
+                     (unsigned)st.st_uid, (unsigned)geteuid());
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return gpb__fail(GPB_EFORMAT, "/dev/shm%s is not a regular file (a FIFO "
+                     "or device?): not a live segment", path);
+  }
   if (st.st_size < (off_t)PUB_HDR_SIZE) {
     close(fd);
     return gpb__fail(GPB_EFORMAT, "/dev/shm%s is %lld bytes; a live segment "
