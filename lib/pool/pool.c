@@ -17,8 +17,24 @@
  */
 #include "pool/pool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Pools that took a name or a trace path from the environment so far. */
+static _Atomic unsigned pool_env_count;
+
+/* PATH for the k-th pool: .k before the first dot of the file name, so
+ * the extensions (.gz: compressed) are kept; k = 0: PATH itself. */
+static int pool_env_path(const char *path, unsigned k, char *out, size_t n) {
+  if (k == 0) return snprintf(out, n, "%s", path) >= (int)n;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strchr(base, '.');
+  if (!dot || dot == base) return snprintf(out, n, "%s.%u", path, k) >= (int)n;
+  int m = snprintf(out, n, "%.*s.%u%s", (int)(dot - path), path, k, dot);
+  return m < 0 || (size_t)m >= n;
+}
 
 /* Caller holds the lock. */
 void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
@@ -123,11 +139,32 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     return gpb__fail(GPB_EINVAL, "unknown policy %d", (int)cfg.policy);
   if ((unsigned)cfg.backend > GPB_BACKEND_VIRTUAL)
     return gpb__fail(GPB_EINVAL, "unknown backend %d", (int)cfg.backend);
+  char env_name[GPB_NAME_MAX], env_path[4096];
+  int trace_from_env = 0;
   if (!(cfg.flags & GPB_CFG_NO_ENV)) {
-    const char *e = getenv("GPB_PUBLISH");
-    if (!cfg.name && e && *e) cfg.name = e;
-    e = getenv("GPB_TRACE");
-    if (!cfg.trace_path && e && *e) cfg.trace_path = e;
+    const char *pe = getenv("GPB_PUBLISH"), *te = getenv("GPB_TRACE");
+    int want_name = !cfg.name && pe && *pe;
+    int want_path = !cfg.trace_path && te && *te;
+    /* One environment serves every pool of the process: the first takes
+     * NAME and PATH as they are, the k-th NAME.k and PATH with .k before
+     * the first dot of its file name (run.trace.gz: run.1.trace.gz). */
+    unsigned k = want_name || want_path
+                     ? atomic_fetch_add(&pool_env_count, 1) : 0;
+    if (want_name) {
+      int n = k ? snprintf(env_name, sizeof env_name, "%s.%u", pe, k)
+                : snprintf(env_name, sizeof env_name, "%s", pe);
+      if (n < 0 || (size_t)n >= sizeof env_name)
+        return gpb__fail(GPB_EINVAL, "GPB_PUBLISH=%s: pool %u's name %s.%u "
+                         "is too long", pe, k, pe, k);
+      cfg.name = env_name;
+    }
+    if (want_path) {
+      if (pool_env_path(te, k, env_path, sizeof env_path))
+        return gpb__fail(GPB_EINVAL, "GPB_TRACE=%s is too long", te);
+      cfg.trace_path = env_path;
+      trace_from_env = 1;
+    }
+    const char *e;
     e = getenv("GPB_ARENAS");
     int rc;
     if (cfg.arenas == 1 && e && *e &&
@@ -195,6 +232,8 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   }
   p->info.num_arenas = p->narenas;
 
+  if (trace_from_env)
+    snprintf(p->env_trace, sizeof p->env_trace, "%s", cfg.trace_path);
   if (cfg.trace_path && (rc = gpb_pool_trace_start(p, cfg.trace_path))) {
     gpb_pool_destroy(p);
     return rc;
@@ -217,7 +256,11 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
 
 void gpb_pool_destroy(gpb_pool_t *p) {
   if (!p) return;
-  if (p->trace) gpb_trace_writer_close(p->trace);
+  /* A program that did not ask for the trace cannot check for its loss:
+   * say it here, once (a full disk, say). */
+  if (p->trace && gpb_trace_writer_close(p->trace) && p->env_trace[0])
+    fprintf(stderr, "gpubuddy: the trace GPB_TRACE asked for (%s) is "
+            "incomplete: %s\n", p->env_trace, gpb_last_error_detail());
   gpb__pub_close(p->pub);
   gpb__arenas_close(p);
   gpb__gpu_close(p->gpu);

@@ -51,6 +51,7 @@ struct gpb_pool {
   void *hook_user;
   gpb__pub_t *pub;
   gpb_trace_writer_t *trace;
+  char env_trace[256]; /* the trace's path when GPB_TRACE started it */
   gpb__gpu_t *gpu; /* device/pinned pools: async frees, NVTX (stream.c) */
   /* Arenas (arena.c); narenas is 1 and the rest unused without them. */
   uint32_t narenas;
