@@ -92,6 +92,29 @@ done
 
 # 6. --speed runs (paced by timestamps; no timing is checked here).
 $replay --speed 1000 --quiet "$srcdir/tests/data/rmm_small.csv" > /dev/null || fail "--speed exited $?"
+# A tiny speed and a huge jump between timestamps: the pause is clamped
+# (to a day) instead of overflowing the conversion to an integer, which
+# UBSan stops at once. The replay is then still waiting when timeout ends it.
+printf '# gpubuddy-trace v1\n1 0 alloc 0x10 64 0 0\n2 1000000000000000000 free 0x10 0 0 0\n' > "$tmp/jump.trace"
+timeout 3 $replay --speed 1e-300 --pool-size 1M --quiet "$tmp/jump.trace" > /dev/null 2> "$tmp/jump.err"
+rc=$?
+[ $rc = 124 ] || fail "--speed 1e-300 over a 1e18 ns jump: exit $rc, not paused: $(head -3 "$tmp/jump.err")"
+
+# 6b. The 4096-byte line limit does not count a CR: lines of exactly 4096
+# bytes are read with LF and with CRLF ends, in the buffer and across its
+# edges (300 of them); one byte more is refused either way.
+long=$(printf '#%4095s' x)
+for eol in lf crlf; do
+  if [ $eol = crlf ]; then e='\r\n'; else e='\n'; fi
+  { printf "# gpubuddy-trace v1$e"
+    i=0; while [ $i -lt 300 ]; do printf "%s$e" "$long"; i=$((i + 1)); done
+    printf "1 0 alloc 0x10 64 0 0${e}2 0 free 0x10 0 0 0$e"; } > "$tmp/long-$eol.trace"
+  $replay --quiet --pool-size 1M "$tmp/long-$eol.trace" > /dev/null 2> "$tmp/long.err" ||
+    fail "4096-byte lines with $eol refused: $(cat "$tmp/long.err")"
+  { printf "# gpubuddy-trace v1$e"; printf "%sy$e" "$long"; } > "$tmp/longer-$eol.trace"
+  $replay --quiet --pool-size 1M "$tmp/longer-$eol.trace" > /dev/null 2> "$tmp/long.err"
+  grep -q 'longer than 4096' "$tmp/long.err" || fail "a 4097-byte line with $eol was not refused"
+done
 
 # 7. Errors: bad traces name the line; usage errors exit 2.
 printf '# gpubuddy-trace v1\n1 0 alloc 0x10 64 0 0\n2 0 alloc 0x20 -5 0 0\n' > "$tmp/bad.trace"

@@ -421,7 +421,11 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
     r->ops++;
     if ((r->ops & 0x3fff) == 0) progress_tick(&pg, r->ops);
     if (o->speed > 0 && op.time_ns > t_first) {
-      uint64_t due = (uint64_t)((double)(op.time_ns - t_first) / o->speed);
+      /* Clamped: a tiny speed or a huge jump between timestamps would
+       * not fit in 64 bits (UBSan: float-cast-overflow). A day is the
+       * longest wait, and more than anyone means. */
+      double d = (double)(op.time_ns - t_first) / o->speed;
+      uint64_t due = d < 8.64e13 ? (uint64_t)d : 86400000000000ull;
       uint64_t now = gpb_now_ns() - start;
       if (due > now) sleep_ns(due - now);
     }

@@ -117,7 +117,10 @@ static int trace_getline(gpb_trace_reader_t *r) {
     s = r->buf + r->pos;
     nl = memchr(s, '\n', r->len - r->pos);
   }
-  if (nl && (n = (size_t)(nl - s)) <= TRACE_LINE_MAX) {
+  /* The limit counts the line without its newline, and without the CR
+   * of a CRLF: a CR is not part of the line. */
+  if (nl && ((n = (size_t)(nl - s)) <= TRACE_LINE_MAX ||
+             (n == TRACE_LINE_MAX + 1 && s[n - 1] == '\r'))) {
     if (memchr(s, 0, n)) return trace_fail(r, GPB_EFORMAT, "binary data (NUL byte)");
     r->pos += n + 1;
     if (n && s[n - 1] == '\r') n--;
@@ -138,7 +141,7 @@ static int trace_getline(gpb_trace_reader_t *r) {
     any = 1;
     if (c == '\n') break;
     if (c == 0) return trace_fail(r, GPB_EFORMAT, "binary data (NUL byte)");
-    if (n == TRACE_LINE_MAX)
+    if (n == TRACE_LINE_MAX + 1 || (n == TRACE_LINE_MAX && c != '\r'))
       return trace_fail(r, GPB_EFORMAT, "line longer than %d bytes",
                         TRACE_LINE_MAX);
     r->line[n++] = (char)c;
