@@ -61,7 +61,7 @@ expect "$tmp/rmm.json" pool_size 8388608
 
 # 3. Text output names every figure.
 $replay "$tmp/rec.trace" > "$tmp/text.txt" 2>/dev/null || fail "text replay exited $?"
-for w in 'events:' 'peak live bytes' 'peak bytes in blocks' 'internal' \
+for w in 'events:' 'peak live bytes served' 'peak bytes in blocks' 'internal' \
          'external' 'failed allocations (OOM)' 'median' 'p99' 'max' 'total time'; do
   grep -q "$w" "$tmp/text.txt" || fail "text output lacks '$w'"
 done
@@ -80,6 +80,7 @@ for pol in buddy trim; do
   $replay --find-min-pool --policy $pol --json --quiet --min-block 256 "$tmp/rec.trace" \
     > "$tmp/min.json" || fail "--find-min-pool exited $?"
   min=$(jget "$tmp/min.json" min_pool_size)
+  [ "$(jget "$tmp/min.json" peak_demand_bytes)" -gt 0 ] || fail "no peak_demand_bytes in --find-min-pool --json"
   step=$(jget "$tmp/min.json" min_pool_resolution)
   expect "$tmp/min.json" failed_allocs 0
   expect "$tmp/min.json" pool_size "$min"

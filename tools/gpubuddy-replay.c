@@ -166,9 +166,9 @@ static void print_text(const opts_t *o, const result_t *r) {
          r->at_end.seq, r->at_end.splits, r->at_end.merges);
   human(a, sizeof a, r->at_end.requested_peak);
   human(b, sizeof b, r->at_end.block_peak);
-  printf("peak live bytes (requested): %s (%" PRIu64 ")\n", a,
-         r->at_end.requested_peak);
-  printf("peak bytes in blocks:        %s (%" PRIu64 ", %.3fx requested)\n",
+  printf("peak live bytes served:  %s (%" PRIu64 "; requests this replay "
+         "served, at once)\n", a, r->at_end.requested_peak);
+  printf("peak bytes in blocks:    %s (%" PRIu64 ", %.3fx served)\n",
          b, r->at_end.block_peak,
          ratio(r->at_end.block_peak, r->at_end.requested_peak));
   printf("fragmentation:\n");
@@ -237,6 +237,7 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
     printf("      \"min_pool_replays\": %" PRIu64 ",\n", mp->probes);
     printf("      \"min_pool_ratio\": %.6f,\n",
            ratio(min_pool, sc ? sc->peak_all : 0));
+    printf("      \"peak_demand_bytes\": %" PRIu64 ",\n", sc ? sc->peak_all : 0);
   }
   printf("      \"ops\": %" PRIu64 ",\n", r->ops);
   printf("      \"allocs\": %" PRIu64 ",\n", r->allocs);
@@ -751,12 +752,19 @@ int main(int argc, char **argv) {
       printf("pool size: derived from the trace (peak live %s): next power of "
              "two >= 2x\n", a);
     }
+    if (o.find_min) {
+      char a[32];
+      human(a, sizeof a, sc.peak_all);
+      printf("peak demand: %s (%" PRIu64 " bytes: the most the trace asked to "
+             "hold at once, requests that failed in the recording included)\n",
+             a, sc.peak_all);
+    }
     for (int i = 0; i < npol; i++) {
       if (i) printf("\n");
       if (o.find_min) {
         char a[32];
         human(a, sizeof a, minp[i]);
-        printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak live)"
+        printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak demand)"
                "\n  exact at a resolution of %" PRIu64 " bytes: every size from "
                "%" PRIu64 " up was tried (%" PRIu64 " replays)\n",
                gpb_policy_name(pols[i]), a, minp[i],
