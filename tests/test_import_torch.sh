@@ -37,9 +37,10 @@ grep -q '"failed_allocs": 1,' "$tmp/r.json" || fail "replay: expected 1 failed a
 
 # 3. Devices: 1 has an empty history (a warning, a trace with no ops),
 # 7 does not exist (an error naming what there is).
-$imp "$data/torch_snapshot.pickle" --device 1 -o "$tmp/d1.trace" 2> "$tmp/d1.err" || fail "--device 1: exit $?"
-grep -q 'no allocations' "$tmp/d1.err" || fail "--device 1: no warning"
-[ "$(grep -vc '^#' "$tmp/d1.trace")" = 0 ] || fail "--device 1: ops in an empty history"
+$imp "$data/torch_snapshot.pickle" --device 1 -o "$tmp/d1.trace" 2> "$tmp/d1.err"
+[ $? = 1 ] || fail "--device 1 (an empty history): exit 0, expected an error"
+grep -q 'no allocations' "$tmp/d1.err" || fail "--device 1: no message"
+[ ! -e "$tmp/d1.trace" ] || fail "--device 1: left an empty trace behind"
 $imp "$data/torch_snapshot.pickle" --device 7 -o "$tmp/d7.trace" 2> "$tmp/d7.err"
 [ $? = 1 ] || fail "--device 7 did not exit 1"
 grep -q 'device 7 not in the snapshot' "$tmp/d7.err" || fail "--device 7: $(cat "$tmp/d7.err")"
@@ -84,8 +85,50 @@ PY
 bad malicious "refused"
 [ ! -e "$tmp/pwned" ] || fail "the malicious pickle ran code"
 
-# 6. --help.
+# 5b. Input that would take unbounded memory or time gets one line, no
+# traceback, and memory within the bounds (each under ulimit -v as well,
+# so a bound that failed would fail the test rather than the machine).
+mk "{'device_traces': [[]]}"; bad "empty history" "no allocations in its history"
+python3 - "$tmp" <<'PY'
+import gzip, pickle, struct, sys
+t = sys.argv[1]
+def X(s): b = s.encode(); return b"X" + struct.pack("<I", len(b)) + b
+open(t + "/bomb.pickle", "wb").write(gzip.compress(b"\0" * (80 << 20), 9))
+open(t + "/memo.pickle", "wb").write(b"\x80\x02N" + b"r" + struct.pack("<I", 1 << 27) + b".")
+sys.set_int_max_str_digits(0)
+big = 10 ** 5000
+open(t + "/bigint.pickle", "wb").write(pickle.dumps({"device_traces": [[{"action": big, "addr": 1, "size": 1}]]}))
+open(t + "/bigkey.pickle", "wb").write(pickle.dumps({"device_traces": [[{big: 1, "action": "alloc", "addr": 1, "size": 512}]]}))
+nest = b"]" * 200001 + b"a" * 200000
+open(t + "/deep.pickle", "wb").write(b"\x80\x02}" + X("device_traces") + b"]]}" + X("action") + nest + b"saas.")
+PY
+for k in bomb memo bigint bigkey deep; do
+  cp "$tmp/$k.pickle" "$tmp/bad.pickle"
+  rm -f "$tmp/out.trace"
+  (ulimit -v 1500000; $imp "$tmp/bad.pickle" -o "$tmp/out.trace" --max-input 50000000) 2> "$tmp/err"
+  rc=$?
+  if [ $k = bigkey ]; then # an extra key, however odd, is ignored
+    [ $rc = 0 ] || fail "$k: exit $rc: $(tail -2 "$tmp/err")"
+    continue
+  fi
+  [ $rc = 1 ] || fail "$k: exit $rc, expected 1: $(tail -2 "$tmp/err")"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$k: not one line: $(cat "$tmp/err")"
+  grep -q Traceback "$tmp/err" && fail "$k: Python traceback"
+done
+
+# 5c. Several devices: the summary names the others; --device all writes
+# one trace per device with a history (.DEVICE before the first dot).
+mk "{'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': 512}], [], [{'action': 'alloc', 'addr': 8192, 'size': 1024}]]}"
+$imp "$tmp/bad.pickle" -o "$tmp/one.trace" 2> "$tmp/err" || fail "two devices: exit $?"
+grep -q 'device 2 also has a history' "$tmp/err" || fail "the other device is not named: $(cat "$tmp/err")"
+$imp "$tmp/bad.pickle" --device all -o "$tmp/all.trace.gz" 2> "$tmp/err" || fail "--device all: exit $?"
+[ -s "$tmp/all.0.trace.gz" ] && [ -s "$tmp/all.2.trace.gz" ] || fail "--device all did not write all.0 and all.2"
+[ ! -e "$tmp/all.1.trace.gz" ] || fail "--device all wrote a trace for a device without history"
+$imp "$tmp/bad.pickle" --device x -o "$tmp/x.trace" 2>/dev/null; [ $? = 2 ] || fail "--device x did not exit 2"
+
+# 6. --help and --version.
 $imp --help | grep -q -- '--device' || fail "--help does not list --device"
+$imp --version | grep -q '^gpubuddy-import-torch (gpubuddy) [0-9]' || fail "--version: $($imp --version)"
 
 if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo ok
