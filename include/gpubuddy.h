@@ -50,7 +50,7 @@ extern "C" {
   XX(EALIGN, -7, "alignment is not a power of two")                            \
   XX(EDEVMEM, -8, "pool is larger than the device's free memory")              \
   XX(EBACKEND, -9, "backend could not reserve or release memory")              \
-  XX(ENOCUDA, -10, "CUDA is not available (built without it, or no device)")  \
+  XX(ENOCUDA, -10, "CUDA is not available: no device or driver, or built without CUDA") \
   XX(EHOSTMEM, -11, "out of host memory for metadata")                         \
   XX(ECORRUPT, -12, "an invariant does not hold")                              \
   XX(EFORMAT, -13, "malformed input")                                          \

@@ -191,6 +191,7 @@ static void common_usage(const gpbs_t *s) {
       snprintf(def, sizeof def, "%g", *(double *)x->dst);
     printf("  %-22s %s (default %s)\n", head, x->help, def);
   }
+  printf("  %-22s %s\n", "--version", "print the version and exit");
   printf("\nSIZE takes K, M, G suffixes (powers of 1024). Output: progress "
          "on stderr,\nthe summary on stdout. Exit status: 0 ok, 1 an "
          "unexpected error, 2 bad usage.\n");
@@ -233,7 +234,7 @@ static int common_bad(const gpbs_t *s, const char *fmt, ...) {
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nTry '%s --help'.\n", s->sample->prog);
+  fprintf(stderr, " (try '%s --help')\n", s->sample->prog);
   return GPBS_EXIT_USAGE;
 }
 
@@ -243,6 +244,10 @@ static int common_parse(gpbs_t *s, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h")) a = "--help";
+    if (!strcmp(a, "--version")) {
+      printf("%s %s\n", sm->prog, gpb_version());
+      return GPBS_EXIT_OK;
+    }
     if (strncmp(a, "--", 2) != 0)
       return common_bad(s, "unexpected argument '%s'", a);
     const char *eq = strchr(a, '=');
@@ -330,8 +335,9 @@ bool gpbs_start(gpbs_t *s, const gpbs_sample_t *sample, int argc, char **argv,
   rc = gpb_pool_create(&s->cfg, &s->pool);
   if (rc) {
     const char *d = gpb_last_error_detail();
-    fprintf(stderr, "%s: cannot create the pool: %s (%s)%s%s\n", sample->prog,
-            gpb_err_name(rc), gpb_strerror(rc), *d ? ": " : "", d);
+    /* The detail says what happened; the code's name is for searching. */
+    fprintf(stderr, "%s: cannot create the pool: %s [%s]\n", sample->prog,
+            *d ? d : gpb_strerror(rc), gpb_err_name(rc));
     *status = GPBS_EXIT_ERROR;
     return false;
   }

@@ -152,7 +152,7 @@ bad "stray argument" "unexpected argument" churn extra
 bad "flag given a value" "takes no value" churn --quiet=yes
 bad "sample option checked" "--max-size must be at least --min-size" churn --min-size 4K --max-size 1K
 bad "kvcache --arrival out of range" "--arrival must be 0 to 1" kvcache --arrival 1.5
-bad "min block not a power of two" "cannot create the pool: GPB_EINVAL" churn --backend host --min-block 100
+bad "min block not a power of two" "cannot create the pool: min_block 100 is not a power of two" churn --backend host --min-block 100
 
 # SIGINT or SIGTERM: the run stops, prints its summary and still exits 0.
 "$bin/gpubuddy-sample-kvcache" --backend virtual --steps 1000000 --pace-us 2000 >"$tmp/out" 2>"$tmp/err" &

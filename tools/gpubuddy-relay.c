@@ -883,6 +883,7 @@ int main(int argc, char **argv) {
       {"version", no_argument, 0, O_VERSION},
       {0, 0, 0, 0}};
   int ch;
+  opterr = 0; /* one line of our own instead of getopt's and the usage */
   while ((ch = getopt_long(argc, argv, "qvh", lo, NULL)) != -1) {
     char *end;
     switch (ch) {
@@ -916,7 +917,11 @@ int main(int argc, char **argv) {
     case 'v': o.verbose = 1; break;
     case 'h': relay_usage(stdout); return 0;
     case O_VERSION: printf("gpubuddy-relay %s\n", gpb_version()); return 0;
-    default: relay_usage(stderr); return 2;
+    default:
+      fprintf(stderr, "gpubuddy-relay: %s '%s' (try 'gpubuddy-relay --help')\n",
+              ch == ':' ? "option needs a value:" : "unknown option",
+              argv[optind - 1]);
+      return 2;
     }
   }
   if (optind != argc - 1) {

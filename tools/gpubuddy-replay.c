@@ -101,6 +101,7 @@ static void usage(FILE *f) {
 "  --json            machine-readable output (one key per line)\n"
 "  --quiet           no progress or warnings on stderr\n"
 "  --help            this text\n"
+"  --version         the version\n"
 "\n"
 "A free of an id the trace never allocated is counted and warned about once.\n"
 "Requests that failed when the trace was recorded are replayed (and freed\n"
@@ -578,12 +579,14 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       {"json", no_argument, 0, 'j'},
       {"quiet", no_argument, 0, 'q'},
       {"help", no_argument, 0, 'h'},
+      {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->backend = GPB_BACKEND_VIRTUAL;
   o->min_block = 256;
   o->policy = GPB_POLICY_BUDDY;
   int c;
+  opterr = 0; /* one line of our own instead of getopt's and the usage */
   while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
     switch (c) {
     case 'b':
@@ -649,7 +652,11 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     case 'j': o->json = 1; break;
     case 'q': o->quiet = 1; break;
     case 'h': usage(stdout); exit(0);
-    default: usage(stderr); return 2;
+    case 'V': printf("%s %s\n", prog, gpb_version()); exit(0);
+    default:
+      fprintf(stderr, "%s: unknown option or missing value: '%s' (try '%s "
+              "--help')\n", prog, argv[optind - 1], prog);
+      return 2;
     }
   }
   if (optind != argc - 1) {

@@ -43,6 +43,7 @@ static void stat_usage(FILE *f) {
           "                     per line); with --list, a JSON array\n"
           "  --list             list the pools that can be attached now\n"
           "  --help             this text\n"
+          "  --version          the version\n"
           "\n"
           "Exit status: 0 ok, 1 error, 2 no such pool, 3 the writer is gone\n"
           "(the last state it published is still printed when known).\n");
@@ -187,6 +188,9 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       stat_usage(stdout);
       exit(0);
+    } else if (!strcmp(a, "--version")) {
+      printf("gpubuddy-stat %s\n", gpb_version());
+      exit(0);
     } else if (!strcmp(a, "--json")) {
       o->json = 1;
     } else if (!strcmp(a, "--list")) {
@@ -207,7 +211,8 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
         }
       }
     } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "gpubuddy-stat: unknown option %s (see --help)\n", a);
+      fprintf(stderr, "gpubuddy-stat: unknown option %s (try 'gpubuddy-stat "
+              "--help')\n", a);
       return -1;
     } else if (!o->name) {
       o->name = a;
@@ -227,7 +232,7 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
 
 int main(int argc, char **argv) {
   stat_opts_t o;
-  if (stat_parse(argc, argv, &o)) return 1;
+  if (stat_parse(argc, argv, &o)) return 2; /* usage, as every tool */
   if (o.list) return stat_list(o.json);
 
   gpb_attach_t *a;

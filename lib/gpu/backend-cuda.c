@@ -42,8 +42,13 @@ int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
     cudaGetLastError();
-    return gpb__fail(GPB_ENOCUDA, "no CUDA device: %s",
-                     e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+    /* Without any driver the runtime says the driver is "insufficient",
+     * which sends people to upgrade one they do not have. */
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || n == 0)
+      return gpb__fail(GPB_ENOCUDA, "no CUDA device: no GPU or no NVIDIA "
+                       "driver here, or a driver older than this CUDA runtime "
+                       "(host pools work without one)");
+    return gpb__fail(GPB_ENOCUDA, "no CUDA device: %s", cudaGetErrorString(e));
   }
   if (device < 0 || device >= n)
     return gpb__fail(GPB_ENOCUDA, "device %d does not exist (%d present)",
