@@ -214,7 +214,8 @@ typedef struct gpb_pool_info {
   int device;
   char name[GPB_NAME_MAX]; /* "" when not published */
   uint32_t num_arenas;     /* 1 without arenas (see gpb_config_t.arenas) */
-  uint32_t reserved;
+  int32_t pid;             /* the process that owns the pool (its writer,
+                              for a live reader); 0 when unknown (relayed) */
 } gpb_pool_info_t;
 GPB_API int gpb_pool_info(const gpb_pool_t *pool, gpb_pool_info_t *out);
 

@@ -17,12 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { EXIT_GONE = 3, EXIT_NOTFOUND = 2 };
 
 typedef struct stat_opts {
   const char *name;
-  int json, list, watch;
+  int json, list, watch, all;
   double interval;
 } stat_opts_t;
 
@@ -30,6 +31,7 @@ static void stat_usage(FILE *f) {
   fprintf(f,
           "usage: gpubuddy-stat [--json] [--watch [SECONDS]] NAME\n"
           "       gpubuddy-stat --list [--json]\n"
+          "       gpubuddy-stat --all [--json]\n"
           "\n"
           "Prints the state of the live pool published as NAME (a pool made\n"
           "with gpb_config_t.name, or run with GPB_PUBLISH=NAME): used, free\n"
@@ -42,6 +44,10 @@ static void stat_usage(FILE *f) {
           "  --json             one JSON object per report (with --watch, one\n"
           "                     per line); with --list, a JSON array\n"
           "  --list             list the pools that can be attached now\n"
+          "  --all              every pool published on this machine, one\n"
+          "                     line each: name, pid, device, pool size, used,\n"
+          "                     requested, largest free, waste, external\n"
+          "                     fragmentation, failed allocations\n"
           "  --help             this text\n"
           "  --version          the version\n"
           "\n"
@@ -195,6 +201,8 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
       o->json = 1;
     } else if (!strcmp(a, "--list")) {
       o->list = 1;
+    } else if (!strcmp(a, "--all")) {
+      o->all = 1;
     } else if (!strcmp(a, "--watch") || !strcmp(a, "-w")) {
       o->watch = 1;
       if (i + 1 < argc) { /* optional SECONDS: taken when it is a number */
@@ -222,7 +230,7 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
       return -1;
     }
   }
-  if (!o->list && !o->name) {
+  if (!o->list && !o->all && !o->name) {
     fprintf(stderr, "gpubuddy-stat: which pool? give NAME or --list "
             "(see --help)\n");
     return -1;
@@ -230,10 +238,112 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
   return 0;
 }
 
+/* Names of the published pools, collected by gpb_list_pools. */
+typedef struct stat_names {
+  char (*v)[GPB_NAME_MAX];
+  size_t n, cap;
+} stat_names_t;
+
+static void stat_name_add(const char *name, void *user) {
+  stat_names_t *l = user;
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? 2 * l->cap : 16;
+    void *p = realloc(l->v, nc * sizeof *l->v);
+    if (!p) return; /* listed short rather than not at all */
+    l->v = p;
+    l->cap = nc;
+  }
+  snprintf(l->v[l->n++], GPB_NAME_MAX, "%s", name);
+}
+
+/* Attaches to name and polls until the model holds the pool's state (at
+ * most `wait` seconds: an idle writer sends its keyframe only at its next
+ * allocation). 1 with *s and *info filled, 0 no state yet, <0 error. */
+static int stat_snapshot(const char *name, double wait, gpb_pool_info_t *info,
+                         gpb_stats_t *s) {
+  gpb_attach_t *a;
+  int rc = gpb_attach_open(name, &a);
+  if (rc) return rc;
+  gpb_attach_info(a, info);
+  uint64_t until = gpb_now_ns() + (uint64_t)(wait * 1e9);
+  int synced = 0;
+  for (;;) {
+    rc = gpb_attach_poll(a);
+    if (rc > 0) {
+      synced = 1;
+      break;
+    }
+    if (rc == GPB_ECLOSED) { /* gone: its last state, if we got one */
+      synced = gpb_model_seq(gpb_attach_model(a)) > 0;
+      rc = 0;
+      break;
+    }
+    if (rc < 0 || gpb_now_ns() > until) break;
+    stat_sleep(0.005);
+  }
+  if (synced) gpb_model_stats(gpb_attach_model(a), s);
+  gpb_attach_close(a);
+  return rc < 0 ? rc : synced;
+}
+
+/* --all: one line (or JSON object) per pool published now. */
+static int stat_all(int json) {
+  stat_names_t l = {0};
+  int rc = gpb_list_pools(stat_name_add, &l);
+  if (rc) {
+    fprintf(stderr, "gpubuddy-stat: %s\n", gpb_last_error_detail());
+    return 1;
+  }
+  if (json) printf("[");
+  else
+    printf("%-24s %8s %4s %10s %10s %10s %10s %10s %6s %7s\n", "name", "pid",
+           "dev", "pool", "used", "requested", "largest", "waste", "extfrag",
+           "failed");
+  for (size_t i = 0; i < l.n; i++) {
+    gpb_pool_info_t in;
+    gpb_stats_t s;
+    memset(&in, 0, sizeof in);
+    int got = stat_snapshot(l.v[i], 0.5, &in, &s);
+    if (json) {
+      printf("%s\n {\"name\":", i ? "," : "");
+      stat_json_str(l.v[i]);
+      printf(",\"pid\":%d,\"device\":%d,\"pool_size\":%" PRIu64, (int)in.pid,
+             in.device, in.pool_size);
+      if (got > 0) {
+        char buf[2048];
+        int n = gpb_stats_json(&s, buf, sizeof buf);
+        /* The stats object's keys join this one's. */
+        if (n > 2 && (size_t)n < sizeof buf) printf(",%.*s", n - 2, buf + 1);
+      } else {
+        printf(",\"error\":\"%s\"", got < 0 ? gpb_err_name(got) : "no state yet");
+      }
+      printf("}");
+      continue;
+    }
+    char b[5][32];
+    if (got > 0)
+      printf("%-24s %8d %4d %10s %10s %10s %10s %10s %6.3f %7" PRIu64 "\n",
+             l.v[i], (int)in.pid, in.device,
+             stat_bytes(in.pool_size, b[0], 32), stat_bytes(s.block_bytes, b[1], 32),
+             stat_bytes(s.requested_bytes, b[2], 32),
+             stat_bytes(s.largest_free, b[3], 32),
+             stat_bytes(s.internal_frag_bytes, b[4], 32), s.external_frag,
+             s.failures);
+    else
+      printf("%-24s %8d %4d %10s  (%s)\n", l.v[i], (int)in.pid, in.device,
+             stat_bytes(in.pool_size, b[0], 32),
+             got < 0 ? gpb_strerror(got) : "no state yet: the writer is idle");
+  }
+  if (json) printf("%s]\n", l.n ? "\n" : "");
+  free(l.v);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   stat_opts_t o;
   if (stat_parse(argc, argv, &o)) return 2; /* usage, as every tool */
   if (o.list) return stat_list(o.json);
+  if (o.all) return stat_all(o.json);
 
   gpb_attach_t *a;
   int rc = gpb_attach_open(o.name, &a);
@@ -296,7 +406,9 @@ int main(int argc, char **argv) {
     gpb_stats_t s;
     if (synced) {
       gpb_model_stats(gpb_attach_model(a), &s);
-      if (o.watch && !o.json) printf("\033[H\033[2J");
+      /* Clear the screen only for a person: a file or pipe gets reports
+       * one after another, with no escape codes in them. */
+      if (o.watch && !o.json && isatty(1)) printf("\033[H\033[2J");
       if (o.json) stat_print_json(&info, &s, gone);
       else stat_print_text(&info, &s, gone);
       fflush(stdout);

@@ -390,6 +390,7 @@ int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
   a->info.backend = (gpb_backend_t)h->backend;
   a->info.policy = (gpb_policy_t)h->policy;
   a->info.device = h->device;
+  a->info.pid = h->pid; /* > 0: checked with the header */
   snprintf(a->info.name, sizeof a->info.name, "%.*s",
            (int)sizeof a->info.name - 1, h->name);
   a->impl = r;

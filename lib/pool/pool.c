@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Pools that took a name or a trace path from the environment so far. */
 static _Atomic unsigned pool_env_count;
@@ -450,6 +451,7 @@ int gpb_pool_check(const gpb_pool_t *cp) {
 int gpb_pool_info(const gpb_pool_t *p, gpb_pool_info_t *out) {
   if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
   *out = p->info;
+  out->pid = (int32_t)getpid(); /* now, not at creation: a forked child's */
   return 0;
 }
 
