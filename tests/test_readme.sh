@@ -22,10 +22,18 @@ pc_line=$(grep '^cc app.c $(pkg-config' "$top/README.md" | head -1)
 [ -n "$tree_line" ] || fail "no build-tree cc line in README.md"
 [ -n "$pc_line" ] || fail "no pkg-config cc line in README.md"
 
+# A sanitizer build's library needs its runtime first in the program too:
+# the build's own CFLAGS go after "cc" (empty in a normal build).
+san=$(sed -n 's/^CFLAGS = //p' "$build/Makefile" | grep -o -- '-fsanitize=[^ ]*' | tr '\n' ' ')
+cc_san() { printf '%s' "$1" | sed "s|^cc |cc $san|"; }
+tree_line=$(cc_san "$tree_line")
+pc_line=$(cc_san "$pc_line")
+
 # 1. From the build tree.
 if [ -n "$tree_line" ]; then
   line=$tree_line
-  [ "$build" = "$top/build" ] || line=$(printf '%s' "$line" | sed "s|build/|$build/|g")
+  [ "$build" = "$top/build" ] ||
+    line=$(printf '%s' "$line" | sed "s|\$PWD/build/|$build/|g; s| build/| $build/|g")
   line=$(printf '%s' "$line" | sed "s| app.c | $tmp/app.c |; s|-o app|-o $tmp/app-tree|")
   (cd "$top" && eval "$line") > "$tmp/cc.log" 2>&1 || fail "build-tree line: $(tail -3 "$tmp/cc.log")"
   (cd "$tmp" && ./app-tree) > "$tmp/run.log" 2>&1 ||
@@ -43,7 +51,7 @@ elif [ -n "$pc_line" ]; then
     fail "no gpubuddy.pc installed"
   else
     grep -q "^prefix=$tmp/inst\$" "$pc" || fail "gpubuddy.pc does not say prefix=$tmp/inst: $(grep ^prefix "$pc")"
-    line=$(printf '%s' "$pc_line" | sed "s|^cc app.c|cc $tmp/app.c|; s|-o app|-o $tmp/app-inst|")
+    line=$(printf '%s' "$pc_line" | sed "s| app.c | $tmp/app.c |; s|-o app|-o $tmp/app-inst|")
     (export PKG_CONFIG_PATH="$(dirname "$pc")"; eval "$line") > "$tmp/cc.log" 2>&1 ||
       fail "pkg-config line: $(tail -3 "$tmp/cc.log")"
     LD_LIBRARY_PATH=$(dirname "$(dirname "$pc")") "$tmp/app-inst" > "$tmp/run.log" 2>&1 ||
