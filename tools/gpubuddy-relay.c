@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include "gpubuddy.h"
 #include "live/netproto.h"
+#include "metrics.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -821,6 +822,7 @@ static void relay_on_signal(int sig) { relay_stop = sig; }
 static void relay_usage(FILE *f) {
   fprintf(f,
 "Usage: gpubuddy-relay [OPTIONS] NAME\n"
+"       gpubuddy-relay --metrics ADDR:PORT [OPTIONS] [NAME]\n"
 "Serves the live pool published as NAME (GPB_PUBLISH=NAME, or a pool\n"
 "created with gpb_config_t.name) over TCP to gpubuddy-view --connect and\n"
 "other gpb_attach_connect readers. Read-only: nothing from the network\n"
@@ -840,6 +842,12 @@ static void relay_usage(FILE *f) {
 "  --wait               wait for the pool to appear instead of failing\n"
 "  --exit-on-close      exit once the pool is gone and clients were told\n"
 "                       (default: keep serving the last state)\n"
+"  --metrics ADDR:PORT  also serve /metrics over HTTP for every pool on\n"
+"                       this machine, in Prometheus's text format (port 0\n"
+"                       picks one; with no NAME, metrics only, and\n"
+"                       --port-file gets this port). Loopback unless\n"
+"                       --allow-remote and a token, which a scraper sends\n"
+"                       as 'Authorization: Bearer TOKEN'\n"
 "  -q, --quiet          only errors on stderr;  -v, --verbose: more\n"
 "  -h, --help           this text;  --version\n"
 "\n"
@@ -848,6 +856,143 @@ static void relay_usage(FILE *f) {
 "                                  gpubuddy-view --connect 127.0.0.1:%d\n",
           GPB_NP_DEFAULT_PORT, GPB_NP_DEFAULT_PORT, GPB_NP_DEFAULT_PORT,
           GPB_NP_DEFAULT_PORT);
+}
+
+/* ------------------------------------------------------------ /metrics */
+
+/* The metrics listener: its own socket and thread, one request at a time,
+ * each bounded in size and time, so a scraper (or anyone on the port)
+ * never holds up the relay's loop or the pool. */
+typedef struct metrics_srv {
+  int fd;
+  int port;
+  const char *token;
+  pthread_t th;
+} metrics_srv_t;
+
+static int metrics_listen(const char *spec, const relay_opts_t *o,
+                          metrics_srv_t *m) {
+  char host[256], port[16];
+  memset(m, 0, sizeof *m);
+  m->fd = -1;
+  m->token = o->token && *o->token ? o->token : NULL;
+  if (relay_split(spec, host, sizeof host, port, sizeof port)) {
+    relay_log(NULL, 0, "--metrics '%s': expected ADDRESS:PORT or [V6]:PORT", spec);
+    return GPB_EINVAL;
+  }
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  int g = getaddrinfo(host, port, &hints, &res);
+  if (g) {
+    relay_log(NULL, 0, "--metrics '%s': %s", spec, gai_strerror(g));
+    return GPB_ENOTFOUND;
+  }
+  int rc = 0;
+  if (!relay_is_loopback(res->ai_addr) && !(o->allow_remote && m->token)) {
+    relay_log(NULL, 0, "refusing to serve metrics on %s: it is not a loopback "
+              "address; give both --allow-remote and a token", spec);
+    rc = GPB_EPERM;
+  }
+  if (!rc) {
+    m->fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+    int one = 1;
+    if (m->fd >= 0) setsockopt(m->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (m->fd < 0 || bind(m->fd, res->ai_addr, res->ai_addrlen) ||
+        listen(m->fd, 8)) {
+      relay_log(NULL, 0, "cannot serve metrics on %s: %s", spec, strerror(errno));
+      rc = GPB_EIO;
+    }
+  }
+  freeaddrinfo(res);
+  if (!rc) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(m->fd, (struct sockaddr *)&ss, &sl);
+    m->port = ((struct sockaddr *)&ss)->sa_family == AF_INET6
+                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  } else if (m->fd >= 0) {
+    close(m->fd);
+    m->fd = -1;
+  }
+  return rc;
+}
+
+static void metrics_reply(int c, const char *status, const char *type,
+                          const char *body, size_t len) {
+  char head[256];
+  int n = snprintf(head, sizeof head, "HTTP/1.0 %s\r\nContent-Type: %s\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                   status, type, len);
+  if (write(c, head, (size_t)n) != n) return;
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(c, body + off, len - off);
+    if (w <= 0) return;
+    off += (size_t)w;
+  }
+}
+
+/* Reads one request (at most 8 KiB, 2 s) and answers it. */
+static void metrics_serve_one(metrics_srv_t *m, int c) {
+  struct timeval tv = {2, 0};
+  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  char req[8192];
+  size_t n = 0;
+  while (n < sizeof req - 1) {
+    ssize_t got = read(c, req + n, sizeof req - 1 - n);
+    if (got <= 0) break;
+    n += (size_t)got;
+    req[n] = '\0';
+    if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n")) break;
+  }
+  req[n] = '\0';
+  static const char text[] = "text/plain; version=0.0.4; charset=utf-8";
+  if (strncmp(req, "GET /metrics ", 13) != 0 && strncmp(req, "GET /metrics?", 13) != 0) {
+    static const char nf[] = "gpubuddy-relay serves /metrics only\n";
+    metrics_reply(c, "404 Not Found", text, nf, sizeof nf - 1);
+    return;
+  }
+  if (m->token) {
+    char want[GPB_NP_TOKEN_MAX + 64];
+    snprintf(want, sizeof want, "Authorization: Bearer %s\r\n", m->token);
+    if (!strcasestr(req, want)) {
+      static const char no[] = "a token is required (Authorization: Bearer)\n";
+      metrics_reply(c, "401 Unauthorized", text, no, sizeof no - 1);
+      return;
+    }
+  }
+  gpbt_pool_snap_t *v = NULL;
+  size_t nv = 0;
+  char *body = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&body, &len);
+  int ok = f && gpbt_snapshot_all(0.2, &v, &nv) == 0 &&
+           gpbt_metrics_write(f, v, nv) == 0;
+  if (f) fclose(f);
+  if (ok) metrics_reply(c, "200 OK", text, body, len);
+  else metrics_reply(c, "500 Internal Server Error", text, "", 0);
+  free(body);
+  free(v);
+}
+
+static void *metrics_main(void *arg) {
+  metrics_srv_t *m = arg;
+  while (!relay_stop) {
+    struct pollfd p = {m->fd, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    int c = accept(m->fd, NULL, NULL);
+    if (c < 0) {
+      if (errno == EMFILE || errno == ENFILE) usleep(100000); /* back off */
+      continue;
+    }
+    metrics_serve_one(m, c);
+    close(c);
+  }
+  return NULL;
 }
 
 static int relay_write_port(const char *path, int port) {
@@ -866,7 +1011,8 @@ int main(int argc, char **argv) {
   int wait_pool = 0, exit_on_close = 0;
   o.zlevel = 1;
   enum { O_LISTEN = 256, O_TOKEN, O_REMOTE, O_MAX, O_BUF, O_Z, O_PORTF,
-         O_WAIT, O_EXIT, O_VERSION };
+         O_WAIT, O_EXIT, O_VERSION, O_METRICS };
+  const char *metrics = NULL;
   static const struct option lo[] = {
       {"listen", required_argument, 0, O_LISTEN},
       {"token", required_argument, 0, O_TOKEN},
@@ -881,6 +1027,7 @@ int main(int argc, char **argv) {
       {"verbose", no_argument, 0, 'v'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, O_VERSION},
+      {"metrics", required_argument, 0, O_METRICS},
       {0, 0, 0, 0}};
   int ch;
   opterr = 0; /* one line of our own instead of getopt's and the usage */
@@ -913,6 +1060,7 @@ int main(int argc, char **argv) {
     case O_PORTF: port_file = optarg; break;
     case O_WAIT: wait_pool = 1; break;
     case O_EXIT: exit_on_close = 1; break;
+    case O_METRICS: metrics = optarg; break;
     case 'q': o.verbose = -1; break;
     case 'v': o.verbose = 1; break;
     case 'h': relay_usage(stdout); return 0;
@@ -924,11 +1072,11 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (optind != argc - 1) {
+  if (optind != argc - 1 && !(metrics && optind == argc)) {
     relay_log(NULL, 0, "expected one pool NAME (try --help)");
     return 2;
   }
-  const char *name = argv[optind];
+  const char *name = optind < argc ? argv[optind] : NULL;
   if (!o.token) o.token = getenv("GPB_RELAY_TOKEN");
   if (o.token && strlen(o.token) > GPB_NP_TOKEN_MAX) {
     relay_log(NULL, 0, "token longer than %d bytes", GPB_NP_TOKEN_MAX);
@@ -940,6 +1088,27 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
+
+  metrics_srv_t ms = {.fd = -1};
+  if (metrics) {
+    if (metrics_listen(metrics, &o, &ms)) return 1;
+    relay_log(NULL, 0, "serving metrics of every pool on port %d at /metrics",
+              ms.port);
+    if (!name) { /* metrics only */
+      if (port_file && relay_write_port(port_file, ms.port)) {
+        relay_log(NULL, 0, "cannot write --port-file %s: %s", port_file,
+                  strerror(errno));
+        return 1;
+      }
+      metrics_main(&ms);
+      close(ms.fd);
+      return 0;
+    }
+    if (pthread_create(&ms.th, NULL, metrics_main, &ms)) {
+      relay_log(NULL, 0, "cannot start the metrics thread");
+      return 1;
+    }
+  }
 
   relay_t *r;
   if (relay_open(&o, &r)) return 1;
@@ -1016,6 +1185,11 @@ int main(int argc, char **argv) {
   }
   gpb_attach_close(src);
   relay_free(r);
+  if (ms.fd >= 0) {
+    relay_stop = relay_stop ? relay_stop : 1;
+    pthread_join(ms.th, NULL);
+    close(ms.fd);
+  }
   return status;
 }
 #endif /* GPB_RELAY_NO_MAIN */

@@ -10,6 +10,7 @@
  * instead of asking the writer for a keyframe every time.
  */
 #include "gpubuddy.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -238,60 +239,15 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
   return 0;
 }
 
-/* Names of the published pools, collected by gpb_list_pools. */
-typedef struct stat_names {
-  char (*v)[GPB_NAME_MAX];
-  size_t n, cap;
-} stat_names_t;
-
-static void stat_name_add(const char *name, void *user) {
-  stat_names_t *l = user;
-  if (l->n == l->cap) {
-    size_t nc = l->cap ? 2 * l->cap : 16;
-    void *p = realloc(l->v, nc * sizeof *l->v);
-    if (!p) return; /* listed short rather than not at all */
-    l->v = p;
-    l->cap = nc;
-  }
-  snprintf(l->v[l->n++], GPB_NAME_MAX, "%s", name);
-}
-
-/* Attaches to name and polls until the model holds the pool's state (at
- * most `wait` seconds: an idle writer sends its keyframe only at its next
- * allocation). 1 with *s and *info filled, 0 no state yet, <0 error. */
-static int stat_snapshot(const char *name, double wait, gpb_pool_info_t *info,
-                         gpb_stats_t *s) {
-  gpb_attach_t *a;
-  int rc = gpb_attach_open(name, &a);
-  if (rc) return rc;
-  gpb_attach_info(a, info);
-  uint64_t until = gpb_now_ns() + (uint64_t)(wait * 1e9);
-  int synced = 0;
-  for (;;) {
-    rc = gpb_attach_poll(a);
-    if (rc > 0) {
-      synced = 1;
-      break;
-    }
-    if (rc == GPB_ECLOSED) { /* gone: its last state, if we got one */
-      synced = gpb_model_seq(gpb_attach_model(a)) > 0;
-      rc = 0;
-      break;
-    }
-    if (rc < 0 || gpb_now_ns() > until) break;
-    stat_sleep(0.005);
-  }
-  if (synced) gpb_model_stats(gpb_attach_model(a), s);
-  gpb_attach_close(a);
-  return rc < 0 ? rc : synced;
-}
-
-/* --all: one line (or JSON object) per pool published now. */
+/* --all: one line (or JSON object) per pool published now. An idle
+ * writer whose state has not come in half a second is listed as such. */
 static int stat_all(int json) {
-  stat_names_t l = {0};
-  int rc = gpb_list_pools(stat_name_add, &l);
+  gpbt_pool_snap_t *v;
+  size_t n;
+  int rc = gpbt_snapshot_all(0.5, &v, &n);
   if (rc) {
-    fprintf(stderr, "gpubuddy-stat: %s\n", gpb_last_error_detail());
+    fprintf(stderr, "gpubuddy-stat: %s: %s\n", gpb_strerror(rc),
+            gpb_last_error_detail());
     return 1;
   }
   if (json) printf("[");
@@ -299,43 +255,41 @@ static int stat_all(int json) {
     printf("%-24s %8s %4s %10s %10s %10s %10s %10s %6s %7s\n", "name", "pid",
            "dev", "pool", "used", "requested", "largest", "waste", "extfrag",
            "failed");
-  for (size_t i = 0; i < l.n; i++) {
-    gpb_pool_info_t in;
-    gpb_stats_t s;
-    memset(&in, 0, sizeof in);
-    int got = stat_snapshot(l.v[i], 0.5, &in, &s);
+  for (size_t i = 0; i < n; i++) {
+    const gpbt_pool_snap_t *p = &v[i];
+    const gpb_stats_t *s = &p->stats;
     if (json) {
       printf("%s\n {\"name\":", i ? "," : "");
-      stat_json_str(l.v[i]);
-      printf(",\"pid\":%d,\"device\":%d,\"pool_size\":%" PRIu64, (int)in.pid,
-             in.device, in.pool_size);
-      if (got > 0) {
-        char buf[2048];
-        int n = gpb_stats_json(&s, buf, sizeof buf);
-        /* The stats object's keys join this one's. */
-        if (n > 2 && (size_t)n < sizeof buf) printf(",%.*s", n - 2, buf + 1);
-      } else {
-        printf(",\"error\":\"%s\"", got < 0 ? gpb_err_name(got) : "no state yet");
-      }
-      printf("}");
+      stat_json_str(p->name);
+      printf(",\"pid\":%d,\"device\":%d,\"pool_size\":%" PRIu64,
+             (int)p->info.pid, p->info.device, p->info.pool_size);
+      char buf[2048];
+      int len = p->state > 0 ? gpb_stats_json(s, buf, sizeof buf) : 0;
+      if (len > 2 && (size_t)len < sizeof buf) /* its keys join ours */
+        printf(",%.*s}", len - 2, buf + 1);
+      else
+        printf(",\"error\":\"%s\"}", p->state < 0 ? gpb_err_name(p->state)
+                                                   : "no state yet");
       continue;
     }
     char b[5][32];
-    if (got > 0)
+    if (p->state > 0)
       printf("%-24s %8d %4d %10s %10s %10s %10s %10s %6.3f %7" PRIu64 "\n",
-             l.v[i], (int)in.pid, in.device,
-             stat_bytes(in.pool_size, b[0], 32), stat_bytes(s.block_bytes, b[1], 32),
-             stat_bytes(s.requested_bytes, b[2], 32),
-             stat_bytes(s.largest_free, b[3], 32),
-             stat_bytes(s.internal_frag_bytes, b[4], 32), s.external_frag,
-             s.failures);
+             p->name, (int)p->info.pid, p->info.device,
+             stat_bytes(p->info.pool_size, b[0], 32),
+             stat_bytes(s->block_bytes, b[1], 32),
+             stat_bytes(s->requested_bytes, b[2], 32),
+             stat_bytes(s->largest_free, b[3], 32),
+             stat_bytes(s->internal_frag_bytes, b[4], 32), s->external_frag,
+             s->failures);
     else
-      printf("%-24s %8d %4d %10s  (%s)\n", l.v[i], (int)in.pid, in.device,
-             stat_bytes(in.pool_size, b[0], 32),
-             got < 0 ? gpb_strerror(got) : "no state yet: the writer is idle");
+      printf("%-24s %8d %4d %10s  (%s)\n", p->name, (int)p->info.pid,
+             p->info.device, stat_bytes(p->info.pool_size, b[0], 32),
+             p->state < 0 ? gpb_strerror(p->state)
+                          : "no state yet: the writer is idle");
   }
-  if (json) printf("%s]\n", l.n ? "\n" : "");
-  free(l.v);
+  if (json) printf("%s]\n", n ? "\n" : "");
+  free(v);
   return 0;
 }
 
