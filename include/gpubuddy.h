@@ -385,6 +385,9 @@ GPB_API int gpb_trace_open(const char *path, gpb_trace_reader_t **out);
  * gpb_trace_error() naming the line or record. */
 GPB_API int gpb_trace_next(gpb_trace_reader_t *r, gpb_trace_op_t *op);
 GPB_API const char *gpb_trace_error(const gpb_trace_reader_t *r);
+/* "" or a note on input the reader passed over without failing: a last
+ * line with no newline (a crashed writer's cut tail) is dropped. */
+GPB_API const char *gpb_trace_warning(const gpb_trace_reader_t *r);
 GPB_API const char *gpb_trace_format_name(const gpb_trace_reader_t *r);
 GPB_API void gpb_trace_close(gpb_trace_reader_t *r);
 

@@ -358,6 +358,8 @@ static int scan_trace(const opts_t *o, scan_t *sc) {
   }
   progress_end(&pg);
   if (rc < 0) ret = trace_err(tr, o->path, rc);
+  if (!o->quiet && *gpb_trace_warning(tr))
+    fprintf(stderr, "%s: warning: %s: %s\n", prog, o->path, gpb_trace_warning(tr));
   replay_map_fini(&m);
   gpb_trace_close(tr);
   return ret;

@@ -64,6 +64,7 @@ struct gpb_trace_reader {
   uint64_t day_ns, prev_ns;
   int have_prev;
   char msg[320];
+  char warn[160]; /* gpb_trace_warning: a cut last line that was dropped */
 };
 
 struct gpb_trace_writer {
@@ -147,6 +148,16 @@ static int trace_getline(gpb_trace_reader_t *r) {
     r->line[n++] = (char)c;
   }
   if (!any) {
+    r->lineno--;
+    return 0;
+  }
+  if (r->pos == r->len && r->eof && (r->pos == 0 || r->buf[r->pos - 1] != '\n')) {
+    /* The file ends inside this line: a writer that crashed (RMM's docs
+     * say its buffered tail is lost then). Its fields may be cut anywhere,
+     * so it is dropped, not half read; the rest stays. */
+    snprintf(r->warn, sizeof r->warn, "line %llu has no newline: the file "
+             "was cut there (a crashed writer?); that line was dropped",
+             (unsigned long long)r->lineno);
     r->lineno--;
     return 0;
   }
@@ -427,7 +438,11 @@ static int trace_next_rmm(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
                         "time '%s' is not HH:MM:SS.ffffff or seconds",
                         trace_show(tmp, sizeof tmp, f[RMM_TIME], fl[RMM_TIME]));
     }
-    if (trace_u64(f[RMM_POINTER], fl[RMM_POINTER], 1, &ptr))
+    /* glibc's %p prints a null pointer as "(nil)": RMM writes it for every
+     * failed allocation (and zero-byte ones) since its logger's v24.12. */
+    if (fl[RMM_POINTER] == 5 && !memcmp(f[RMM_POINTER], "(nil)", 5))
+      ptr = 0;
+    else if (trace_u64(f[RMM_POINTER], fl[RMM_POINTER], 1, &ptr))
       return trace_bad_number(r, "pointer", f[RMM_POINTER], fl[RMM_POINTER]);
     if (trace_u64(f[RMM_SIZE], fl[RMM_SIZE], 0, &size))
       return trace_bad_number(r, "size", f[RMM_SIZE], fl[RMM_SIZE]);
@@ -557,6 +572,10 @@ int gpb_trace_next(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
   }
   return r->fmt == TRACE_FMT_NATIVE ? trace_next_native(r, op)
                                     : trace_next_rmm(r, op);
+}
+
+const char *gpb_trace_warning(const gpb_trace_reader_t *r) {
+  return r ? r->warn : "";
 }
 
 const char *gpb_trace_error(const gpb_trace_reader_t *r) {
