@@ -64,4 +64,26 @@ mem=$(grep "whole run (ops in memory)" "$tmp/bench" | awk '{print $8}')
 file=$(grep "whole run (from the file)" "$tmp/bench" | awk '{print $8}')
 [ -n "$mem" ] && [ "$mem" = "$file" ] ||
   fail "--bench --trace: events from memory '$mem', from the file '$file'"
+# A trace is replayed into the pool gpubuddy-replay would pick, not 256 MiB
+# (torch-gpt failed 881 of its 1902 requests there), and --headless --json
+# gives the rendered frame's figures for a script to check.
+top=$(cd "$(dirname "$0")/.." && pwd)
+$view --trace "$top/samples/traces/torch-gpt.trace.gz" --headless --png "$tmp/g.png" \
+  --at end --json > "$tmp/j.json" 2>/dev/null || fail "--headless --json exited $?"
+python3 - "$tmp/j.json" <<'PY' || fail "--json: $(cat "$tmp/j.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["failed_allocs"] == 0, j
+assert j["ops"] == j["total_ops"] == 3801, j
+assert j["pool_size"] == 4294967296, j  # next power of two >= 2 x 1.33 GiB
+for k in ("bytes_used", "largest_free", "stats"):
+    assert k in j, k
+PY
+# Values that used to be accepted and ignored now fail, exit 2.
+for bad in "--at -5" "--at 1e3" "--find 0xzz" "--count 0"; do
+  $view --pattern checkerboard --headless --frames "$tmp/fr" $bad > /dev/null 2> "$tmp/err"
+  rc=$?
+  [ $rc = 2 ] || fail "'$bad' exited $rc, expected 2"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/err")"
+done
 echo "test_viewer_cli: ok"

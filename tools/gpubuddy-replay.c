@@ -523,12 +523,6 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   return ret;
 }
 
-static uint64_t next_pow2(uint64_t v) {
-  if (v <= 1) return 1;
-  if (v > (1ull << 62)) return 1ull << 63;
-  return 1ull << (64 - __builtin_clzll(v - 1));
-}
-
 /* Prints each probe of the smallest-pool search (not with --quiet). */
 static void min_probe(void *user, uint64_t size, int fits, uint64_t n) {
   const char *pol = user;
@@ -691,10 +685,7 @@ int main(int argc, char **argv) {
   }
   size_t derived = 0;
   if (scanned) {
-    uint64_t want = sc.peak_live * 2;
-    if (want < sc.max_request) want = sc.max_request;
-    if (want < (1u << 20)) want = 1u << 20;
-    derived = (size_t)next_pow2(want);
+    derived = (size_t)gpbt_pool_size_for(sc.peak_live, sc.max_request);
   }
   size_t pool_size = o.pool_size ? o.pool_size : derived;
 

@@ -27,7 +27,7 @@ const char *const vinput_keys_help =
     "H  ?         THIS HELP            Q  QUIT";
 
 /* Parses "0x1f00", "4096", "64K", "1.5MiB": hex or gpb_size_parse. */
-static int input_parse_where(const char *s, uint64_t *out) {
+int vinput_parse_where(const char *s, uint64_t *out) {
   while (*s == ' ') s++;
   if ((s[0] == '0') && (s[1] == 'x' || s[1] == 'X')) {
     char *end;
@@ -44,7 +44,7 @@ static int input_parse_where(const char *s, uint64_t *out) {
 
 static void input_find(vapp_t *a) {
   uint64_t v;
-  if (input_parse_where(a->search, &v)) {
+  if (vinput_parse_where(a->search, &v)) {
     vapp_message(a, "not an address or offset: %s", a->search);
     return;
   }
@@ -106,9 +106,8 @@ int vinput_key(vapp_t *a, int key) {
   switch (key) {
   case 'q':
     return 1;
-  case VKEY_ESC:
-    if (a->have_sel) a->have_sel = 0;
-    else return 1;
+  case VKEY_ESC: /* clears; only q quits, so Esc never loses a session */
+    a->have_sel = 0;
     break;
   case VKEY_SPACE:
     a->paused = !a->paused;
@@ -194,6 +193,9 @@ int vinput_key(vapp_t *a, int key) {
 void vinput_text(vapp_t *a, const char *utf8) {
   if (!a->searching) return;
   size_t n = strlen(a->search);
+  /* The '/' that opened the prompt also arrives as text (SDL sends both
+   * the key and its text): a search never starts with it. */
+  if (n == 0 && utf8[0] == '/') utf8++;
   for (const char *p = utf8; *p && n + 1 < sizeof a->search; p++)
     if (*p > ' ' && *p < 127) a->search[n++] = *p;
   a->search[n] = 0;

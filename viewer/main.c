@@ -10,6 +10,7 @@
  */
 #include "config.h"
 #include "view.h"
+#include "opseq.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +22,7 @@
 
 typedef struct opts {
   const char *name, *connect, *token, *trace, *pattern, *png, *frames_dir;
+  int pool_size_given, json;
   const char *at, *find;
   uint64_t steps, seed;
   int w, h, scale, bench, headless, list, count, interval_ms, bench_frames;
@@ -39,7 +41,11 @@ static void usage(FILE *f) {
 "                                          replay a built-in synthetic workload\n"
 "\n"
 "replay options:\n"
-"  --pool-size SIZE   pool to replay into (default 256M)\n"
+"  --pool-size SIZE   pool to replay into (default: for --trace, the size\n"
+"                     gpubuddy-replay picks: the next power of two >= 2x\n"
+"                     the trace's peak live bytes; else 256M)\n"
+"  --json             with --headless: the rendered frame's figures as one\n"
+"                     JSON object on stdout\n"
 "  --min-block SIZE   minimum block (default 256)\n"
 "  --policy P         placement policy, as gpubuddy-replay (default buddy)\n"
 "  --speed OPS        ops per second (default: whole trace in ~20 s; 0 = max)\n"
@@ -158,6 +164,9 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     } else if (!strcmp(a, "--pool-size")) {
       const char *v = NEXT();
       if (!v || parse_size_opt(a, v, &o->cfg.pool_size)) return -1;
+      o->pool_size_given = 1;
+    } else if (!strcmp(a, "--json")) {
+      o->json = 1;
     } else if (!strcmp(a, "--min-block")) {
       const char *v = NEXT();
       if (!v || parse_size_opt(a, v, &o->cfg.min_block)) return -1;
@@ -193,6 +202,23 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   if (!o->list && sources != 1 && !(o->bench && sources == 0)) {
     fprintf(stderr, "gpubuddy-view: give one of NAME, --connect, --trace, "
                     "--pattern (see --help)\n");
+    return -1;
+  }
+  if (o->at && strcmp(o->at, "end") &&
+      (strspn(o->at, "0123456789") != strlen(o->at) || !*o->at)) {
+    fprintf(stderr, "gpubuddy-view: --at '%s': a number of ops (0 or more) or "
+            "'end' (try 'gpubuddy-view --help')\n", o->at);
+    return -1;
+  }
+  uint64_t where;
+  if (o->find && vinput_parse_where(o->find, &where)) {
+    fprintf(stderr, "gpubuddy-view: --find '%s': an address or offset like "
+            "0x7f00a000, 4096 or 64K (try 'gpubuddy-view --help')\n", o->find);
+    return -1;
+  }
+  if (o->count < 1) {
+    fprintf(stderr, "gpubuddy-view: --count must be 1 or more (try "
+            "'gpubuddy-view --help')\n");
     return -1;
   }
   if (o->headless && !o->png && !o->frames_dir) {
@@ -256,6 +282,19 @@ static void catch_up(vapp_t *app) {
         (i > 0 && app->events == before))
       break;
   }
+}
+
+/* --json: the figures of the frame just rendered, for scripts. */
+static void print_json(const vapp_t *app) {
+  char buf[2048];
+  int n = gpb_stats_json(&app->stats, buf, sizeof buf);
+  printf("{\"ops\":%" PRIu64 ",\"total_ops\":%" PRIu64 ",\"pool_size\":%"
+         PRIu64 ",\"failed_allocs\":%" PRIu64 ",\"bytes_used\":%" PRIu64
+         ",\"largest_free\":%" PRIu64, vapp_pos(app), app->total_ops,
+         (uint64_t)app->info.pool_size, app->stats.failures,
+         app->stats.block_bytes, app->stats.largest_free);
+  if (n > 2 && (size_t)n < sizeof buf) printf(",\"stats\":%s", buf);
+  printf("}\n");
 }
 
 static int run_headless(opts_t *o, vapp_t *app) {
@@ -508,10 +547,21 @@ int main(int argc, char **argv) {
   }
   if (o.bench) return run_bench(&o);
   vapp_t app;
+  if (o.trace && !o.pool_size_given && strcmp(o.trace, "-")) {
+    /* Size the pool from the trace, as gpubuddy-replay does: a fixed 256
+     * MiB failed most of a large trace's requests. */
+    gpbt_seq_t q;
+    char err[512];
+    if (gpbt_seq_load(o.trace, 1, &q, err, sizeof err) == 0) {
+      o.cfg.pool_size = (size_t)gpbt_pool_size_for(q.peak_live, q.max_request);
+      gpbt_seq_free(&q);
+    } /* else open_source reports the trace's error */
+  }
   if (open_source(&o, &app)) return 1;
   int rc;
   if (o.headless) {
     rc = run_headless(&o, &app);
+    if (o.json && !rc) print_json(&app);
   } else {
 #ifdef GPB_HAVE_SDL2_WINDOW
     rc = vwindow_run(&app, o.w, o.h, o.scale, o.find);

@@ -300,6 +300,8 @@ void vinput_button(vapp_t *a, int x, int y, int down);
 void vinput_motion(vapp_t *a, int x, int y, int buttons);
 /* Selects and zooms to an address or offset, as typing it after '/'. */
 void vinput_find(vapp_t *a, const char *where);
+/* "0x1f00", "4096", "64K", "1.5MiB": 0 with *out, or GPB_EINVAL. */
+int vinput_parse_where(const char *s, uint64_t *out);
 extern const char *const vinput_keys_help;
 
 /* window.c (SDL2 builds only): runs the window until the user quits;

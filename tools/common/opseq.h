@@ -43,4 +43,9 @@ int gpbt_seq_push(gpbt_seq_t *q, int alloc, uint32_t slot, uint64_t size);
 int gpbt_seq_peak(gpbt_seq_t *q);
 void gpbt_seq_free(gpbt_seq_t *q);
 
+/* The pool a trace is replayed into when none is given (gpubuddy-replay,
+ * gpubuddy-view --trace): the next power of two at or above twice the
+ * peak live bytes, the largest request, and 1 MiB. */
+uint64_t gpbt_pool_size_for(uint64_t peak_live, uint64_t max_request);
+
 #endif /* GPBT_OPSEQ_H */
