@@ -93,6 +93,8 @@ typedef struct relay_client {
 typedef struct relay {
   relay_opts_t o;
   int lfd;
+  uint64_t accept_pause; /* out of descriptors: no accept until then */
+  uint64_t accept_logged; /* when that was last said (once per 10 s) */
   char addr[96];
   int port;
   relay_client_t **cl;
@@ -490,13 +492,36 @@ static void relay_accept(relay_t *r) {
     int fd = accept4(r->lfd, (struct sockaddr *)&ss, &sl,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-          errno != ECONNABORTED)
-        relay_log(r, 0, "accept: %s", strerror(errno));
+      int e = errno;
+      if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+        /* The pending connection stays pending, so the socket stays
+         * readable: without a pause the loop would spin and log at full
+         * speed. Wait 100 ms, and say so once per 10 s. */
+        uint64_t now = relay_now();
+        r->accept_pause = now + 100000000ull;
+        if (now - r->accept_logged > 10000000000ull || !r->accept_logged) {
+          relay_log(r, 0, "accept: %s; pausing new connections (said once "
+                    "per 10 s)", strerror(e));
+          r->accept_logged = now;
+        }
+      } else if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR &&
+                 e != ECONNABORTED) {
+        relay_log(r, 0, "accept: %s", strerror(e));
+      }
       return;
     }
     char peer[80];
     relay_name((struct sockaddr *)&ss, peer, sizeof peer);
+    if (r->ncl >= r->o.max_clients) {
+      /* Full: a connection that has not said HELLO yet gives way, oldest
+       * first, so half-open connections cannot lock out a viewer. */
+      int old = -1;
+      for (int i = 0; i < r->ncl; i++)
+        if (r->cl[i]->state == RC_HELLO &&
+            (old < 0 || r->cl[i]->deadline < r->cl[old]->deadline))
+          old = i;
+      if (old >= 0) relay_client_remove(r, old, "no HELLO yet, and the relay is full");
+    }
     if (r->ncl >= r->o.max_clients) {
       gpb_np_buf_t pl = {0}, fr = {0};
       char msg[96];
@@ -674,7 +699,10 @@ static void relay_step(relay_t *r, int timeout_ms) {
   struct pollfd pf[1 + 1024];
   int n = 0;
   uint64_t now = relay_now(), next = UINT64_MAX;
-  if (r->lfd >= 0) pf[n++] = (struct pollfd){r->lfd, POLLIN, 0};
+  int listening = r->lfd >= 0 && now >= r->accept_pause;
+  if (listening) pf[n++] = (struct pollfd){r->lfd, POLLIN, 0};
+  else if (r->lfd >= 0 && r->accept_pause - now < (uint64_t)timeout_ms * 1000000ull)
+    timeout_ms = (int)((r->accept_pause - now) / 1000000 + 1);
   for (int i = 0; i < r->ncl; i++) {
     relay_client_t *c = r->cl[i];
     short ev = c->state == RC_CLOSING ? 0 : POLLIN;
@@ -690,7 +718,7 @@ static void relay_step(relay_t *r, int timeout_ms) {
     relay_log(r, 0, "poll: %s", strerror(errno));
     return;
   }
-  int base = r->lfd >= 0 ? 1 : 0;
+  int base = listening ? 1 : 0;
   now = relay_now();
   /* Walk backwards: removing swaps the last client into slot i. */
   for (int i = r->ncl - 1; i >= 0; i--) {
@@ -709,7 +737,7 @@ static void relay_step(relay_t *r, int timeout_ms) {
       gone = c->state == RC_HELLO ? "said no HELLO in time" : "closed";
     if (gone) relay_client_remove(r, i, gone);
   }
-  if (r->lfd >= 0 && (pf[0].revents & POLLIN)) relay_accept(r);
+  if (listening && (pf[0].revents & POLLIN)) relay_accept(r);
 }
 
 /* Says BYE to everyone and gives them up to `ms` to take it. */
