@@ -73,6 +73,17 @@ static int remote_drop(remote_t *r, int code, const char *fmt, ...) {
 
 /* ------------------------------------------------------------ frame input */
 
+/* Most blocks this reader holds for one keyframe: a relay, trusted or
+ * not, must not make it allocate 64 bytes for each of the 2^30 blocks a
+ * pool may have (34 KB of compressed frames asked for 1 GiB). 4M blocks
+ * (256 MiB) by default; GPB_REMOTE_MAX_BLOCKS raises it. */
+static uint64_t remote_max_blocks(void) {
+  const char *e = getenv("GPB_REMOTE_MAX_BLOCKS");
+  char *end;
+  unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
+  return v && e && !*end ? v : (uint64_t)1 << 22;
+}
+
 static int remote_key_begin(gpb_attach_t *a, remote_t *r, const uint8_t *p,
                             size_t n, char *err) {
   int rc = gpb__np_key_begin_get(p, n, &r->key_seq, &r->key_n, err);
@@ -84,6 +95,13 @@ static int remote_key_begin(gpb_attach_t *a, remote_t *r, const uint8_t *p,
   if (!r->have_info || r->in_key || r->key_n == 0 || r->key_n > units) {
     snprintf(err, GPB_NP_ERRLEN, "KEY_BEGIN of %llu blocks out of place",
              (unsigned long long)r->key_n);
+    return GPB_EFORMAT;
+  }
+  uint64_t most = remote_max_blocks();
+  if (r->key_n > most) {
+    snprintf(err, GPB_NP_ERRLEN, "the relay announced a keyframe of %llu "
+             "blocks; this reader takes at most %llu (GPB_REMOTE_MAX_BLOCKS)",
+             (unsigned long long)r->key_n, (unsigned long long)most);
     return GPB_EFORMAT;
   }
   gpb__np_keydec_init(&r->kd, &a->info);
@@ -107,7 +125,11 @@ static int remote_key_blocks(remote_t *r, const uint8_t *p, size_t n,
     while (cap < r->nblocks + most) cap *= 2;
     if (cap > r->key_n) cap = (size_t)r->key_n;
     gpb_block_info_t *nb = realloc(r->blocks, cap * sizeof *nb);
-    if (!nb) return GPB_EHOSTMEM;
+    if (!nb) {
+      snprintf(err, GPB_NP_ERRLEN, "no host memory for a keyframe of %zu "
+               "blocks", cap);
+      return GPB_EHOSTMEM;
+    }
     r->blocks = nb;
     r->blocks_cap = cap;
   }
