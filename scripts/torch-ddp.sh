@@ -22,10 +22,18 @@ n=$(nvidia-smi -L | wc -l)
 if [ "$n" -lt 2 ]; then export BACKEND=gloo; n=2; fi
 nvidia-smi -L | tee "$out/gpus.txt"
 echo "backend: ${BACKEND:-nccl}, $n ranks" | tee -a "$out/gpus.txt"
+# The fleet view: one metrics relay for every pool on the machine.
+"$work/build/tools/gpubuddy-relay" --metrics 127.0.0.1:0 --port-file "$out/metrics.port" -q &
+relay=$!
+i=0; while [ ! -s "$out/metrics.port" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+export GPB_METRICS_URL="http://127.0.0.1:$(cat "$out/metrics.port")/metrics"
 for a in default gpubuddy; do
   torchrun --standalone --nproc_per_node="$n" "$work/src/samples/torch/ddp.py" "$a" "$out" \
     > "$out/run-$a.log" 2>&1 || { tail -20 "$out/run-$a.log"; exit 1; }
 done
+kill $relay 2>/dev/null
+grep -c '^gpubuddy_pool_size_bytes{pool="ddp' "$out/fleet-metrics.txt" 2>/dev/null | sed 's/^/pools in the metrics: /'
+cat "$out/fleet-stat-all.txt" 2>/dev/null
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]

@@ -55,6 +55,20 @@ def main():
                 json.dump({"name": name, "rc": p.returncode,
                            "stdout": p.stdout.strip(), "stderr": p.stderr.strip(),
                            "stats": gt.stats(dev)}, f)
+        if step == 15 and alloc == "gpubuddy" and rank == 0:
+            # Every rank's pool on this machine at once: gpubuddy-stat --all
+            # and the relay's Prometheus metrics (GPB_METRICS_URL).
+            p = subprocess.run([os.environ["GPB_STAT"], "--all"],
+                               stdout=subprocess.PIPE, universal_newlines=True)
+            with open(os.path.join(out, "fleet-stat-all.txt"), "w") as f:
+                f.write(p.stdout)
+            url = os.environ.get("GPB_METRICS_URL")
+            if url:
+                import urllib.request
+                body = urllib.request.urlopen(url, timeout=10).read().decode()
+                with open(os.path.join(out, "fleet-metrics.txt"), "w") as f:
+                    f.write(body)
+        dist.barrier()
     if rank == 0:
         with open(os.path.join(out, "losses-%s.json" % alloc), "w") as f:
             json.dump(losses, f)
