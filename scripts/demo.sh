@@ -48,9 +48,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-echo "demo: starting $sample_name ($steps steps, ${pace} us apart), published as $name" >&2
+out=${DEMO_OUT:-demo-out}
+mkdir -p "$out"
+log=$out/sample.log
+echo "demo: starting $sample_name ($steps steps, ${pace} us apart), published as $name; its log: $log" >&2
 "$sample" --backend "${DEMO_BACKEND:-auto}" --publish "$name" --steps "$steps" \
-  --pace-us "$pace" --quiet >"${TMPDIR:-/tmp}/gpubuddy-demo-$$.log" 2>&1 &
+  --pace-us "$pace" --quiet >"$log" 2>&1 &
 pid=$!
 
 # Wait for the pool to appear (the sample creates it at start).
@@ -59,17 +62,24 @@ until "$view" --list 2>/dev/null | grep -qx "$name"; do
   i=$((i + 1))
   if [ $i -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
     echo "demo: the sample did not publish $name; its log:" >&2
-    cat "${TMPDIR:-/tmp}/gpubuddy-demo-$$.log" >&2
+    cat "$log" >&2
     exit 1
   fi
   sleep 0.1
 done
+# Say where the pool lives: the GPU, or the host when none is usable.
+backend=$("$build/tools/gpubuddy-stat" --json "$name" 2>/dev/null |
+  sed -n 's/.*"backend":"\([a-z]*\)".*/\1/p')
+case $backend in
+  device|pinned) echo "demo: the pool is on the GPU ($backend memory)" >&2 ;;
+  "") ;;
+  *) echo "demo: no usable GPU here: the pool is $backend memory (the same allocator, on the host)" >&2 ;;
+esac
 
 if [ $windowed = 1 ]; then
   echo "demo: opening the viewer (h: keys, q: quit)" >&2
   "$view" "$name"
 else
-  out=${DEMO_OUT:-demo-out}
   echo "demo: no display: rendering frames headless into $out/" >&2
   SDL_VIDEODRIVER=dummy "$view" "$name" --headless --frames "$out" \
     --count "${DEMO_FRAMES:-20}" --interval-ms 500 --size 1280x800

@@ -117,6 +117,16 @@ for eol in lf crlf; do
   grep -q 'longer than 4096' "$tmp/long.err" || fail "a 4097-byte line with $eol was not refused"
 done
 
+# 6c. A replay that publishes and is stopped by SIGTERM leaves no segment
+# in /dev/shm behind.
+pub=replay-sig-$$
+$replay --publish $pub --speed 0.001 --quiet "$srcdir/samples/traces/torch-gpt.trace.gz" > /dev/null 2>&1 &
+rp=$!
+i=0; while [ ! -e /dev/shm/gpubuddy.$pub ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e /dev/shm/gpubuddy.$pub ] || fail "--publish made no segment"
+kill -TERM $rp; wait $rp 2>/dev/null
+[ ! -e /dev/shm/gpubuddy.$pub ] || { rm -f /dev/shm/gpubuddy.$pub; fail "SIGTERM left /dev/shm/gpubuddy.$pub behind"; }
+
 # 7. Errors: bad traces name the line; usage errors exit 2.
 printf '# gpubuddy-trace v1\n1 0 alloc 0x10 64 0 0\n2 0 alloc 0x20 -5 0 0\n' > "$tmp/bad.trace"
 $replay "$tmp/bad.trace" > /dev/null 2> "$tmp/bad.err"

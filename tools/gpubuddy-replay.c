@@ -25,6 +25,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,9 +366,14 @@ static int scan_trace(const opts_t *o, scan_t *sc) {
   return ret;
 }
 
+/* SIGINT or SIGTERM: stop replaying and destroy the pool, so a published
+ * one leaves no segment behind in /dev/shm. */
+static volatile sig_atomic_t replay_stop;
+static void replay_on_signal(int sig) { replay_stop = sig; }
+
 static void sleep_ns(uint64_t ns) {
   struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-  while (nanosleep(&ts, &ts) && errno == EINTR) {}
+  while (nanosleep(&ts, &ts) && errno == EINTR && !replay_stop) {}
 }
 
 /* One replay through a fresh pool. stop_on_fail: stop at the first failed
@@ -420,7 +426,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   gpb_pool_stats(pool, &r->at_peak);
   gpb_trace_op_t op;
   int rd;
-  while ((rd = gpb_trace_next(tr, &op)) == 1) {
+  while (!replay_stop && (rd = gpb_trace_next(tr, &op)) == 1) {
     if (r->ops == 0) t_first = op.time_ns;
     r->ops++;
     if ((r->ops & 0x3fff) == 0) progress_tick(&pg, r->ops);
@@ -673,6 +679,11 @@ int main(int argc, char **argv) {
   opts_t o;
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = replay_on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
 
   scan_t sc;
   memset(&sc, 0, sizeof sc);
@@ -727,6 +738,13 @@ int main(int argc, char **argv) {
       size = (size_t)minp[i];
     }
     if (replay_run(&o, size, pols[i], 0, scanned ? sc.ops : 0, &res[i])) {
+      gpbt_seq_free(&q);
+      free(res);
+      return 1;
+    }
+    if (replay_stop) {
+      fprintf(stderr, "%s: interrupted by signal %d after %" PRIu64 " ops\n",
+              prog, (int)replay_stop, res[i].ops);
       gpbt_seq_free(&q);
       free(res);
       return 1;
