@@ -589,6 +589,62 @@ static __attribute__((unused)) void relay_source_closed(relay_t *r) {
   r->src_closed = 1;
 }
 
+/* Listens on spec ("ADDR:PORT", "[V6]:PORT"; port 0 picks one) for opt
+ * (named in messages). Anything but loopback needs remote_ok: the
+ * relay's rule, for its clients and its metrics alike. 0 with *fd, the
+ * bound address's name and port; or a GPB_E* code, said on stderr. */
+static int relay_bind(const char *spec, const char *opt, int remote_ok,
+                      int flags, int *fd, char *name, size_t nn, int *bport) {
+  char host[256], port[16];
+  *fd = -1;
+  if (relay_split(spec, host, sizeof host, port, sizeof port)) {
+    relay_log(NULL, 0, "%s '%s': expected ADDRESS:PORT or [V6]:PORT", opt, spec);
+    return GPB_EINVAL;
+  }
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  int g = getaddrinfo(host, port, &hints, &res);
+  if (g) {
+    relay_log(NULL, 0, "%s '%s': %s", opt, spec, gai_strerror(g));
+    return GPB_ENOTFOUND;
+  }
+  int rc = 0;
+  if (!relay_is_loopback(res->ai_addr) && !remote_ok) {
+    relay_log(NULL, 0, "refusing to listen on %s: it is not a loopback address. "
+              "Use an SSH tunnel (the default 127.0.0.1 with ssh -L), or give "
+              "both --allow-remote and a token (--token or GPB_RELAY_TOKEN)",
+              spec);
+    rc = GPB_EPERM;
+  }
+  if (!rc) {
+    *fd = socket(res->ai_family, res->ai_socktype | flags | SOCK_CLOEXEC,
+                 res->ai_protocol);
+    int one = 1;
+    if (*fd >= 0) setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (*fd < 0 || bind(*fd, res->ai_addr, res->ai_addrlen) || listen(*fd, 32)) {
+      relay_log(NULL, 0, "cannot listen on %s: %s", spec, strerror(errno));
+      rc = GPB_EIO;
+    }
+  }
+  freeaddrinfo(res);
+  if (rc) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+    return rc;
+  }
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  getsockname(*fd, (struct sockaddr *)&ss, &sl);
+  relay_name((struct sockaddr *)&ss, name, nn);
+  *bport = ((struct sockaddr *)&ss)->sa_family == AF_INET6
+               ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+               : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  return 0;
+}
+
 static int relay_open(const relay_opts_t *o, relay_t **out) {
   *out = NULL;
   relay_t *r = calloc(1, sizeof *r);
@@ -603,57 +659,11 @@ static int relay_open(const relay_opts_t *o, relay_t **out) {
     free(r);
     return GPB_EHOSTMEM;
   }
-  char host[256], port[16], def[32];
+  char def[32];
   snprintf(def, sizeof def, "127.0.0.1:%d", GPB_NP_DEFAULT_PORT);
-  const char *spec = o->listen ? o->listen : def;
-  if (relay_split(spec, host, sizeof host, port, sizeof port)) {
-    relay_log(NULL, 0, "--listen '%s': expected ADDRESS:PORT or [V6]:PORT", spec);
-    free(r->cl);
-    free(r);
-    return GPB_EINVAL;
-  }
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  int g = getaddrinfo(host, port, &hints, &res);
-  if (g) {
-    relay_log(NULL, 0, "--listen '%s': %s", spec, gai_strerror(g));
-    free(r->cl);
-    free(r);
-    return GPB_ENOTFOUND;
-  }
-  int rc = 0;
-  if (!relay_is_loopback(res->ai_addr) && !(r->o.allow_remote && r->o.token)) {
-    relay_log(NULL, 0, "refusing to listen on %s: it is not a loopback address. "
-              "Use an SSH tunnel (the default 127.0.0.1 with ssh -L), or give "
-              "both --allow-remote and a token (--token or GPB_RELAY_TOKEN)",
-              spec);
-    rc = GPB_EPERM;
-  }
-  if (!rc) {
-    r->lfd = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    res->ai_protocol);
-    int one = 1;
-    if (r->lfd >= 0)
-      setsockopt(r->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (r->lfd < 0 || bind(r->lfd, res->ai_addr, res->ai_addrlen) ||
-        listen(r->lfd, 32)) {
-      relay_log(NULL, 0, "cannot listen on %s: %s", spec, strerror(errno));
-      rc = GPB_EIO;
-    }
-  }
-  freeaddrinfo(res);
-  if (!rc) {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(r->lfd, (struct sockaddr *)&ss, &sl);
-    relay_name((struct sockaddr *)&ss, r->addr, sizeof r->addr);
-    r->port = ((struct sockaddr *)&ss)->sa_family == AF_INET6
-                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-  }
+  int rc = relay_bind(o->listen ? o->listen : def, "--listen",
+                      r->o.allow_remote && r->o.token, SOCK_NONBLOCK, &r->lfd,
+                      r->addr, sizeof r->addr, &r->port);
   if (rc) {
     if (r->lfd >= 0) close(r->lfd);
     free(r->cl);
@@ -900,53 +910,11 @@ typedef struct metrics_srv {
 
 static int metrics_listen(const char *spec, const relay_opts_t *o,
                           metrics_srv_t *m) {
-  char host[256], port[16];
+  char name[96];
   memset(m, 0, sizeof *m);
-  m->fd = -1;
   m->token = o->token && *o->token ? o->token : NULL;
-  if (relay_split(spec, host, sizeof host, port, sizeof port)) {
-    relay_log(NULL, 0, "--metrics '%s': expected ADDRESS:PORT or [V6]:PORT", spec);
-    return GPB_EINVAL;
-  }
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  int g = getaddrinfo(host, port, &hints, &res);
-  if (g) {
-    relay_log(NULL, 0, "--metrics '%s': %s", spec, gai_strerror(g));
-    return GPB_ENOTFOUND;
-  }
-  int rc = 0;
-  if (!relay_is_loopback(res->ai_addr) && !(o->allow_remote && m->token)) {
-    relay_log(NULL, 0, "refusing to serve metrics on %s: it is not a loopback "
-              "address; give both --allow-remote and a token", spec);
-    rc = GPB_EPERM;
-  }
-  if (!rc) {
-    m->fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
-    int one = 1;
-    if (m->fd >= 0) setsockopt(m->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (m->fd < 0 || bind(m->fd, res->ai_addr, res->ai_addrlen) ||
-        listen(m->fd, 8)) {
-      relay_log(NULL, 0, "cannot serve metrics on %s: %s", spec, strerror(errno));
-      rc = GPB_EIO;
-    }
-  }
-  freeaddrinfo(res);
-  if (!rc) {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(m->fd, (struct sockaddr *)&ss, &sl);
-    m->port = ((struct sockaddr *)&ss)->sa_family == AF_INET6
-                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-  } else if (m->fd >= 0) {
-    close(m->fd);
-    m->fd = -1;
-  }
-  return rc;
+  return relay_bind(spec, "--metrics", o->allow_remote && m->token, 0, &m->fd,
+                    name, sizeof name, &m->port);
 }
 
 static void metrics_reply(int c, const char *status, const char *type,

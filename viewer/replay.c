@@ -17,6 +17,8 @@
  */
 #include "view.h"
 
+#include "base/base.h" /* gpb__hash64, inline: no link dependency */
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,17 +242,9 @@ typedef struct rp_ids {
   uint64_t cap, n; /* cap a power of two */
 } rp_ids_t;
 
-/* MurmurHash3's 64-bit finalizer, both rounds: ids are often addresses
- * (multiples of 512 or 8192), and one round leaves their low bits, which
- * pick the slot, clustered (10 probes per insert on the sample trace). */
-static uint64_t rp_hash(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xFF51AFD7ED558CCDull;
-  k ^= k >> 33;
-  k *= 0xC4CEB9FE1A85EC53ull;
-  k ^= k >> 33;
-  return k;
-}
+/* The project's one hash (lib/base/base.h, inline): ids are often
+ * addresses (multiples of 512 or 8192), which a weaker mix clusters. */
+static inline uint64_t rp_hash(uint64_t k) { return gpb__hash64(k); }
 
 static int rp_grow(rp_ids_t *t) {
   uint64_t ncap = t->cap ? t->cap * 2 : 1024;
