@@ -425,6 +425,13 @@ GPB_API int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out);
 GPB_API void gpb_attach_close(gpb_attach_t *a);
 /* Calls fn once per published pool that can be attached now. */
 GPB_API int gpb_list_pools(void (*fn)(const char *name, void *user), void *user);
+/* Segments of this user's whose writer is gone without destroying its pool
+ * (killed with SIGKILL, say): they hold no live pool, only space in
+ * /dev/shm. gpb_remove_stale_pool removes one, after checking again that
+ * it is stale (GPB_EBUSY when its writer runs). */
+GPB_API int gpb_list_stale_pools(void (*fn)(const char *name, void *user),
+                                 void *user);
+GPB_API int gpb_remove_stale_pool(const char *name);
 
 /* ----------------------------------------------------------------- PyTorch */
 

@@ -42,5 +42,14 @@ PY
 timeout 1 "$stat" --watch 0.1 "$a" > "$tmp/watch.txt" 2>/dev/null
 [ "$(grep -c 'used' "$tmp/watch.txt")" -ge 2 ] || fail "--watch wrote fewer than two reports"
 if grep -q "$(printf '\033')" "$tmp/watch.txt"; then fail "--watch into a file wrote escape codes"; fi
-[ $fails = 0 ] && echo "gpubuddy-stat: --all, --json, --watch into a file"
+# A writer killed with SIGKILL leaves its segment: --list offers it as
+# stale, --remove-stale removes it, and a live one is never removed.
+kill -KILL $pb; wait $pb 2>/dev/null
+"$stat" --list > "$tmp/list.out" 2> "$tmp/list.err"
+grep -q "^stale: $b\$" "$tmp/list.err" || fail "--list does not offer $b as stale: $(cat "$tmp/list.err")"
+grep -q "^$b\$" "$tmp/list.out" && fail "--list lists the dead $b as live"
+"$stat" --remove-stale > "$tmp/rm.out" 2>&1 || fail "--remove-stale exited $?"
+[ ! -e "/dev/shm/gpubuddy.$b" ] || fail "--remove-stale left /dev/shm/gpubuddy.$b"
+[ -e "/dev/shm/gpubuddy.$a" ] || fail "--remove-stale removed the live $a"
+[ $fails = 0 ] && echo "gpubuddy-stat: --all, --json, --watch into a file, stale segments"
 exit $fails

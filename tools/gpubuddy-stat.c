@@ -24,7 +24,7 @@ enum { EXIT_GONE = 3, EXIT_NOTFOUND = 2 };
 
 typedef struct stat_opts {
   const char *name;
-  int json, list, watch, all;
+  int json, list, watch, all, remove_stale;
   double interval;
 } stat_opts_t;
 
@@ -44,7 +44,9 @@ static void stat_usage(FILE *f) {
           "                     writer goes away or Ctrl-C\n"
           "  --json             one JSON object per report (with --watch, one\n"
           "                     per line); with --list, a JSON array\n"
-          "  --list             list the pools that can be attached now\n"
+          "  --list             list the pools that can be attached now (and,\n"
+          "                     on stderr, stale segments of killed writers)\n"
+          "  --remove-stale     remove the stale segments of this user's\n"
           "  --all              every pool published on this machine, one\n"
           "                     line each: name, pid, device, pool size, used,\n"
           "                     requested, largest free, waste, external\n"
@@ -174,6 +176,12 @@ static void stat_list_one(const char *name, void *user) {
   l->n++;
 }
 
+static void stat_stale_one(const char *name, void *user) {
+  stat_list_t *l = user;
+  fprintf(stderr, "stale: %s\n", name);
+  l->n++;
+}
+
 static int stat_list(int json) {
   stat_list_t l = {json, 0};
   int rc = gpb_list_pools(stat_list_one, &l);
@@ -184,6 +192,35 @@ static int stat_list(int json) {
   }
   if (json) printf("%s\n", l.n ? "]" : "[]");
   else if (l.n == 0) fprintf(stderr, "gpubuddy-stat: no live pools\n");
+  /* Left behind by writers that were killed: offered, not listed. */
+  stat_list_t st = {0, 0};
+  gpb_list_stale_pools(stat_stale_one, &st);
+  if (st.n)
+    fprintf(stderr, "gpubuddy-stat: %d stale segment%s (writer gone) above; "
+            "remove with gpubuddy-stat --remove-stale\n", st.n,
+            st.n == 1 ? "" : "s");
+  return 0;
+}
+
+static void stat_remove_one(const char *name, void *user) {
+  int *n = user;
+  if (gpb_remove_stale_pool(name) == 0) {
+    printf("removed stale segment %s\n", name);
+    ++*n;
+  } else {
+    fprintf(stderr, "gpubuddy-stat: %s: %s\n", name, gpb_last_error_detail());
+  }
+}
+
+/* --remove-stale: every stale segment of this user's, checked again. */
+static int stat_remove_stale(void) {
+  int n = 0;
+  int rc = gpb_list_stale_pools(stat_remove_one, &n);
+  if (rc) {
+    fprintf(stderr, "gpubuddy-stat: %s\n", gpb_last_error_detail());
+    return 1;
+  }
+  if (!n) fprintf(stderr, "gpubuddy-stat: no stale segments\n");
   return 0;
 }
 
@@ -204,6 +241,8 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
       o->list = 1;
     } else if (!strcmp(a, "--all")) {
       o->all = 1;
+    } else if (!strcmp(a, "--remove-stale")) {
+      o->remove_stale = 1;
     } else if (!strcmp(a, "--watch") || !strcmp(a, "-w")) {
       o->watch = 1;
       if (i + 1 < argc) { /* optional SECONDS: taken when it is a number */
@@ -231,7 +270,7 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
       return -1;
     }
   }
-  if (!o->list && !o->all && !o->name) {
+  if (!o->list && !o->all && !o->remove_stale && !o->name) {
     fprintf(stderr, "gpubuddy-stat: which pool? give NAME or --list "
             "(see --help)\n");
     return -1;
@@ -298,6 +337,7 @@ int main(int argc, char **argv) {
   if (stat_parse(argc, argv, &o)) return 2; /* usage, as every tool */
   if (o.list) return stat_list(o.json);
   if (o.all) return stat_all(o.json);
+  if (o.remove_stale) return stat_remove_stale();
 
   gpb_attach_t *a;
   int rc = gpb_attach_open(o.name, &a);

@@ -211,7 +211,28 @@ int gpb__shm_map(const char *path, int writable, void **map, size_t *size,
 }
 
 
-int gpb_list_pools(void (*fn)(const char *name, void *user), void *user) {
+/* Whether the segment published as name is live (1), a stale one of ours
+ * whose writer is gone or which it closed (0), or neither: not ours, not
+ * a segment, or unreadable (-1). */
+static int shm_state(const char *name) {
+  char path[GPB_NAME_MAX + 16];
+  if (strlen(name) >= GPB_NAME_MAX || gpb__shm_check_name(name)) return -1;
+  gpb__shm_path(path, sizeof path, name);
+  void *map;
+  size_t size;
+  if (gpb__shm_map(path, 0, &map, &size, NULL)) return -1;
+  const pub_hdr_t *h = map;
+  int st = -1;
+  if (gpb__shm_check_header(h, size, name) == 0)
+    st = !atomic_load_explicit(&h->closed, ACQ) &&
+         gpb__shm_alive(h->pid, h->pid_start);
+  munmap(map, size);
+  return st;
+}
+
+/* Calls fn for every segment name whose state is `want`. */
+static int shm_each(int want, void (*fn)(const char *name, void *user),
+                    void *user) {
   if (!fn) return gpb__fail(GPB_EINVAL, "fn is NULL");
   DIR *d = opendir("/dev/shm");
   if (!d) return 0; /* no POSIX shared memory here: nothing published */
@@ -220,20 +241,31 @@ int gpb_list_pools(void (*fn)(const char *name, void *user), void *user) {
   while ((e = readdir(d)) != NULL) {
     if (strncmp(e->d_name, PUB_PREFIX, plen) != 0) continue;
     const char *name = e->d_name + plen;
-    char path[GPB_NAME_MAX + 16];
-    if (strlen(name) >= GPB_NAME_MAX || gpb__shm_check_name(name)) continue;
-    gpb__shm_path(path, sizeof path, name);
-    void *map;
-    size_t size;
-    if (gpb__shm_map(path, 0, &map, &size, NULL)) continue;
-    const pub_hdr_t *h = map;
-    int ok = gpb__shm_check_header(h, size, name) == 0 &&
-             !atomic_load_explicit(&h->closed, ACQ) &&
-             gpb__shm_alive(h->pid, h->pid_start);
-    munmap(map, size);
-    if (ok) fn(name, user);
+    if (shm_state(name) == want) fn(name, user);
   }
   closedir(d);
   return 0;
 }
 
+int gpb_list_pools(void (*fn)(const char *name, void *user), void *user) {
+  return shm_each(1, fn, user);
+}
+
+int gpb_list_stale_pools(void (*fn)(const char *name, void *user), void *user) {
+  return shm_each(0, fn, user);
+}
+
+int gpb_remove_stale_pool(const char *name) {
+  int st = name ? shm_state(name) : -1;
+  if (st != 0)
+    return gpb__fail(st == 1 ? GPB_EBUSY : GPB_ENOTFOUND,
+                     st == 1 ? "pool '%s' is live: its writer still runs"
+                             : "'%s' is not a stale segment of this user's",
+                     name ? name : "(null)");
+  char path[GPB_NAME_MAX + 16];
+  gpb__shm_path(path, sizeof path, name);
+  if (shm_unlink(path) != 0 && errno != ENOENT)
+    return gpb__fail(GPB_EIO, "cannot remove /dev/shm%s: %s", path,
+                     strerror(errno));
+  return 0;
+}
