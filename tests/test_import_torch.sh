@@ -116,6 +116,18 @@ for k in bomb memo bigint bigkey deep; do
   grep -q Traceback "$tmp/err" && fail "$k: Python traceback"
 done
 
+# 5b'. A message that quotes damaged input (newlines, control bytes) is
+# still one line (fuzz_import_torch.py found pickles whose error text
+# carried them).
+python3 - "$imp" > "$tmp/say.out" 2> "$tmp/say.err" <<'PY'
+import importlib.machinery, sys, types
+loader = importlib.machinery.SourceFileLoader("imp", sys.argv[1])
+m = types.ModuleType(loader.name)
+loader.exec_module(m)
+m.say("bad float: '1\n2\x1e\x00'")
+PY
+[ "$(wc -l < "$tmp/say.err")" = 1 ] || fail "a message with a newline is $(wc -l < "$tmp/say.err") lines"
+
 # 5c. Several devices: the summary names the others; --device all writes
 # one trace per device with a history (.DEVICE before the first dot).
 mk "{'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': 512}], [], [{'action': 'alloc', 'addr': 8192, 'size': 1024}]]}"
