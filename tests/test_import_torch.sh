@@ -119,7 +119,7 @@ done
 # 5b'. A message that quotes damaged input (newlines, control bytes) is
 # still one line (fuzz_import_torch.py found pickles whose error text
 # carried them).
-python3 - "$imp" > "$tmp/say.out" 2> "$tmp/say.err" <<'PY'
+python3 - "$srcdir/tools/gpubuddy-import-torch" > "$tmp/say.out" 2> "$tmp/say.err" <<'PY'
 import importlib.machinery, sys, types
 loader = importlib.machinery.SourceFileLoader("imp", sys.argv[1])
 m = types.ModuleType(loader.name)
