@@ -425,7 +425,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   uint64_t start = gpb_now_ns();
   gpb_pool_stats(pool, &r->at_peak);
   gpb_trace_op_t op;
-  int rd;
+  int rd = 0;
   while (!replay_stop && (rd = gpb_trace_next(tr, &op)) == 1) {
     if (r->ops == 0) t_first = op.time_ns;
     r->ops++;
