@@ -69,6 +69,7 @@ done
 # 4. --policy all runs every policy (buddy, trim, bestfit) and compares them.
 $replay --policy all --quiet "$tmp/rec.trace" > "$tmp/all.txt" || fail "--policy all exited $?"
 grep -q '^comparison:' "$tmp/all.txt" || fail "--policy all printed no comparison"
+grep -q '^recommended for the least memory: bestfit' "$tmp/all.txt" || fail "--policy all recommends no policy"
 [ "$(grep -c '^policy ' "$tmp/all.txt")" = 3 ] || fail "--policy all did not run three policies"
 $replay --policy all --json --quiet "$tmp/rec.trace" > "$tmp/all.json" || fail "--policy all --json exited $?"
 [ "$(grep -c '"policy":' "$tmp/all.json")" = 3 ] || fail "--policy all --json lacks a run"

@@ -806,6 +806,18 @@ int main(int argc, char **argv) {
                replay_hist_quantile(&r->lat_alloc, 0.5),
                replay_hist_quantile(&r->lat_alloc, 0.99));
       }
+      /* The recommendation: the policy whose pool can be smallest, when
+       * that was measured; else the memory-best one by design. */
+      int best = -1;
+      for (int i = 0; o.find_min && i < npol; i++)
+        if (best < 0 || minp[i] < minp[best]) best = i;
+      if (best >= 0)
+        printf("recommended for the least memory: %s (a pool of %" PRIu64
+               " bytes fits; buddy is the fastest)\n",
+               gpb_policy_name(pols[best]), minp[best]);
+      else
+        printf("recommended for the least memory: bestfit (--find-min-pool "
+               "measures each policy's smallest pool; buddy is the fastest)\n");
     }
   }
   free(res);
