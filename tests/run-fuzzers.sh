@@ -40,6 +40,13 @@ echo "building fuzz_trace in $tmp"
   "$top/lib/base/error.c" $zlib -o "$tmp/fuzz_trace"
 
 # Seed corpus.
+echo "building fuzz_shm in $tmp"
+"$cc" $flags $zdef -I"$top/include" -I"$top/lib" -DGPB_BUILDING_LIBRARY \
+  "$top/tests/fuzz/fuzz_shm.c" $(ls "$top"/lib/*/*.c) $zlib -lpthread -lm \
+  -o "$tmp/fuzz_shm"
+mkdir -p "$tmp/corpus-shm"
+(cd "$tmp" && GPB_FUZZ_SEEDS="$tmp/corpus-shm" ./fuzz_shm -runs=0 > /dev/null 2>&1) || true
+
 mkdir -p "$tmp/corpus"
 cp "$top/tests/data/rmm_small.csv" "$tmp/corpus/rmm.csv"
 head -n 40 "$top/tests/data/torch_snapshot.expected" > "$tmp/corpus/native.trace"
@@ -50,11 +57,14 @@ printf '# gpubuddy-trace v1\n1 0 fail 0 4096 0 0x7\n2 5 free 0x10 0 0 0\n' \
 printf '# gpubuddy-trace v2\n' > "$tmp/corpus/v2.trace"
 
 status=0
-for t in fuzz_trace; do
+for t in fuzz_trace fuzz_shm; do
   echo "running $t for ${secs}s"
+  corpus=corpus/
+  extra=
+  [ $t = fuzz_shm ] && corpus=corpus-shm/ extra=-max_len=16384
   if ! (cd "$tmp" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "./$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 corpus/ > "$t.log" 2>&1); then
+        "./$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 $extra \
+        -print_final_stats=1 $corpus > "$t.log" 2>&1); then
     echo "$t: FAILED; its log and crash input are kept in $tmp" >&2
     tail -n 40 "$tmp/$t.log" >&2
     keep=1
@@ -63,4 +73,10 @@ for t in fuzz_trace; do
     grep -E '^stat::number_of_executed_units|^Done' "$tmp/$t.log" || true
   fi
 done
+# The importer (Python): mutated snapshots, one-line errors only.
+if command -v python3 >/dev/null 2>&1; then
+  echo "running fuzz_import_torch for ${secs}s"
+  GPB_FUZZ_OUT="$tmp/import-findings" python3 "$top/tests/fuzz/fuzz_import_torch.py" "$secs" ||
+    { echo "fuzz_import_torch: FAILED; inputs kept in $tmp/import-findings" >&2; keep=1; status=1; }
+fi
 exit $status

@@ -128,6 +128,13 @@ m.say("bad float: '1\n2\x1e\x00'")
 PY
 [ "$(wc -l < "$tmp/say.err")" = 1 ] || fail "a message with a newline is $(wc -l < "$tmp/say.err") lines"
 
+# 5b''. fuzz_import_torch.py found pickles whose failed load (a MemoryError
+# under the address-space cap) made CPython write a SystemError line to
+# stderr before ours: the message is one line again.
+cp "$data/fuzz_memoryerror.pickle" "$tmp/bad.pickle"
+bad "memory error noise" "not a readable pickle"
+[ "$(wc -l < "$tmp/err")" = 1 ] || fail "memory error: $(cat "$tmp/err")"
+
 # 5c. Several devices: the summary names the others; --device all writes
 # one trace per device with a history (.DEVICE before the first dot).
 mk "{'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': 512}], [], [{'action': 'alloc', 'addr': 8192, 'size': 1024}]]}"
