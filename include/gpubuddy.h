@@ -333,34 +333,42 @@ GPB_API uint64_t gpb_model_seq(const gpb_model_t *m);
 GPB_API int gpb_model_lookup(const gpb_model_t *m, uint64_t offset,
                              gpb_block_info_t *out);
 
-/* A simulating model allocates by itself: the placements, events and
- * stats of a pool made from the same cfg (pool_size, min_block, policy,
+/* ------------------------------------------------------------- simulator */
+
+/* A simulator allocates by itself: the placements, events and stats of a
+ * pool made from the same cfg (pool_size, min_block, policy,
  * GPB_CFG_EAGER_MERGE; one arena), with no memory behind the offsets and
  * no lock. Replay tools use it to get a pool's block map at the cost of
- * one buddy core. It cannot apply events or load keyframes, and a
- * following model cannot allocate (GPB_EINVAL). */
+ * one buddy core. */
+typedef struct gpb_sim gpb_sim_t;
 #define GPB_NO_OFFSET UINT64_MAX
-GPB_API int gpb_model_create_sim(const gpb_config_t *cfg, gpb_model_t **out);
+GPB_API int gpb_sim_create(const gpb_config_t *cfg, gpb_sim_t **out);
+GPB_API void gpb_sim_destroy(gpb_sim_t *s);
+/* Back to an empty pool at sequence 0; the hook stays. */
+GPB_API void gpb_sim_reset(gpb_sim_t *s);
+/* Its block map, for reading: gpb_model_stats, _visit, _lookup, _check and
+ * _seq take it. It stays valid until gpb_sim_destroy. */
+GPB_API const gpb_model_t *gpb_sim_model(const gpb_sim_t *s);
 /* As gpb_alloc_ex, with the event time given (it is what ages are measured
  * from): *offset is the allocation's byte offset, or GPB_NO_OFFSET for
  * size 0 (success, no event) and on error. Any power-of-two alignment up
  * to the managed size is taken (offsets have no base address; a real pool
  * also refuses one larger than its base's own alignment). */
-GPB_API int gpb_model_alloc(gpb_model_t *m, uint64_t size, uint64_t align,
-                            uint32_t tag, uint64_t time_ns, uint64_t *offset);
+GPB_API int gpb_sim_alloc(gpb_sim_t *s, uint64_t size, uint64_t align,
+                          uint32_t tag, uint64_t time_ns, uint64_t *offset);
 /* As gpb_free: misuse gets the pool's codes and changes nothing. */
-GPB_API int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns);
-/* Sizes an empty model's allocation table for `live` allocations at once
- * (at most one per minimum block), so a replay that reaches them never
- * grows it; a hint, with no effect on a model that holds allocations. */
-GPB_API int gpb_model_reserve(gpb_model_t *m, uint64_t live);
+GPB_API int gpb_sim_free(gpb_sim_t *s, uint64_t offset, uint64_t time_ns);
+/* Sizes an empty simulator's allocation table for `live` allocations at
+ * once (at most one per minimum block), so a replay that reaches them
+ * never grows it; a hint, with no effect once allocations are held. */
+GPB_API int gpb_sim_reserve(gpb_sim_t *s, uint64_t live);
 /* A hint for a replay that reads ahead: starts fetching the record of the
  * allocation at `offset` (a free to come), so that free finds it in cache.
  * Changes nothing; any offset is accepted. */
-GPB_API void gpb_model_prefetch(const gpb_model_t *m, uint64_t offset);
-/* Called for every event the simulating model makes, after its stats
- * count it. NULL removes it. */
-GPB_API int gpb_model_set_hook(gpb_model_t *m, gpb_hook_fn fn, void *user);
+GPB_API void gpb_sim_prefetch(const gpb_sim_t *s, uint64_t offset);
+/* Called for every event the simulator makes, after its stats count it.
+ * NULL removes it. */
+GPB_API int gpb_sim_set_hook(gpb_sim_t *s, gpb_hook_fn fn, void *user);
 
 /* ------------------------------------------------------------------ traces */
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_sim.c: a simulating model (gpb_model_create_sim) against a real
+ * test_sim.c: the simulator (gpb_sim_t) against a real
  * pool. Both get the same random requests; every placement, every error
  * code, every event (type, offset, size, order, requested, tag) and the
  * final block lists must agree, with both invariant checkers run after
  * every step. Then misuse: each wrong call fails with the pool's code and
- * leaves the model as it was.
+ * leaves the simulator as it was.
  */
 #include "testutil.h"
 
@@ -40,16 +40,17 @@ static void events_same(const evlog_t *p, const evlog_t *m, uint64_t step) {
 static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
                      int hooked) {
   gpb_pool_t *p;
-  gpb_model_t *m;
+  gpb_sim_t *s;
   ASSERT_OK(gpb_pool_create(cfg, &p));
-  ASSERT_OK(gpb_model_create_sim(cfg, &m));
-  if (seed & 2) ASSERT_OK(gpb_model_reserve(m, MAXLIVE)); /* placements unchanged */
+  ASSERT_OK(gpb_sim_create(cfg, &s));
+  const gpb_model_t *m = gpb_sim_model(s);
+  if (seed & 2) ASSERT_OK(gpb_sim_reserve(s, MAXLIVE)); /* placements unchanged */
   gpb_pool_info_t info;
   gpb_pool_info(p, &info);
   evlog_t pl = {0}, ml = {0};
   if (hooked) {
     ASSERT_OK(gpb_pool_set_hook(p, log_event, &pl));
-    ASSERT_OK(gpb_model_set_hook(m, log_event, &ml));
+    ASSERT_OK(gpb_sim_set_hook(s, log_event, &ml));
   }
   char *ptr[MAXLIVE];
   uint64_t off[MAXLIVE];
@@ -62,11 +63,11 @@ static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
       int i = (int)(rng_next(&rng) % (uint64_t)nlive);
       /* A hint only: a prefetch of this free's record, of another live
        * one and of any offset at all changes no placement or event. */
-      gpb_model_prefetch(m, off[i]);
-      gpb_model_prefetch(m, off[(i + 1) % nlive]);
-      gpb_model_prefetch(m, rng_next(&rng));
+      gpb_sim_prefetch(s, off[i]);
+      gpb_sim_prefetch(s, off[(i + 1) % nlive]);
+      gpb_sim_prefetch(s, rng_next(&rng));
       ASSERT_OK(gpb_free(p, ptr[i]));
-      if (off[i] != GPB_NO_OFFSET) ASSERT_OK(gpb_model_free(m, off[i], step));
+      if (off[i] != GPB_NO_OFFSET) ASSERT_OK(gpb_sim_free(s, off[i], step));
       else ASSERT(ptr[i] == NULL);
       ptr[i] = ptr[--nlive];
       off[i] = off[nlive];
@@ -80,7 +81,7 @@ static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
       void *q = NULL;
       uint64_t o = 0;
       int rp = gpb_alloc_ex(p, size, align, tag, NULL, &q);
-      int rm = gpb_model_alloc(m, size, align, tag, step, &o);
+      int rm = gpb_sim_alloc(s, size, align, tag, step, &o);
       if (rp != rm)
         FAILF("step %" PRIu64 ": size %" PRIu64 " align %zu: pool %s, model %s",
               step, size, align, gpb_err_name(rp), gpb_err_name(rm));
@@ -113,7 +114,7 @@ static void diff_run(const gpb_config_t *cfg, uint64_t seed, uint64_t steps,
   ASSERT(fails > 0); /* the run reached the pool's limits */
   free(pb.b);
   free(mb.b);
-  gpb_model_destroy(m);
+  gpb_sim_destroy(s);
   gpb_pool_destroy(p);
 }
 
@@ -139,72 +140,72 @@ static void test_misuse(void) {
   gpb_config_t c;
   gpb_config_init(&c);
   c.pool_size = 1 * MIB;
-  gpb_model_t *m, *f;
-  ASSERT_ERR(gpb_model_create_sim(&c, NULL), GPB_EINVAL);
+  gpb_sim_t *s;
+  gpb_model_t *f;
+  ASSERT_ERR(gpb_sim_create(&c, NULL), GPB_EINVAL);
   c.min_block = 100;
-  ASSERT_ERR(gpb_model_create_sim(&c, &m), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_create(&c, &s), GPB_EINVAL);
   c.min_block = 256;
   c.policy = (gpb_policy_t)99;
-  ASSERT_ERR(gpb_model_create_sim(&c, &m), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_create(&c, &s), GPB_EINVAL);
   c.policy = GPB_POLICY_BUDDY;
   c.pool_size = 100;
-  ASSERT_ERR(gpb_model_create_sim(&c, &m), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_create(&c, &s), GPB_EINVAL);
   c.pool_size = 1 * MIB;
-  ASSERT_OK(gpb_model_create_sim(&c, &m));
+  ASSERT_OK(gpb_sim_create(&c, &s));
+  const gpb_model_t *m = gpb_sim_model(s);
+  ASSERT(m != NULL && gpb_sim_model(NULL) == NULL);
   ASSERT_OK(gpb_model_create(1 * MIB, 256, &f));
 
   uint64_t a, b, o;
-  ASSERT_OK(gpb_model_alloc(m, 1000, 0, 3, 10, &a));
-  ASSERT_OK(gpb_model_alloc(m, 256, 0, 0, 11, &b));
+  ASSERT_OK(gpb_sim_alloc(s, 1000, 0, 3, 10, &a));
+  ASSERT_OK(gpb_sim_alloc(s, 256, 0, 0, 11, &b));
   gpb_stats_t before, after;
   ASSERT_OK(gpb_model_stats(m, &before));
   /* Size 0: success, nothing, no event. */
-  ASSERT_OK(gpb_model_alloc(m, 0, 0, 0, 12, &o));
+  ASSERT_OK(gpb_sim_alloc(s, 0, 0, 0, 12, &o));
   ASSERT_U64_EQ(o, GPB_NO_OFFSET);
-  ASSERT_ERR(gpb_model_alloc(m, 2 * MIB, 0, 0, 12, &o), GPB_ETOOBIG);
+  ASSERT_ERR(gpb_sim_alloc(s, 2 * MIB, 0, 0, 12, &o), GPB_ETOOBIG);
   ASSERT_U64_EQ(o, GPB_NO_OFFSET);
-  ASSERT_ERR(gpb_model_alloc(m, 64, 3000, 0, 12, &o), GPB_EALIGN);
-  ASSERT_ERR(gpb_model_alloc(m, 64, 2 * MIB, 0, 12, &o), GPB_EALIGN);
-  ASSERT_ERR(gpb_model_alloc(m, 64, 0, GPB_MAX_TAGS, 12, &o), GPB_EINVAL);
-  ASSERT_ERR(gpb_model_alloc(m, 64, 0, 0, 12, NULL), GPB_EINVAL);
-  ASSERT_ERR(gpb_model_free(m, a + 256, 12), GPB_EINTERIOR);
-  ASSERT_ERR(gpb_model_free(m, 1 * MIB, 12), GPB_EFOREIGN);
-  ASSERT_ERR(gpb_model_free(m, UINT64_MAX, 12), GPB_EFOREIGN);
+  ASSERT_ERR(gpb_sim_alloc(s, 64, 3000, 0, 12, &o), GPB_EALIGN);
+  ASSERT_ERR(gpb_sim_alloc(s, 64, 2 * MIB, 0, 12, &o), GPB_EALIGN);
+  ASSERT_ERR(gpb_sim_alloc(s, 64, 0, GPB_MAX_TAGS, 12, &o), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_alloc(s, 64, 0, 0, 12, NULL), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_free(s, a + 256, 12), GPB_EINTERIOR);
+  ASSERT_ERR(gpb_sim_free(s, 1 * MIB, 12), GPB_EFOREIGN);
+  ASSERT_ERR(gpb_sim_free(s, UINT64_MAX, 12), GPB_EFOREIGN);
   ASSERT_OK(gpb_model_stats(m, &after));
   ASSERT_U64_EQ(after.seq, before.seq + 1); /* the ETOOBIG request's FAIL */
   ASSERT_U64_EQ(after.failures, before.failures + 1);
   ASSERT_U64_EQ(after.block_bytes, before.block_bytes);
-  ASSERT_OK(gpb_model_free(m, b, 13));
-  ASSERT_ERR(gpb_model_free(m, b, 14), GPB_EDOUBLEFREE);
+  ASSERT_OK(gpb_sim_free(s, b, 13));
+  ASSERT_ERR(gpb_sim_free(s, b, 14), GPB_EDOUBLEFREE);
   ASSERT_OK(gpb_model_check(m));
 
-  /* A simulating model makes its own events; a following one cannot
-   * allocate; keyframes are for following models. */
-  gpb_event_t ev = {.seq = after.seq + 2, .type = GPB_EV_FAIL};
-  ASSERT_ERR(gpb_model_apply(m, &ev), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_alloc(NULL, 64, 0, 0, 0, &o), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_free(NULL, 0, 0), GPB_EINVAL);
+  ASSERT_ERR(gpb_sim_set_hook(NULL, log_event, NULL), GPB_EINVAL);
+  /* The following model is another object: keyframes load into it. */
   gpb_block_info_t whole = {.offset = 0, .size = 1 * MIB, .order = 12};
-  ASSERT_ERR(gpb_model_load(m, &whole, 1, 1), GPB_EINVAL);
-  ASSERT_ERR(gpb_model_alloc(f, 64, 0, 0, 0, &o), GPB_EINVAL);
-  ASSERT_ERR(gpb_model_free(f, 0, 0), GPB_EINVAL);
-  ASSERT_ERR(gpb_model_set_hook(f, log_event, NULL), GPB_EINVAL);
   ASSERT_OK(gpb_model_load(f, &whole, 1, 1));
   ASSERT_OK(gpb_model_check(m));
 
-  gpb_model_prefetch(NULL, 0); /* a hint: NULL is ignored */
-  gpb_model_prefetch(f, 0);    /* a following model has a table too */
-  /* Reserving: a hint for an empty model, nothing for one in use. */
-  ASSERT_ERR(gpb_model_reserve(NULL, 10), GPB_EINVAL);
-  ASSERT_OK(gpb_model_reserve(m, 1000)); /* in use: left as it is */
+  gpb_sim_prefetch(NULL, 0); /* a hint: NULL is ignored */
+  /* Reserving: a hint for an empty simulator, nothing for one in use. */
+  ASSERT_ERR(gpb_sim_reserve(NULL, 10), GPB_EINVAL);
+  ASSERT_OK(gpb_sim_reserve(s, 1000)); /* in use: left as it is */
   ASSERT_OK(gpb_model_check(m));
   /* Reset: back to an empty pool, still simulating. */
-  gpb_model_reset(m);
-  ASSERT_OK(gpb_model_reserve(m, UINT64_MAX)); /* capped at one per block */
-  ASSERT_OK(gpb_model_reserve(m, 3000));
+  gpb_sim_reset(s);
+  gpb_sim_reset(NULL);
+  ASSERT_OK(gpb_sim_reserve(s, UINT64_MAX)); /* capped at one per block */
+  ASSERT_OK(gpb_sim_reserve(s, 3000));
   ASSERT_U64_EQ(gpb_model_seq(m), 0);
-  ASSERT_OK(gpb_model_alloc(m, 1000, 0, 3, 10, &o));
+  ASSERT_OK(gpb_sim_alloc(s, 1000, 0, 3, 10, &o));
   ASSERT_U64_EQ(o, a);
   ASSERT_OK(gpb_model_check(m));
-  gpb_model_destroy(m);
+  gpb_sim_destroy(s);
+  gpb_sim_destroy(NULL);
   gpb_model_destroy(f);
   printf("misuse: ok\n");
 }

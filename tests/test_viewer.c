@@ -316,7 +316,7 @@ static void test_replay_stats(uint64_t seed, uint64_t steps) {
     ASSERT(vreplay_at_end(a.rp));
     ASSERT_OK(gpb_model_stats(a.model, &got));
     test_stats_same(&got, &want);
-    /* The simulating model's block map is the pool's, block by block. */
+    /* The simulator's block map is the pool's, block by block. */
     ASSERT_OK(gpb_model_check(a.model));
     ASSERT_OK(gpb_model_visit(a.model, test_collect_blocks, &mb));
     test_blocks_same(&pb, &mb);

@@ -439,7 +439,7 @@ static void bench_frames(vapp_t *app, vfb_t *fb, int n, uint64_t ops_per_frame) 
 /* Fill: `steps` min-block allocations, then churn at that many live
  * blocks (or --trace / --pattern). Reports the source's own rate (trace
  * parsing or the pattern's generator), replay ingest from ops in memory
- * (simulating model + map + series: the viewer's own work), for a trace
+ * (simulator + map + series: the viewer's own work), for a trace
  * the replay from the file as a user gets it, live ingest (following
  * model + map: what a live reader does with each event), and frame
  * times. */

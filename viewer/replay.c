@@ -2,18 +2,18 @@
 /*
  * replay.c: the replay source. Trace ops (from a trace file through
  * gpb_trace_open, or from a built-in synthetic pattern) run through a
- * simulating gpb_model_t (gpb_model_create_sim): the placements a pool of
- * the same config makes, computed by the same buddy core, without the
- * pool's memory, lock and second copy of the map. The model's hook feeds
+ * simulator (gpb_sim_t): the placements a pool of the same config makes,
+ * computed by the same buddy core, without the pool's memory, lock and
+ * second copy of the map. The simulator's hook feeds
  * every event to the viewer exactly as a live reader's would, so replay
  * and live share one drawing path. Events carry the trace's times, so
  * ages are the trace's ages.
  *
  * Trace ops name allocations by id; a hash table (open addressing, linear
  * probing, deletion by backward shift) maps live ids to offsets. Memory
- * is the model's metadata plus one slot per live allocation: bounded by
- * the pool, not by the length of the trace. Scrubbing backwards restarts
- * from op 0 (a simulating model cannot load a keyframe; ingest is fast).
+ * is the simulator's metadata plus one slot per live allocation: bounded
+ * by the pool, not by the length of the trace. Scrubbing backwards
+ * restarts from op 0 (a simulator cannot load a keyframe; ingest is fast).
  */
 #include "view.h"
 
@@ -338,7 +338,7 @@ struct vreplay {
   vops_t *ops;
   gpb_config_t cfg;
   gpb_pool_info_t info;
-  gpb_model_t *model;
+  gpb_sim_t *sim;
   rp_ids_t ids;
   vevent_fn fn;
   void *user;
@@ -366,17 +366,17 @@ int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out) {
   r->ops = ops;
   r->cfg = *cfg;
   r->ahead_rc = 1;
-  int rc = gpb_model_create_sim(&r->cfg, &r->model);
+  int rc = gpb_sim_create(&r->cfg, &r->sim);
   if (rc) {
     fprintf(stderr, "gpubuddy-view: cannot create the replay pool: %s: %s\n",
             gpb_strerror(rc), gpb_last_error_detail());
     free(r);
     return rc;
   }
-  gpb_model_set_hook(r->model, rp_hook, r);
-  /* What a pool of this config would report; a model has no memory. */
+  gpb_sim_set_hook(r->sim, rp_hook, r);
+  /* What a pool of this config would report; a simulator has no memory. */
   gpb_stats_t st;
-  gpb_model_stats(r->model, &st);
+  gpb_model_stats(gpb_sim_model(r->sim), &st);
   r->info.pool_size = cfg->pool_size;
   r->info.min_block = cfg->min_block;
   r->info.managed_size = st.managed_bytes;
@@ -390,7 +390,7 @@ int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out) {
 
 void vreplay_close(vreplay_t *r) {
   if (!r) return;
-  gpb_model_destroy(r->model);
+  gpb_sim_destroy(r->sim);
   free(r->ids.s);
   vops_close(r->ops);
   free(r);
@@ -418,7 +418,7 @@ static int rp_next(vreplay_t *r, gpb_trace_op_t *op) {
     const gpb_trace_op_t *h = &r->ahead[(r->ahead_pos + RP_HALF) % RP_AHEAD];
     const rp_slot_t *s;
     if (h->op == GPB_OP_FREE && (s = rp_find(&r->ids, h->id)) != NULL)
-      gpb_model_prefetch(r->model, s->off);
+      gpb_sim_prefetch(r->sim, s->off);
   }
   *op = r->ahead[r->ahead_pos];
   r->ahead_pos = (r->ahead_pos + 1) % RP_AHEAD;
@@ -458,7 +458,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
       }
       uint64_t off;
       uint32_t tag = op.tag < GPB_MAX_TAGS ? op.tag : 0;
-      rc = gpb_model_alloc(r->model, op.size, 0, tag, op.time_ns, &off);
+      rc = gpb_sim_alloc(r->sim, op.size, 0, tag, op.time_ns, &off);
       if (rc == GPB_ENOMEM || rc == GPB_ETOOBIG) {
         r->failures++;
       } else if (rc) {
@@ -479,7 +479,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
       uint64_t off = s->off;
       rp_del(&r->ids, s);
       if (off != GPB_NO_OFFSET &&
-          (rc = gpb_model_free(r->model, off, op.time_ns)) != 0) {
+          (rc = gpb_sim_free(r->sim, off, op.time_ns)) != 0) {
         r->bad = 1;
         snprintf(r->err, sizeof r->err, "op %llu: %s",
                  (unsigned long long)r->pos, gpb_strerror(rc));
@@ -491,7 +491,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
 }
 
 int vreplay_restart(vreplay_t *r) {
-  gpb_model_reset(r->model);
+  gpb_sim_reset(r->sim);
   rp_clear(&r->ids);
   r->pos = r->events = r->failures = r->unmatched = 0;
   r->at_end = r->bad = 0;
@@ -527,14 +527,16 @@ uint64_t vreplay_count(vreplay_t *r) {
     peak = r->ops->steps; /* a pattern never holds more */
   }
   rp_reserve(&r->ids, peak);
-  if (r->pos == 0) gpb_model_reserve(r->model, peak);
+  if (r->pos == 0) gpb_sim_reserve(r->sim, peak);
   return r->total = n;
 }
 
 uint64_t vreplay_pos(const vreplay_t *r) { return r->pos; }
 uint64_t vreplay_events(const vreplay_t *r) { return r->events; }
 int vreplay_at_end(const vreplay_t *r) { return r->at_end; }
-const gpb_model_t *vreplay_model(const vreplay_t *r) { return r->model; }
+const gpb_model_t *vreplay_model(const vreplay_t *r) {
+  return gpb_sim_model(r->sim);
+}
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r) { return &r->info; }
 const char *vreplay_error(const vreplay_t *r) { return r->err; }
 uint64_t vreplay_failures(const vreplay_t *r) { return r->failures; }

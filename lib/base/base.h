@@ -9,7 +9,7 @@
  *   base/   errors, clocks, parsers, hashing           base.h
  *   core/   buddy arithmetic and placement on offsets  core.h
  *           (bitsets, allocation table, free runs, the checker, the
- *           counters, the following and simulating models); events
+ *           counters, the model and the simulator); events
  *           leave through one sink (gpb__sink_t)
  *   trace/  trace files: writer, readers, gzip blocks   trace.h
  *   live/   shm writer (a sink), readers, relay frames  live.h, shm.h,

@@ -364,6 +364,16 @@ GPB__HIDDEN void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b);
 
 /* ------------------------------------------------------------------ model */
 
+/* A model is a core and the stats the pool would keep for it. A simulator
+ * (sim.c) embeds one, so that its block map reads like any model's. */
+struct gpb_model {
+  gpb__buddy_t core;
+  gpb_stats_t stats;
+};
+
+/* Sets up an embedded model with all roots free; fini with gpb__buddy_fini. */
+GPB__HIDDEN int gpb__model_init(gpb_model_t *m, uint64_t managed_size,
+                                uint64_t min_block, gpb_policy_t policy);
 GPB__HIDDEN void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s);
 
 #endif /* GPB_CORE_H */

@@ -8,151 +8,42 @@
  * and refused (model unchanged) if it does not fit, then fed to the same
  * stats function the pool uses. The viewer, gpubuddy-stat, the relay and
  * the tests all use it; tests compare it with the pool's own visitor.
+ * A simulator (sim.c) holds one and drives its core itself.
  */
 #include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct gpb_model {
-  gpb__buddy_t core;
-  gpb_stats_t stats;
-  /* Simulating models (gpb_model_create_sim) make their own events. */
-  int sim;
-  uint64_t now; /* time of the call in progress */
-  gpb_hook_fn hook;
-  void *hook_user;
-};
-
-static int model_new(uint64_t managed_size, uint64_t min_block,
-                     gpb_policy_t policy, gpb_model_t **out) {
-  *out = NULL;
+int gpb__model_init(gpb_model_t *m, uint64_t managed_size, uint64_t min_block,
+                    gpb_policy_t policy) {
   if (min_block < 16 || (min_block & (min_block - 1)))
     return gpb__fail(GPB_EINVAL, "min_block %llu is not a power of two >= 16",
                      (unsigned long long)min_block);
-  gpb_model_t *m = calloc(1, sizeof *m);
-  if (!m) return GPB_EHOSTMEM;
   int rc = gpb__buddy_init(&m->core, managed_size / min_block,
                            (uint32_t)__builtin_ctzll(min_block), policy);
-  if (rc) {
-    free(m);
-    return rc;
-  }
+  if (rc) return rc;
   /* The core starts with its roots free: only the stats need setting. */
   gpb__stats_init(&m->stats, m->core.nunits << m->core.min_shift,
                   1ull << m->core.min_shift, m->core.norders);
-  *out = m;
   return 0;
 }
 
 int gpb_model_create(uint64_t managed_size, uint64_t min_block,
                      gpb_model_t **out) {
-  int rc = model_new(managed_size, min_block, GPB_POLICY_BUDDY, out);
-  /* A model follows whatever pairs the stream leaves unmerged. */
-  if (rc == 0) (*out)->core.defer_cap = UINT32_MAX;
-  return rc;
-}
-
-/* A simulating model's event sink: what gpb__pool_emit does, minus the
- * consumers a model does not have. */
-static void model_emit(void *ctx, gpb_event_t *ev) {
-  gpb_model_t *m = ctx;
-  ev->seq = ++m->stats.seq;
-  ev->time_ns = m->now;
-  gpb__stats_count(&m->stats, ev->type, ev->offset, ev->size, ev->requested,
-                   ev->tag, ev->order);
-  if (m->hook) m->hook(ev, m->hook_user);
-}
-
-int gpb_model_create_sim(const gpb_config_t *cfg, gpb_model_t **out) {
   if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
   *out = NULL;
-  gpb_config_t defaults;
-  if (!cfg) {
-    gpb_config_init(&defaults);
-    cfg = &defaults;
+  gpb_model_t *m = calloc(1, sizeof *m);
+  if (!m) return GPB_EHOSTMEM;
+  int rc = gpb__model_init(m, managed_size, min_block, GPB_POLICY_BUDDY);
+  if (rc) {
+    free(m);
+    return rc;
   }
-  if ((unsigned)cfg->policy >= GPB_NUM_POLICIES)
-    return gpb__fail(GPB_EINVAL, "unknown policy %d", (int)cfg->policy);
-  if (cfg->pool_size < cfg->min_block)
-    return gpb__fail(GPB_EINVAL, "pool_size %zu is smaller than min_block %zu",
-                     cfg->pool_size, cfg->min_block);
-  gpb_model_t *m;
-  int rc = model_new(cfg->pool_size, cfg->min_block, cfg->policy, &m);
-  if (rc) return rc;
-  /* The merge setting a pool of this config would have. */
-  m->core.defer_cap = cfg->flags & GPB_CFG_EAGER_MERGE ? 0 : GPB__DEFER_MAX;
-  m->core.sink.emit = model_emit;
-  m->core.sink.emit_ctx = m;
-  m->core.sink.counters = &m->stats; /* no hook yet: count in place */
-  m->sim = 1;
+  /* A model follows whatever pairs the stream leaves unmerged. */
+  m->core.defer_cap = UINT32_MAX;
   *out = m;
   return 0;
-}
-
-int gpb_model_set_hook(gpb_model_t *m, gpb_hook_fn fn, void *user) {
-  if (!m || !m->sim)
-    return gpb__fail(GPB_EINVAL, "only a simulating model has a hook");
-  m->hook = fn;
-  m->hook_user = user;
-  m->core.sink.counters = fn ? NULL : &m->stats;
-  return 0;
-}
-
-int gpb_model_alloc(gpb_model_t *m, uint64_t size, uint64_t align,
-                    uint32_t tag, uint64_t time_ns, uint64_t *offset) {
-  if (!m || !offset) return gpb__fail(GPB_EINVAL, "model or offset is NULL");
-  *offset = GPB_NO_OFFSET;
-  if (!m->sim)
-    return gpb__fail(GPB_EINVAL, "this model follows events; it cannot "
-                     "allocate (see gpb_model_create_sim)");
-  if (align & (align - 1))
-    return gpb__fail(GPB_EALIGN, "alignment %llu is not a power of two",
-                     (unsigned long long)align);
-  if (tag >= GPB_MAX_TAGS)
-    return gpb__fail(GPB_EINVAL, "tag %u is not below %d", tag, GPB_MAX_TAGS);
-  if (size == 0) return 0; /* as gpb_alloc_ex: success, nothing, no event */
-  gpb__buddy_t *b = &m->core;
-  uint64_t managed = b->nunits << b->min_shift;
-  uint32_t align_order = 0;
-  if (align > (1ull << b->min_shift)) {
-    if (align > managed)
-      return gpb__fail(GPB_EALIGN, "alignment %llu is larger than the %llu "
-                       "bytes managed", (unsigned long long)align,
-                       (unsigned long long)managed);
-    align_order = (uint32_t)__builtin_ctzll(align) - b->min_shift;
-  }
-  m->now = time_ns;
-  uint64_t unit;
-  int rc = gpb__buddy_alloc(b, size, align_order, tag, 0, time_ns, &unit);
-  if (rc == 0) *offset = unit << b->min_shift;
-  return rc;
-}
-
-int gpb_model_free(gpb_model_t *m, uint64_t offset, uint64_t time_ns) {
-  if (!m) return gpb__fail(GPB_EINVAL, "model is NULL");
-  if (!m->sim)
-    return gpb__fail(GPB_EINVAL, "this model follows events; it cannot "
-                     "free (see gpb_model_create_sim)");
-  if (offset >= (m->core.nunits << m->core.min_shift))
-    return gpb__fail(GPB_EFOREIGN, "offset %llu is outside the %llu bytes "
-                     "managed", (unsigned long long)offset,
-                     (unsigned long long)(m->core.nunits << m->core.min_shift));
-  m->now = time_ns;
-  return gpb__buddy_free(&m->core, offset, 0);
-}
-
-void gpb_model_prefetch(const gpb_model_t *m, uint64_t offset) {
-  if (m && offset < (m->core.nunits << m->core.min_shift))
-    gpb__atab_prefetch(&m->core.atab, offset >> m->core.min_shift);
-}
-
-int gpb_model_reserve(gpb_model_t *m, uint64_t live) {
-  if (!m) return gpb__fail(GPB_EINVAL, "model is NULL");
-  uint64_t most = m->core.nunits; /* no more allocations can be live */
-  int rc = gpb__atab_reserve(&m->core.atab, live < most ? live : most);
-  return rc ? gpb__fail(rc, "no memory for %llu allocation records",
-                        (unsigned long long)live) : 0;
 }
 
 void gpb_model_destroy(gpb_model_t *m) {
@@ -168,8 +59,6 @@ void gpb_model_reset(gpb_model_t *m) {
 }
 
 int gpb_model_apply(gpb_model_t *m, const gpb_event_t *ev) {
-  if (m->sim)
-    return gpb__fail(GPB_EINVAL, "a simulating model makes its own events");
   if (ev->seq != m->stats.seq + 1)
     return gpb__fail(GPB_EAGAIN, "event %llu follows %llu: events were missed",
                      (unsigned long long)ev->seq,
@@ -185,8 +74,6 @@ int gpb_model_apply(gpb_model_t *m, const gpb_event_t *ev) {
 int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks, size_t n,
                    uint64_t seq) {
   gpb__buddy_t *b = &m->core;
-  if (m->sim)
-    return gpb__fail(GPB_EINVAL, "a simulating model makes its own state");
   gpb_model_reset(m);
   uint64_t expect = 0; /* next offset, in bytes */
   const gpb_block_info_t *cur_alloc = NULL; /* first block of open run */
