@@ -180,7 +180,7 @@ for backend in device pinned; do
   expect_ok "checkerboard on $backend" "$common" "[1-9][0-9]* blocks verified"
 done
 
-# --trace: a non-empty trace file. Skipped while trace.c is a placeholder.
+# --trace: a non-empty trace file.
 run churn --backend host --pool-size 8M --steps 500 --quiet --trace "$tmp/churn.trace"
 if [ "$rc" -ne 0 ] && has err "GPB_ENOTFOUND"; then
   echo "SKIP --trace: the trace writer is not built yet (GPB_ENOTFOUND)"

@@ -36,7 +36,7 @@ if pkg-config --exists libdeflate 2>/dev/null; then
 fi
 echo "building fuzz_trace in $tmp"
 "$cc" $flags $zdef -I"$top/include" -I"$top/lib" \
-  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace/trace.c" "$top/lib/trace/zio.c" \
+  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace/read.c" "$top/lib/trace/zin.c" \
   "$top/lib/base/error.c" $zlib -o "$tmp/fuzz_trace"
 
 # Seed corpus.

@@ -246,7 +246,7 @@ static void test_long_line(void) {
 }
 
 /* A compressed trace of many ops, then cut or damaged. */
-/* read_all on one inflate thread and on three (lib/trace/zio.c's workers):
+/* read_all on one inflate thread and on three (lib/trace/zin.c's workers):
  * the same ops, the same fault and message, the same count before it. */
 static int read_both(const char *p, char *msg, size_t cap, uint64_t *nops) {
   char msg3[512];

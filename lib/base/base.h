@@ -33,10 +33,14 @@
 
 #if defined(__GNUC__)
 #define GPB__HIDDEN __attribute__((visibility("hidden")))
+/* Internal, yet exported: the few gpb__ calls libgpubuddy-read makes into
+ * libgpubuddy (errors, model counters, segment checks). Not API. */
+#define GPB__SHARED __attribute__((visibility("default")))
 #define GPB__LIKELY(x) __builtin_expect(!!(x), 1)
 #define GPB__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define GPB__HIDDEN
+#define GPB__SHARED
 #define GPB__LIKELY(x) (x)
 #define GPB__UNLIKELY(x) (x)
 #endif
@@ -80,7 +84,7 @@ GPB__HIDDEN int gpb__parse_arenas(const char *var, const char *s,
 
 /* Records a printf-style detail for gpb_last_error_detail() and returns err,
  * so a failing path reads `return gpb__fail(GPB_EINVAL, "...", ...)`. */
-GPB__HIDDEN int gpb__fail(int err, const char *fmt, ...)
+GPB__SHARED int gpb__fail(int err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Prefetch for writing: the line arrives owned, so the store after it

@@ -374,6 +374,6 @@ struct gpb_model {
 /* Sets up an embedded model with all roots free; fini with gpb__buddy_fini. */
 GPB__HIDDEN int gpb__model_init(gpb_model_t *m, uint64_t managed_size,
                                 uint64_t min_block, gpb_policy_t policy);
-GPB__HIDDEN void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s);
+GPB__SHARED void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s);
 
 #endif /* GPB_CORE_H */

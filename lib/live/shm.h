@@ -142,21 +142,21 @@ _Static_assert(sizeof(pub_rec_t) == PUB_REC_SIZE, "record layout");
 
 /* 0 when name is 1 to GPB_NAME_MAX-1 characters of A-Z a-z 0-9 . _ -
  * not starting with '.', else GPB_EINVAL with the detail set. */
-GPB__HIDDEN int gpb__shm_check_name(const char *name);
+GPB__SHARED int gpb__shm_check_name(const char *name);
 /* "/gpubuddy.NAME", the shm_open path of a pool's segment. */
-GPB__HIDDEN void gpb__shm_path(char *buf, size_t n, const char *name);
+GPB__SHARED void gpb__shm_path(char *buf, size_t n, const char *name);
 /* Start time of a process from /proc (0 unknown); *zombie for a process
  * that exited but is not reaped. */
 GPB__HIDDEN uint64_t gpb__shm_proc_start(pid_t pid, int *zombie);
 /* Whether the writer named by a header still runs. */
-GPB__HIDDEN int gpb__shm_alive(int32_t pid, uint64_t start);
+GPB__SHARED int gpb__shm_alive(int32_t pid, uint64_t start);
 GPB__HIDDEN uint64_t gpb__shm_layout_total(uint64_t nslots, uint64_t kf_cap);
 /* Validates a mapped header against the file size; name NULL skips the
  * name check. Every field a reader later trusts is checked here. */
-GPB__HIDDEN int gpb__shm_check_header(const pub_hdr_t *h, size_t fsize,
+GPB__SHARED int gpb__shm_check_header(const pub_hdr_t *h, size_t fsize,
                                       const char *name);
 /* Maps a segment by path: read-write for readers, read-only to inspect. */
-GPB__HIDDEN int gpb__shm_map(const char *path, int writable, void **map,
+GPB__SHARED int gpb__shm_map(const char *path, int writable, void **map,
                              size_t *size, struct stat *st_out);
 
 #endif /* GPB_LIVE_SHM_H */

@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace.h: trace files. The writer and the readers (native text and RMM
- * CSV) are in trace.c; the bytes under them, plain or gzip, in zio.c.
+ * trace.h: trace files. The writer (write.c, over zout.c) is in
+ * libgpubuddy; the readers of native text and RMM CSV (read.c, over
+ * zin.c) are in libgpubuddy-read. zblock.h is the gzip format they share.
  */
 #ifndef GPB_TRACE_H
 #define GPB_TRACE_H
 
 #include "base/base.h"
 
+#define GPB__TRACE_MAGIC "# gpubuddy-trace v"
+#define GPB__TRACE_VERSION 1
+/* Ids with the top bit set name failed requests (see read.c). */
+#define GPB__TRACE_FAIL_ID (1ull << 63)
+
 /* Trace recording: the pool turns ALLOC/FREE events into trace ops. */
 GPB__HIDDEN void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev);
 
-/* The bytes under trace files (zio.c): plain text, any gzip stream, or
- * blocked gzip in; plain text or blocked gzip out. Path "-" is standard
+/* The bytes under trace files: plain text, any gzip stream, or blocked
+ * gzip in (zin.c); plain text or blocked gzip out (zout.c). Path "-" is standard
  * input or output. Errors are GPB_E* codes with the detail set. */
 typedef struct gpb__zin gpb__zin_t;
 typedef struct gpb__zout gpb__zout_t;

@@ -3,12 +3,12 @@
  * fuzz_trace.c: libFuzzer target for the trace readers (native text,
  * gzip-compressed native, RAPIDS RMM CSV).
  *
- * The readers take a path (they read through lib/trace/zio.c), so each
+ * The readers take a path (they read through lib/trace/zin.c), so each
  * input is written to one in-memory file and read back to the end. Any
  * outcome but a crash, a sanitizer report or a leak is fine; the target
  * also checks the reader's own contract: an error comes with a message.
  * Built by --enable-fuzzers (CC=clang) or tests/run-fuzzers.sh, with
- * lib/trace/trace.c and lib/trace/zio.c compiled in so the parser is instrumented.
+ * lib/trace/read.c and lib/trace/zin.c compiled in so the parser is instrumented.
  */
 #define _GNU_SOURCE
 #include "gpubuddy.h"

@@ -1,22 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zio.c: the bytes under trace files. The reader takes plain text, any
- * gzip stream, or gpubuddy's blocked gzip; the writer makes plain text or
- * blocked gzip.
- *
- * Blocked gzip is a run of ordinary gzip members (RFC 1952), each holding
- * at most 64 KiB of text and giving its own length in a header extra
- * field, and an empty member last. gzip -dc, zcat and Python read it as
- * one stream. This reader takes each member whole and inflates it in one
- * call, which is what libdeflate needs: on this project's traces it
- * inflates about four times as fast as zlib's streaming inflate, and the
- * viewer's replay of a .gz trace is bound by inflate. The empty last
- * member tells a file cut at a member's edge from a whole one.
- *
- * Member layout (little-endian):
- *   1f 8b 08 04 | mtime 0 (4) | xfl 0 | os ff | xlen 8 (2)
- *   'G' 'B' | 4 (2) | member length in bytes, header to trailer (4)
- *   raw deflate data | CRC-32 of the text (4) | text length (4)
+ * zin.c: the bytes under trace readers: plain text, any gzip stream, or
+ * blocked gzip (zblock.h), whose members it inflates whole. Part of
+ * libgpubuddy-read.
  *
  * Members are independent, so on a machine with cores to spare the
  * reader inflates several at once: the calling thread reads each member
@@ -26,6 +12,7 @@
  * the one-thread path.
  */
 #include "trace/trace.h"
+#include "trace/zblock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,19 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
-#ifdef GPB_HAVE_LIBDEFLATE
-#include <libdeflate.h>
-#endif
 
-#define ZB_HDR 20
-#define ZB_TRL 8
-#define ZB_TEXT_MAX 65536u
-/* A member of at most 64 KiB of text deflates to far less than this
- * (stored blocks add 5 bytes per 64 KiB); a longer one is corrupt. */
-#define ZB_MEMBER_MAX (2 * ZB_TEXT_MAX)
 #define ZIN_CAP (4 * ZB_MEMBER_MAX) /* compressed bytes read at a time */
-#define ZOUT_PLAIN_CAP (1u << 17)
 
 enum { ZIN_PLAIN, ZIN_STREAM, ZIN_BLOCKED };
 
@@ -87,7 +63,6 @@ typedef struct zpar {
   int pend;       /* a fault found reading, after the queued members */
   char pend_msg[256];
 } zpar_t;
-
 struct gpb__zin {
   int fd;
   int mode;
@@ -105,50 +80,6 @@ struct gpb__zin {
   zdec_t dec;  /* blocked members, one thread */
   zpar_t *par; /* blocked members, several threads; NULL for one */
 };
-
-struct gpb__zout {
-  int fd;
-  int compress;
-  unsigned char *buf; /* text not yet written (compressed: one member's) */
-  size_t len, cap;
-  unsigned char *out; /* one member, compressed */
-  size_t out_cap;
-  z_stream zs;
-  int zs_live;
-#ifdef GPB_HAVE_LIBDEFLATE
-  struct libdeflate_compressor *lc;
-#endif
-};
-
-static uint32_t zb_get32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
-}
-
-static void zb_put32(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)v;
-  p[1] = (unsigned char)(v >> 8);
-  p[2] = (unsigned char)(v >> 16);
-  p[3] = (unsigned char)(v >> 24);
-}
-
-/* Only the fields this writer sets are checked; mtime, xfl and os are
- * free, as RFC 1952 has them. */
-static int zb_is_header(const unsigned char *h) {
-  return h[0] == 0x1f && h[1] == 0x8b && h[2] == 8 && h[3] == 4 &&
-         h[10] == 8 && h[11] == 0 && h[12] == 'G' && h[13] == 'B' &&
-         h[14] == 4 && h[15] == 0;
-}
-
-static uint32_t zb_crc(const unsigned char *p, size_t n) {
-#ifdef GPB_HAVE_LIBDEFLATE
-  return libdeflate_crc32(0, p, n);
-#else
-  return (uint32_t)crc32(0L, p, (uInt)n);
-#endif
-}
-
-/* ------------------------------------------------------------ reading */
 
 static int zdec_init(zdec_t *d) {
 #ifdef GPB_HAVE_LIBDEFLATE
@@ -578,133 +509,4 @@ int gpb__zin_open(const char *path, gpb__zin_t **out) {
   }
   *out = z;
   return 0;
-}
-
-/* ------------------------------------------------------------ writing */
-
-static int zout_write_all(gpb__zout_t *z, const unsigned char *p, size_t n) {
-  while (n) {
-    ssize_t k = write(z->fd, p, n);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return gpb__fail(GPB_EIO, "trace write failed: %s", strerror(errno));
-    }
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-/* Writes buf as one member (an empty buf makes the last member). */
-static int zout_member(gpb__zout_t *z) {
-  unsigned char *o = z->out;
-  size_t room = z->out_cap - ZB_HDR - ZB_TRL, clen;
-#ifdef GPB_HAVE_LIBDEFLATE
-  clen = libdeflate_deflate_compress(z->lc, z->buf, z->len, o + ZB_HDR, room);
-  if (!clen) return gpb__fail(GPB_EIO, "trace write failed: deflate overflow");
-#else
-  deflateReset(&z->zs);
-  z->zs.next_in = z->buf;
-  z->zs.avail_in = (uInt)z->len;
-  z->zs.next_out = o + ZB_HDR;
-  z->zs.avail_out = (uInt)room;
-  if (deflate(&z->zs, Z_FINISH) != Z_STREAM_END)
-    return gpb__fail(GPB_EIO, "trace write failed: deflate overflow");
-  clen = room - z->zs.avail_out;
-#endif
-  size_t msize = ZB_HDR + clen + ZB_TRL;
-  static const unsigned char hdr[16] = {0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff,
-                                        8, 0, 'G', 'B', 4, 0};
-  memcpy(o, hdr, sizeof hdr);
-  zb_put32(o + 16, (uint32_t)msize);
-  zb_put32(o + ZB_HDR + clen, zb_crc(z->buf, z->len));
-  zb_put32(o + ZB_HDR + clen + 4, (uint32_t)z->len);
-  z->len = 0;
-  return zout_write_all(z, o, msize);
-}
-
-static int zout_flush(gpb__zout_t *z) {
-  if (!z->len) return 0;
-  if (z->compress) return zout_member(z);
-  size_t n = z->len;
-  z->len = 0;
-  return zout_write_all(z, z->buf, n);
-}
-
-int gpb__zout_write(gpb__zout_t *z, const void *p, size_t n) {
-  const unsigned char *s = p;
-  while (n) {
-    size_t k = z->cap - z->len;
-    if (k > n) k = n;
-    memcpy(z->buf + z->len, s, k);
-    z->len += k;
-    s += k;
-    n -= k;
-    if (z->len == z->cap) {
-      int rc = zout_flush(z);
-      if (rc) return rc;
-    }
-  }
-  return 0;
-}
-
-static void zout_free(gpb__zout_t *z) {
-  if (z->zs_live) deflateEnd(&z->zs);
-#ifdef GPB_HAVE_LIBDEFLATE
-  if (z->lc) libdeflate_free_compressor(z->lc);
-#endif
-  free(z->buf);
-  free(z->out);
-  free(z);
-}
-
-int gpb__zout_close(gpb__zout_t *z, int write_rest) {
-  if (!z) return 0;
-  int rc = 0;
-  if (write_rest) {
-    rc = zout_flush(z);
-    if (!rc && z->compress) rc = zout_member(z); /* the empty last member */
-  }
-  if (z->fd >= 0 && close(z->fd) && !rc && write_rest)
-    rc = gpb__fail(GPB_EIO, "closing the trace failed: %s", strerror(errno));
-  zout_free(z);
-  return rc;
-}
-
-int gpb__zout_open(const char *path, int compress, gpb__zout_t **out) {
-  *out = NULL;
-  gpb__zout_t *z = calloc(1, sizeof *z);
-  if (!z) return gpb__fail(GPB_EHOSTMEM, "no memory for a trace writer");
-  z->fd = -1;
-  z->compress = compress;
-  z->cap = compress ? ZB_TEXT_MAX : ZOUT_PLAIN_CAP;
-  z->out_cap = compress ? ZB_MEMBER_MAX : 0;
-  if (!(z->buf = malloc(z->cap)) ||
-      (compress && !(z->out = malloc(z->out_cap))))
-    goto nomem;
-  if (compress) {
-    /* Level 1: the pool writes its trace under its lock, and zlib's level
-     * 6 cost 4.8 times as long for a file 15% smaller. */
-#ifdef GPB_HAVE_LIBDEFLATE
-    if (!(z->lc = libdeflate_alloc_compressor(1))) goto nomem;
-#else
-    if (deflateInit2(&z->zs, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-      goto nomem;
-    z->zs_live = 1;
-#endif
-  }
-  z->fd = strcmp(path, "-")
-              ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)
-              : dup(1);
-  if (z->fd < 0) {
-    int e = errno;
-    zout_free(z);
-    return gpb__fail(GPB_EIO, "cannot create trace '%s': %s", path,
-                     strerror(e));
-  }
-  *out = z;
-  return 0;
-nomem:
-  zout_free(z);
-  return gpb__fail(GPB_EHOSTMEM, "no memory for a trace writer");
 }

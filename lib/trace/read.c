@@ -1,16 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace.c: trace files. A writer turns a pool's ALLOC/FREE/FAIL events
- * (or ops given through gpb_trace_write) into the native text format; a
- * reader yields the same gpb_trace_op_t stream from a native trace or from
- * a RAPIDS RMM logging_resource_adaptor CSV. docs/TRACE_FORMAT.md is the
- * reference for both formats.
- *
- * Both sides go through zio.c: the reader takes plain text and gzip alike
- * (the writer's blocked gzip fastest); the writer compresses when the path
- * ends in ".gz". Nothing is flushed per op: the pool calls
- * gpb__trace_event under its lock, and a buffered copy is all it costs
- * there but once per 64 KiB.
+ * read.c: trace readers. They yield one gpb_trace_op_t stream from a
+ * native trace (written by write.c) or from a RAPIDS RMM
+ * logging_resource_adaptor CSV; docs/TRACE_FORMAT.md is the reference for
+ * both. The bytes come through zin.c, plain or gzip alike. This is
+ * libgpubuddy-read: an allocating program does not link it.
  *
  * The reader streams: it keeps one read buffer and one line, never the
  * whole file, so memory is bounded whatever the trace's length. It never
@@ -19,7 +13,7 @@
  * read with GPB_EFORMAT or GPB_EIO and a message naming the line.
  *
  * A failed allocation has no address, so it travels as a "fail" line; the
- * reader expands it into an ALLOC of a synthetic id (GPB_TRACE_FAIL_ID |
+ * reader expands it into an ALLOC of a synthetic id (GPB__TRACE_FAIL_ID |
  * seq, an id no real offset or pointer uses) immediately followed by the
  * FREE of that id. A replay in the same pool fails that ALLOC as the
  * recording did and skips the FREE; a replay in a larger pool holds the
@@ -33,11 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define TRACE_MAGIC "# gpubuddy-trace v"
-#define TRACE_VERSION 1
 #define TRACE_LINE_MAX 4096 /* bytes, without the newline */
-/* Ids with the top bit set name failed requests (see the file comment). */
-#define TRACE_FAIL_ID (1ull << 63)
 #define RMM_HEADER "Thread,Time,Action,Pointer,Size,Stream"
 #define NS_PER_DAY (86400ull * 1000000000ull)
 
@@ -67,14 +57,6 @@ struct gpb_trace_reader {
   char warn[160]; /* gpb_trace_warning: a cut last line that was dropped */
 };
 
-struct gpb_trace_writer {
-  gpb__zout_t *z;
-  uint64_t seq;
-  uint64_t t0; /* first event's time: event times are written relative */
-  int have_t0;
-  int err;
-  char msg[256];
-};
 
 /* ------------------------------------------------------------ reading */
 
@@ -217,7 +199,7 @@ static int trace_bad_number(gpb_trace_reader_t *r, const char *what,
 
 /* Queues the FREE half of a failed request and fills the ALLOC half. */
 static void trace_expand_fail(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
-  op->id = TRACE_FAIL_ID | op->seq;
+  op->id = GPB__TRACE_FAIL_ID | op->seq;
   op->op = GPB_OP_ALLOC;
   r->pending = *op;
   r->pending.op = GPB_OP_FREE;
@@ -329,7 +311,7 @@ static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
     if (op->op != GPB_OP_FREE && v[4] == 0)
       return trace_fail(r, GPB_EFORMAT, "%s of size 0",
                         fail ? "fail" : "alloc");
-    if (op->op == GPB_OP_ALLOC && (v[3] & TRACE_FAIL_ID))
+    if (op->op == GPB_OP_ALLOC && (v[3] & GPB__TRACE_FAIL_ID))
       return trace_fail(r, GPB_EFORMAT,
                         "id 0x%llx has bit 63 set (reserved for failed "
                         "requests)", (unsigned long long)v[3]);
@@ -481,7 +463,7 @@ static int trace_next_rmm(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
     op->stream = stream;
     op->id = ptr;
     if (kind == 1) {
-      if (ptr & TRACE_FAIL_ID)
+      if (ptr & GPB__TRACE_FAIL_ID)
         return trace_fail(r, GPB_EFORMAT, "pointer 0x%llx has bit 63 set",
                           (unsigned long long)ptr);
       op->op = GPB_OP_ALLOC;
@@ -531,19 +513,19 @@ int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
     rc = gpb__fail(GPB_EFORMAT, "trace '%s' is empty", path);
     goto fail;
   }
-  if (!strncmp(r->ln, TRACE_MAGIC, strlen(TRACE_MAGIC))) {
-    const char *v = r->ln + strlen(TRACE_MAGIC);
+  if (!strncmp(r->ln, GPB__TRACE_MAGIC, strlen(GPB__TRACE_MAGIC))) {
+    const char *v = r->ln + strlen(GPB__TRACE_MAGIC);
     size_t n = strcspn(v, " \t");
     uint64_t ver;
     if (trace_u64(v, n, 0, &ver) || (v[0] == '0' && n > 1)) {
       rc = trace_fail(r, GPB_EFORMAT, "bad version in header '%.64s'", r->ln);
       goto fail;
     }
-    if (ver != TRACE_VERSION) {
+    if (ver != GPB__TRACE_VERSION) {
       rc = trace_fail(r, GPB_EVERSION,
                       "trace format version %llu is not supported (this "
                       "reader knows v%d)", (unsigned long long)ver,
-                      TRACE_VERSION);
+                      GPB__TRACE_VERSION);
       goto fail;
     }
     r->fmt = TRACE_FMT_NATIVE;
@@ -552,7 +534,7 @@ int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
   } else {
     rc = trace_fail(r, GPB_EFORMAT,
                     "not a trace: expected '%s%d' (gpubuddy) or '%s' (RMM "
-                    "log)", TRACE_MAGIC, TRACE_VERSION, RMM_HEADER);
+                    "log)", GPB__TRACE_MAGIC, GPB__TRACE_VERSION, RMM_HEADER);
     goto fail;
   }
   *out = r;
@@ -591,128 +573,4 @@ void gpb_trace_close(gpb_trace_reader_t *r) {
   if (!r) return;
   gpb__zin_close(r->z);
   free(r);
-}
-
-/* ------------------------------------------------------------ writing */
-
-static int trace_put(gpb_trace_writer_t *w, const char *s, size_t n) {
-  if (w->err) return w->err;
-  int rc = gpb__zout_write(w->z, s, n);
-  if (rc) { /* sticky, and kept for gpb_trace_writer_close */
-    w->err = rc;
-    snprintf(w->msg, sizeof w->msg, "%s", gpb_last_error_detail());
-  }
-  return rc;
-}
-
-int gpb_trace_writer_open(const char *path, gpb_trace_writer_t **out) {
-  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
-  *out = NULL;
-  if (!path || !*path) return gpb__fail(GPB_EINVAL, "trace path is empty");
-  gpb_trace_writer_t *w = calloc(1, sizeof *w);
-  if (!w) return gpb__fail(GPB_EHOSTMEM, "no memory for a trace writer");
-  size_t n = strlen(path);
-  int rc = gpb__zout_open(path, n > 3 && !strcmp(path + n - 3, ".gz"), &w->z);
-  if (rc) {
-    free(w);
-    return rc;
-  }
-  static const char hdr[] = "# gpubuddy-trace v1\n"
-                            "# seq time_ns op id size tag stream\n";
-  rc = trace_put(w, hdr, sizeof hdr - 1);
-  if (rc) {
-    gpb__zout_close(w->z, 0);
-    free(w);
-    return rc;
-  }
-  *out = w;
-  return 0;
-}
-
-/* Appends v in decimal (hex with "0x" when hex) and a separator. */
-static char *trace_fmt_u64(char *p, uint64_t v, int hex, char sep) {
-  char tmp[24];
-  int n = 0;
-  if (hex) {
-    do tmp[n++] = "0123456789abcdef"[v & 15]; while (v >>= 4);
-    *p++ = '0';
-    *p++ = 'x';
-  } else {
-    do tmp[n++] = (char)('0' + v % 10); while (v /= 10);
-  }
-  while (n) *p++ = tmp[--n];
-  *p++ = sep;
-  return p;
-}
-
-static int trace_emit(gpb_trace_writer_t *w, const char *opname,
-                      uint64_t time_ns, uint64_t id, uint64_t size,
-                      uint32_t tag, uint64_t stream) {
-  char line[160];
-  char *p = trace_fmt_u64(line, ++w->seq, 0, ' ');
-  p = trace_fmt_u64(p, time_ns, 0, ' ');
-  size_t on = strlen(opname);
-  memcpy(p, opname, on);
-  p += on;
-  *p++ = ' ';
-  p = trace_fmt_u64(p, id, 1, ' ');
-  p = trace_fmt_u64(p, size, 0, ' ');
-  p = trace_fmt_u64(p, tag, 0, ' ');
-  p = trace_fmt_u64(p, stream, 1, '\n');
-  return trace_put(w, line, (size_t)(p - line));
-}
-
-int gpb_trace_write(gpb_trace_writer_t *w, const gpb_trace_op_t *op) {
-  if (!w || !op) return gpb__fail(GPB_EINVAL, "NULL argument");
-  if (w->err) return gpb__fail(w->err, "%s", w->msg);
-  if (op->op != GPB_OP_ALLOC && op->op != GPB_OP_FREE)
-    return gpb__fail(GPB_EINVAL, "unknown trace op %u", op->op);
-  if (op->tag >= GPB_MAX_TAGS)
-    return gpb__fail(GPB_EINVAL, "tag %u is not below %d", op->tag,
-                     GPB_MAX_TAGS);
-  if (op->op == GPB_OP_ALLOC && op->size == 0)
-    return gpb__fail(GPB_EINVAL, "alloc of size 0");
-  /* Ops read from a trace carry failed requests as an ALLOC of a reserved
-   * id and its FREE: write them back as the one "fail" line they came
-   * from, so that copying a trace op by op loses nothing. */
-  if (op->id & TRACE_FAIL_ID) {
-    if (op->op == GPB_OP_FREE) return 0;
-    return trace_emit(w, "fail", op->time_ns, 0, op->size, op->tag,
-                      op->stream);
-  }
-  /* The writer numbers ops itself so the file's sequence is gap-free. */
-  return trace_emit(w, op->op == GPB_OP_ALLOC ? "alloc" : "free", op->time_ns,
-                    op->id, op->size, op->tag, op->stream);
-}
-
-int gpb_trace_writer_close(gpb_trace_writer_t *w) {
-  if (!w) return 0;
-  int rc = w->err;
-  int zrc = gpb__zout_close(w->z, !rc);
-  if (rc)
-    gpb__fail(rc, "%s", w->msg);
-  else
-    rc = zrc;
-  free(w);
-  return rc;
-}
-
-/* Caller holds the pool's lock. Errors are kept in the writer and returned
- * by gpb_trace_writer_close: the allocation path cannot report them. */
-void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev) {
-  const char *name;
-  uint64_t id = ev->offset;
-  switch (ev->type) {
-  case GPB_EV_ALLOC: name = "alloc"; break;
-  case GPB_EV_FREE: name = "free"; break;
-  case GPB_EV_FAIL: name = "fail"; id = 0; break;
-  default: return; /* SPLIT/MERGE follow from the allocator, not the program */
-  }
-  if (w->err) return;
-  if (!w->have_t0) {
-    w->t0 = ev->time_ns;
-    w->have_t0 = 1;
-  }
-  uint64_t t = ev->time_ns >= w->t0 ? ev->time_ns - w->t0 : 0;
-  trace_emit(w, name, t, id, ev->requested, ev->tag, ev->stream);
 }
