@@ -4,8 +4,7 @@
  * goes, through loopback.
  *
  * An in-process pool (virtual backend) churns with log-uniform sizes; its
- * hook feeds the relay core (tools/gpubuddy-relay.c, included without its
- * main) running in a thread, exactly as the relay program is fed by its
+ * hook feeds the relay core (tools/relay/relay.c) running in a thread, exactly as the relay program is fed by its
  * shared-memory reader; one reader connects with gpb_attach_connect and
  * polls between chunks of work. For each zlib level it reports bytes on
  * the wire per event (everything the relay sent, keyframe included) and
@@ -14,25 +13,33 @@
  *
  *   relay_bench [--ops N] [--levels 0,1,6]
  */
-#define GPB_RELAY_NO_MAIN 1
-#include "gpubuddy-relay.c"
+#include "relay.h"
 
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct bench {
-  relay_queue_t q;
-  relay_t *r;
+  gpbr_queue_t q;
+  gpbr_t *r;
+  gpbr_src_t *src;
   atomic_int stop;
 } bench_t;
 
 static void *bench_relay(void *arg) {
   bench_t *b = arg;
   while (!atomic_load(&b->stop)) {
-    if (relay_queue_drain(&b->q, b->r) < 0) {
+    if (gpbr_queue_drain(&b->q, b->src) < 0) {
       fprintf(stderr, "relay_bench: model refused an event\n");
       exit(1);
     }
-    relay_step(b->r, 1);
+    gpbr_step(b->r, 1);
   }
   return NULL;
 }
@@ -59,18 +66,17 @@ static int bench_one(int zlevel, long ops) {
   }
   bench_t b;
   memset(&b, 0, sizeof b);
-  relay_opts_t o = {0};
+  gpbr_opts_t o = {0};
   o.listen = "127.0.0.1:0";
   o.zlevel = zlevel;
   o.verbose = -1;
-  gpb_pool_info_t info;
-  gpb_pool_info(pool, &info);
-  if (relay_queue_init(&b.q, pool) || relay_open(&o, &b.r)) return 1;
-  relay_set_source(b.r, b.q.model, &info);
+  if (gpbr_queue_init(&b.q, pool) || gpbr_open(&o, &b.r)) return 1;
+  b.src = gpbr_src_add(b.r, b.q.model, &b.q.info, NULL);
+  if (!b.src) return 1;
   pthread_t th;
   pthread_create(&th, NULL, bench_relay, &b);
   char addr[64];
-  snprintf(addr, sizeof addr, "127.0.0.1:%d", b.r->port);
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", gpbr_port(b.r));
   gpb_attach_t *a;
   if ((rc = gpb_attach_connect(addr, NULL, &a))) {
     fprintf(stderr, "relay_bench: connect: %s\n", gpb_last_error_detail());
@@ -109,19 +115,21 @@ static int bench_one(int zlevel, long ops) {
   pthread_join(th, NULL);
   fprintf(stderr, "\r%40s\r", "");
   double ev = (double)s.seq;
+  gpbr_counters_t c;
+  gpbr_counters(b.r, &c);
   printf("zlib %d  %10.0f events  %6.2f bytes/event  %10.0f events/s  "
          "%8.1f MB/s on the wire  resyncs %llu\n",
-         zlevel, ev, (double)b.r->bytes_sent / ev, ev / ((double)dt / 1e9),
-         (double)b.r->bytes_sent / ((double)dt / 1e9) / 1e6,
-         (unsigned long long)b.r->resyncs);
+         zlevel, ev, (double)c.bytes_sent / ev, ev / ((double)dt / 1e9),
+         (double)c.bytes_sent / ((double)dt / 1e9) / 1e6,
+         (unsigned long long)c.resyncs);
   gpb_attach_close(a);
-  relay_free(b.r);
+  gpbr_free(b.r);
   gpb_pool_set_hook(pool, NULL, NULL);
   for (int k = 0; k < SLOTS; k++)
     if (live[k]) gpb_free(pool, live[k]);
   free(live);
   gpb_pool_destroy(pool);
-  relay_queue_free(&b.q);
+  gpbr_queue_free(&b.q);
   return 0;
 }
 

@@ -425,10 +425,19 @@ GPB_API const gpb_model_t *gpb_attach_model(const gpb_attach_t *a);
 typedef void (*gpb_attach_hook_fn)(const gpb_event_t *ev, void *user);
 GPB_API int gpb_attach_set_hook(gpb_attach_t *a, gpb_attach_hook_fn fn,
                                 void *user);
-/* A reader of a pool served by gpubuddy-relay at "HOST:PORT". token may be
- * NULL for a relay that needs none (loopback). Same calls as above after. */
-GPB_API int gpb_attach_connect(const char *hostport, const char *token,
+/* A reader of a pool served by gpubuddy-relay at "HOST:PORT", or of pool
+ * NAME of a relay that serves several (--all) at "HOST:PORT/NAME". token
+ * may be NULL for a relay that needs none (loopback); NULL takes
+ * $GPB_RELAY_TOKEN. Same calls as above after. A relay that cannot serve
+ * the pool says why: GPB_ENOTFOUND (no such pool), GPB_EINVAL (several
+ * pools and none named), GPB_EPERM (token). */
+GPB_API int gpb_attach_connect(const char *addr, const char *token,
                                gpb_attach_t **out);
+/* Calls fn once per pool the relay at "HOST:PORT" serves; returns how
+ * many, or a GPB_E* code. */
+GPB_API int gpb_attach_list_remote(const char *addr, const char *token,
+                                   void (*fn)(const char *name, void *user),
+                                   void *user);
 GPB_API int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out);
 GPB_API void gpb_attach_close(gpb_attach_t *a);
 /* Calls fn once per published pool that can be attached now. */

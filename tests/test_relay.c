@@ -2,9 +2,9 @@
 /*
  * test_relay.c: the relay core and the TCP reader, in one process.
  *
- * The relay core (tools/gpubuddy-relay.c, included without its main) runs
- * in its own thread on an ephemeral loopback port and is fed by an
- * in-process pool through relay_queue (gpb_pool_set_hook), so this test
+ * The relay core (tools/relay/relay.c) runs in its own thread on an
+ * ephemeral loopback port and is fed by in-process pools through
+ * gpbr_queue (gpb_pool_set_hook), so this test
  * needs no shared-memory publisher. Readers come in through the public
  * gpb_attach_connect. At each quiescent point a reader's block map must
  * equal the pool's own visitor output exactly.
@@ -13,25 +13,38 @@
  * tokens; a full relay; garbage sent to the relay; garbage sent to a
  * reader by a fake relay (clean GPB_EFORMAT, model keeps its state); a
  * slow reader resynchronized from a keyframe; disconnect and reconnect;
- * the pool closing; the relay going away (GPB_ECLOSED).
+ * the pool closing; the relay going away (GPB_ECLOSED); one relay serving
+ * two pools (names, the list, a pool it does not have, none named).
  */
-#define GPB_RELAY_NO_MAIN 1
-#include "gpubuddy-relay.c"
+#define _GNU_SOURCE
+#include "live/netproto.h"
+#include "relay.h"
 #include "testutil.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <stdatomic.h>
 
 /* --------------------------------------------------------------- harness */
 
 typedef struct harness {
-  gpb_pool_t *pool;
-  relay_queue_t q;
-  relay_t *r;
+  gpb_pool_t *pool; /* the one churn and sync_and_compare use */
+  gpb_pool_t *pools[2];
+  gpbr_queue_t q[2];
+  gpbr_src_t *src[2];
+  int npools;
+  gpbr_t *r;
   pthread_t th;
   atomic_int stop, close_src;
   atomic_ullong resyncs, accepted, refused;
   char addr[64];
-  void *live[1024];
+  void *lives[2][1024];
+  void **live; /* the pool's row of lives */
   uint64_t seed;
 } harness_t;
 
@@ -42,40 +55,57 @@ static void *relay_thread(void *arg) {
     /* Read the flag first: every event queued before it was set is then
      * drained before the relay hears that the pool closed. */
     int closing = atomic_load(&h->close_src);
-    ASSERT(relay_queue_drain(&h->q, h->r) >= 0);
+    for (int k = 0; k < h->npools; k++)
+      ASSERT(gpbr_queue_drain(&h->q[k], h->src[k]) >= 0);
     if (closing && !closed) {
-      relay_source_closed(h->r);
+      gpbr_src_closed(h->src[0]);
       closed = 1;
     }
-    relay_step(h->r, 2);
-    atomic_store(&h->resyncs, h->r->resyncs);
-    atomic_store(&h->accepted, h->r->accepted);
-    atomic_store(&h->refused, h->r->refused);
+    gpbr_step(h->r, 2);
+    gpbr_counters_t c;
+    gpbr_counters(h->r, &c);
+    atomic_store(&h->resyncs, c.resyncs);
+    atomic_store(&h->accepted, c.accepted);
+    atomic_store(&h->refused, c.refused);
   }
   return NULL;
 }
 
-static void harness_start(harness_t *h, const relay_opts_t *o0, gpb_policy_t pol) {
+/* npools pools, served as sources named "" (one) or "a", "b" (two). */
+static void harness_start_n(harness_t *h, const gpbr_opts_t *o0,
+                            gpb_policy_t pol, int npools) {
   memset(h, 0, sizeof *h);
   h->seed = test_seed();
-  gpb_config_t cfg;
-  gpb_config_init(&cfg);
-  cfg.backend = GPB_BACKEND_VIRTUAL;
-  cfg.pool_size = (32u << 20) + (5u << 14);
-  cfg.min_block = 256;
-  cfg.policy = pol;
-  cfg.flags = GPB_CFG_NO_ENV;
-  ASSERT_OK(gpb_pool_create(&cfg, &h->pool));
-  ASSERT_OK(relay_queue_init(&h->q, h->pool));
-  relay_opts_t o = *o0;
+  gpbr_opts_t o = *o0;
   o.listen = "127.0.0.1:0";
   o.verbose = getenv("GPB_TEST_VERBOSE") ? 1 : -1;
-  ASSERT_OK(relay_open(&o, &h->r));
-  gpb_pool_info_t info;
-  ASSERT_OK(gpb_pool_info(h->pool, &info));
-  relay_set_source(h->r, h->q.model, &info);
-  snprintf(h->addr, sizeof h->addr, "127.0.0.1:%d", h->r->port);
+  ASSERT_OK(gpbr_open(&o, &h->r));
+  h->npools = npools;
+  for (int k = 0; k < npools; k++) {
+    gpb_config_t cfg;
+    gpb_config_init(&cfg);
+    cfg.backend = GPB_BACKEND_VIRTUAL;
+    cfg.pool_size = (32u << 20) + (5u << 14) + ((size_t)k << 20);
+    cfg.min_block = 256;
+    cfg.policy = pol;
+    cfg.flags = GPB_CFG_NO_ENV;
+    ASSERT_OK(gpb_pool_create(&cfg, &h->pools[k]));
+    ASSERT_OK(gpbr_queue_init(&h->q[k], h->pools[k]));
+    gpb_pool_info_t info = h->q[k].info;
+    if (npools > 1) snprintf(info.name, sizeof info.name, "%c", 'a' + k);
+    h->src[k] = gpbr_src_add(h->r, h->q[k].model, &info, NULL);
+    ASSERT(h->src[k] != NULL);
+  }
+  if (npools == 1) /* one name, one source */
+    ASSERT(gpbr_src_add(h->r, h->q[0].model, &h->q[0].info, NULL) == NULL);
+  h->pool = h->pools[0];
+  h->live = h->lives[0];
+  snprintf(h->addr, sizeof h->addr, "127.0.0.1:%d", gpbr_port(h->r));
   ASSERT(pthread_create(&h->th, NULL, relay_thread, h) == 0);
+}
+
+static void harness_start(harness_t *h, const gpbr_opts_t *o0, gpb_policy_t pol) {
+  harness_start_n(h, o0, pol, 1);
 }
 
 /* Stops the relay thread and frees the relay: its sockets close. */
@@ -83,7 +113,7 @@ static void harness_kill_relay(harness_t *h) {
   if (!h->r) return;
   atomic_store(&h->stop, 1);
   pthread_join(h->th, NULL);
-  relay_free(h->r);
+  gpbr_free(h->r);
   h->r = NULL;
 }
 
@@ -91,13 +121,15 @@ static void harness_stop(harness_t *h) {
   if (h->r) { /* gracefully: readers get a BYE */
     atomic_store(&h->stop, 1);
     pthread_join(h->th, NULL);
-    relay_bye_all(h->r, "test over", 500);
-    relay_free(h->r);
+    gpbr_bye_all(h->r, "test over", 500);
+    gpbr_free(h->r);
     h->r = NULL;
   }
-  gpb_pool_set_hook(h->pool, NULL, NULL);
-  gpb_pool_destroy(h->pool);
-  relay_queue_free(&h->q);
+  for (int k = 0; k < h->npools; k++) {
+    gpb_pool_set_hook(h->pools[k], NULL, NULL);
+    gpb_pool_destroy(h->pools[k]);
+    gpbr_queue_free(&h->q[k]);
+  }
 }
 
 /* Random allocs and frees; log-uniform sizes, tags, failures. */
@@ -197,7 +229,7 @@ static void count_hook(const gpb_event_t *ev, void *user) {
 static void test_basic(int zlevel, gpb_policy_t pol) {
   printf("-- basic, zlib level %d, policy %s\n", zlevel, gpb_policy_name(pol));
   harness_t h;
-  relay_opts_t o = {0};
+  gpbr_opts_t o = {0};
   o.zlevel = zlevel;
   harness_start(&h, &o, pol);
   churn(&h, scaled(3000)); /* state before the reader joins */
@@ -218,7 +250,7 @@ static void test_basic(int zlevel, gpb_policy_t pol) {
 static void test_many_clients(void) {
   printf("-- ten readers at once\n");
   harness_t h;
-  relay_opts_t o = {0};
+  gpbr_opts_t o = {0};
   o.zlevel = 1;
   harness_start(&h, &o, GPB_POLICY_BUDDY);
   enum { N = 10 };
@@ -236,7 +268,7 @@ static void test_many_clients(void) {
 static void test_tokens(void) {
   printf("-- tokens\n");
   harness_t h;
-  relay_opts_t o = {0};
+  gpbr_opts_t o = {0};
   o.token = "open-sesame";
   o.max_clients = 2;
   harness_start(&h, &o, GPB_POLICY_BUDDY);
@@ -304,7 +336,7 @@ static int read_frame(int fd, gpb_np_hdr_t *h, uint8_t *pl, size_t cap) {
 static void test_garbage_to_relay(void) {
   printf("-- garbage sent to the relay\n");
   harness_t h;
-  relay_opts_t o = {0};
+  gpbr_opts_t o = {0};
   harness_start(&h, &o, GPB_POLICY_BUDDY);
   churn(&h, scaled(500));
   gpb_attach_t *a;
@@ -339,7 +371,7 @@ static void test_garbage_to_relay(void) {
   /* A HELLO, then noise: ignored; the reader still works. */
   int fd = dial(h.addr);
   gpb_np_buf_t pl = {0}, fr = {0};
-  gpb__np_hello_put(&pl, 0, NULL);
+  gpb__np_hello_put(&pl, 0, NULL, NULL);
   ASSERT_OK(gpb__np_frame(&fr, GPB_NP_HELLO, pl.p, pl.len, 0));
   gpb__np_put(&fr, "noise noise noise", 17);
   ASSERT(send(fd, fr.p, fr.len, MSG_NOSIGNAL) == (ssize_t)fr.len);
@@ -529,7 +561,7 @@ static void test_garbage_to_reader(void) {
 static void test_slow_client(void) {
   printf("-- a slow reader is resynchronized from a keyframe\n");
   harness_t h;
-  relay_opts_t o = {0};
+  gpbr_opts_t o = {0};
   o.zlevel = 0;
   o.client_buf = 64u << 10;
   harness_start(&h, &o, GPB_POLICY_TRIM);
@@ -558,7 +590,7 @@ static void test_slow_client(void) {
 static void test_reconnect_and_close(void) {
   printf("-- reconnect, pool closed, relay gone\n");
   harness_t h;
-  relay_opts_t o = {0};
+  gpbr_opts_t o = {0};
   o.zlevel = 1;
   harness_start(&h, &o, GPB_POLICY_BUDDY);
   churn(&h, scaled(1000));
@@ -619,26 +651,82 @@ static void test_reconnect_and_close(void) {
   harness_stop(&h);
 }
 
+typedef struct names {
+  char v[4][GPB_NAME_MAX];
+  int n;
+} names_t;
+
+static void note_name(const char *name, void *user) {
+  names_t *l = user;
+  if (l->n < 4) snprintf(l->v[l->n++], GPB_NAME_MAX, "%s", name);
+}
+
+/* One relay, two pools: a reader names one as ADDR/NAME; the list; a name
+ * the relay does not serve; no name when there are two. */
+static void test_two_pools(void) {
+  printf("-- two pools on one port\n");
+  harness_t h;
+  gpbr_opts_t o = {0};
+  o.zlevel = 1;
+  harness_start_n(&h, &o, GPB_POLICY_BUDDY, 2);
+  names_t l = {0};
+  ASSERT_EQ(gpb_attach_list_remote(h.addr, NULL, note_name, &l), 2);
+  ASSERT_EQ(l.n, 2);
+  ASSERT(!strcmp(l.v[0], "a") && !strcmp(l.v[1], "b"));
+  char addr[96];
+  gpb_attach_t *a[2];
+  for (int k = 0; k < 2; k++) {
+    h.pool = h.pools[k];
+    h.live = h.lives[k];
+    churn(&h, scaled(3000));
+    snprintf(addr, sizeof addr, "%s/%c", h.addr, 'a' + k);
+    ASSERT_OK(gpb_attach_connect(addr, NULL, &a[k]));
+    gpb_pool_info_t ai;
+    ASSERT_OK(gpb_attach_info(a[k], &ai));
+    ASSERT(!strcmp(ai.name, k ? "b" : "a"));
+  }
+  for (int round = 0; round < 3; round++)
+    for (int k = 0; k < 2; k++) { /* each reader follows its own pool */
+      h.pool = h.pools[k];
+      h.live = h.lives[k];
+      churn(&h, scaled(1000));
+      sync_and_compare(&h, a[k]);
+    }
+  gpb_attach_t *x = NULL;
+  snprintf(addr, sizeof addr, "%s/zz", h.addr);
+  ASSERT_ERR(gpb_attach_connect(addr, NULL, &x), GPB_ENOTFOUND);
+  ASSERT(strstr(gpb_last_error_detail(), "no pool 'zz'"));
+  ASSERT_ERR(gpb_attach_connect(h.addr, NULL, &x), GPB_EINVAL);
+  ASSERT(strstr(gpb_last_error_detail(), "/NAME"));
+  printf("   no name: %s\n", gpb_last_error_detail());
+  snprintf(addr, sizeof addr, "%s/bad name", h.addr);
+  ASSERT_ERR(gpb_attach_connect(addr, NULL, &x), GPB_EINVAL);
+  ASSERT(x == NULL);
+  gpb_attach_close(a[0]);
+  gpb_attach_close(a[1]);
+  harness_stop(&h);
+}
+
 static void test_bind_rules(void) {
   printf("-- binding rules\n");
-  relay_opts_t o = {0};
-  relay_t *r;
+  gpbr_opts_t o = {0};
+  gpbr_t *r;
   o.verbose = -1;
   o.listen = "0.0.0.0:0";
-  ASSERT_ERR(relay_open(&o, &r), GPB_EPERM); /* no --allow-remote */
+  ASSERT_ERR(gpbr_open(&o, &r), GPB_EPERM); /* no --allow-remote */
   o.allow_remote = 1;
-  ASSERT_ERR(relay_open(&o, &r), GPB_EPERM); /* no token */
+  ASSERT_ERR(gpbr_open(&o, &r), GPB_EPERM); /* no token */
   o.token = "t";
-  ASSERT_OK(relay_open(&o, &r));
-  relay_free(r);
+  ASSERT_OK(gpbr_open(&o, &r));
+  gpbr_free(r);
   o.listen = "localhost";
-  ASSERT_ERR(relay_open(&o, &r), GPB_EINVAL);
+  ASSERT_ERR(gpbr_open(&o, &r), GPB_EINVAL);
   o.listen = "[::1]:0";
   o.allow_remote = 0;
   o.token = NULL;
-  int rc = relay_open(&o, &r); /* loopback; IPv6 may be off here */
+  int rc = gpbr_open(&o, &r); /* loopback; IPv6 may be off here */
   ASSERT(rc == 0 || rc == GPB_EIO || rc == GPB_ENOTFOUND);
-  if (rc == 0) relay_free(r);
+  if (rc == 0) gpbr_free(r);
 }
 
 int main(void) {
@@ -652,6 +740,7 @@ int main(void) {
   test_garbage_to_reader();
   test_slow_client();
   test_reconnect_and_close();
+  test_two_pools();
   printf("ok\n");
   return 0;
 }

@@ -156,24 +156,87 @@ static void check_keyframe(gpb_pool_t *p) {
   free(v.b);
 }
 
+typedef struct pools_seen {
+  int n;
+  char last[GPB_NAME_MAX];
+} pools_seen_t;
+
+static void pools_note(const char *name, void *user) {
+  pools_seen_t *ps = user;
+  ps->n++;
+  snprintf(ps->last, sizeof ps->last, "%s", name);
+}
+
 static void check_small_payloads(gpb_pool_t *p) {
   char err[GPB_NP_ERRLEN];
   gpb_np_buf_t b = {0};
   /* HELLO */
   uint32_t ver, flags;
-  char tok[GPB_NP_TOKEN_MAX + 1];
+  char tok[GPB_NP_TOKEN_MAX + 1], pool[GPB_NAME_MAX];
   size_t tl;
-  gpb__np_hello_put(&b, GPB_NP_HELLO_ZLIB, "s3cret");
-  ASSERT_OK(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, err));
+  gpb__np_hello_put(&b, GPB_NP_HELLO_ZLIB, "s3cret", NULL);
+  ASSERT_OK(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, pool, err));
   ASSERT_EQ(ver, GPB_NP_VERSION);
   ASSERT_EQ(flags, GPB_NP_HELLO_ZLIB);
-  ASSERT(strcmp(tok, "s3cret") == 0 && tl == 6);
+  ASSERT(strcmp(tok, "s3cret") == 0 && tl == 6 && pool[0] == 0);
   for (size_t cut = 0; cut < b.len; cut++)
-    ASSERT_ERR(gpb__np_hello_get(b.p, cut, &ver, &flags, tok, &tl, err), GPB_EFORMAT);
+    ASSERT_ERR(gpb__np_hello_get(b.p, cut, &ver, &flags, tok, &tl, pool, err),
+               GPB_EFORMAT);
   gpb__np_put_u8(&b, 0);
-  ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, err), GPB_EFORMAT);
+  ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, pool, err),
+             GPB_EFORMAT);
   b.p[9] = 0x10, b.p[8] = 0x01; /* token length 4097 */
-  ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, err), GPB_EFORMAT);
+  ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, pool, err),
+             GPB_EFORMAT);
+  /* HELLO naming a pool: every cut, a NUL, a '/', an empty or long name. */
+  b.len = 0;
+  gpb__np_hello_put(&b, GPB_NP_HELLO_ZLIB, NULL, "rank-0");
+  ASSERT_OK(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, pool, err));
+  ASSERT_EQ(flags, GPB_NP_HELLO_ZLIB | GPB_NP_HELLO_POOL);
+  ASSERT(strcmp(pool, "rank-0") == 0 && tl == 0);
+  for (size_t cut = 0; cut < b.len; cut++)
+    ASSERT_ERR(gpb__np_hello_get(b.p, cut, &ver, &flags, tok, &tl, pool, err),
+               GPB_EFORMAT);
+  static const char *const bad[] = {"a\0b", "a/b", "", ".x"};
+  for (int i = 0; i < 4; i++) {
+    size_t n = i == 0 ? 3 : strlen(bad[i]);
+    b.len = 0;
+    gpb__np_put_u32(&b, GPB_NP_VERSION);
+    gpb__np_put_u32(&b, GPB_NP_HELLO_POOL);
+    gpb__np_put_u16(&b, 0);
+    gpb__np_put_u16(&b, (uint16_t)n);
+    gpb__np_put(&b, bad[i], n);
+    ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, pool, err),
+               GPB_EFORMAT);
+  }
+  b.len = 0;
+  gpb__np_put_u32(&b, GPB_NP_VERSION);
+  gpb__np_put_u32(&b, GPB_NP_HELLO_POOL);
+  gpb__np_put_u16(&b, 0);
+  gpb__np_put_u16(&b, GPB_NAME_MAX); /* one byte too long */
+  for (int i = 0; i < GPB_NAME_MAX; i++) gpb__np_put_u8(&b, 'x');
+  ASSERT_ERR(gpb__np_hello_get(b.p, b.len, &ver, &flags, tok, &tl, pool, err),
+             GPB_EFORMAT);
+  /* POOLS: a round trip, every cut, a bad name, a count past the limit;
+   * a bad frame calls back for no name at all. */
+  static const char *const names[] = {"a", "rank-1", "x.y_z"};
+  b.len = 0;
+  gpb__np_pools_put(&b, names, 3);
+  pools_seen_t ps = {0};
+  ASSERT_OK(gpb__np_pools_get(b.p, b.len, pools_note, &ps, err));
+  ASSERT(ps.n == 3 && !strcmp(ps.last, "x.y_z"));
+  for (size_t cut = 0; cut < b.len; cut++) {
+    ps.n = 0;
+    ASSERT_ERR(gpb__np_pools_get(b.p, cut, pools_note, &ps, err), GPB_EFORMAT);
+    ASSERT_EQ(ps.n, 0);
+  }
+  b.p[b.len - 1] = '/';
+  ps.n = 0;
+  ASSERT_ERR(gpb__np_pools_get(b.p, b.len, pools_note, &ps, err), GPB_EFORMAT);
+  ASSERT_EQ(ps.n, 0);
+  b.len = 0;
+  gpb__np_put_u32(&b, GPB_NP_POOLS_MAX + 1);
+  ASSERT_ERR(gpb__np_pools_get(b.p, b.len, pools_note, &ps, err), GPB_EFORMAT);
   /* INFO */
   gpb_pool_info_t in, out;
   ASSERT_OK(gpb_pool_info(p, &in));

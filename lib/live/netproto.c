@@ -35,7 +35,8 @@ static int np_err(char *err, int code, const char *fmt, ...) {
 const char *gpb__np_type_name(int type) {
   static const char *const names[] = {"?",         "HELLO",      "INFO",
                                       "KEY_BEGIN", "KEY_BLOCKS", "KEY_END",
-                                      "EVENTS",    "CLOSED",     "BYE"};
+                                      "EVENTS",    "CLOSED",     "BYE",
+                                      "POOLS"};
   return type > 0 && type <= GPB_NP_TYPE_MAX ? names[type] : "unknown";
 }
 
@@ -247,17 +248,75 @@ static int np_done(const gpb_np_rd_t *r, int type, char *err) {
 
 /* --------------------------------------------------------------- payloads */
 
-void gpb__np_hello_put(gpb_np_buf_t *b, uint32_t flags, const char *token) {
+void gpb__np_hello_put(gpb_np_buf_t *b, uint32_t flags, const char *token,
+                       const char *pool) {
   size_t tl = token ? strlen(token) : 0;
   if (tl > GPB_NP_TOKEN_MAX) tl = GPB_NP_TOKEN_MAX; /* caller checks */
+  size_t pl = pool ? strnlen(pool, GPB_NAME_MAX - 1) : 0;
+  flags = pl ? flags | GPB_NP_HELLO_POOL : flags & ~GPB_NP_HELLO_POOL;
   gpb__np_put_u32(b, GPB_NP_VERSION);
   gpb__np_put_u32(b, flags);
   gpb__np_put_u16(b, (uint16_t)tl);
   gpb__np_put(b, token, tl);
+  if (pl) {
+    gpb__np_put_u16(b, (uint16_t)pl);
+    gpb__np_put(b, pool, pl);
+  }
+}
+
+/* A pool name as the wire may carry it: what gpb__shm_check_name takes. */
+static int np_name_ok(const uint8_t *p, size_t n) {
+  if (n == 0 || n >= GPB_NAME_MAX || p[0] == '.') return 0;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = p[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+void gpb__np_pools_put(gpb_np_buf_t *b, const char *const *names, size_t n) {
+  if (n > GPB_NP_POOLS_MAX) n = GPB_NP_POOLS_MAX;
+  gpb__np_put_u32(b, (uint32_t)n);
+  for (size_t i = 0; i < n; i++) {
+    size_t l = strnlen(names[i], GPB_NAME_MAX - 1);
+    gpb__np_put_u16(b, (uint16_t)l);
+    gpb__np_put(b, names[i], l);
+  }
+}
+
+int gpb__np_pools_get(const uint8_t *raw, size_t n,
+                      void (*fn)(const char *name, void *user), void *user,
+                      char *err) {
+  /* Two passes: a frame that turns out bad half way calls fn for none. */
+  for (int pass = 0; pass < 2; pass++) {
+    gpb_np_rd_t r = {raw, n, 0, 0};
+    uint32_t count = gpb__np_get_u32(&r);
+    if (count > GPB_NP_POOLS_MAX)
+      return np_err(err, GPB_EFORMAT, "POOLS: %u names (max %d)", count,
+                    GPB_NP_POOLS_MAX);
+    for (uint32_t i = 0; i < count && !r.bad; i++) {
+      uint16_t l = gpb__np_get_u16(&r);
+      const uint8_t *p = np_take(&r, l);
+      if (!p) break;
+      if (!np_name_ok(p, l))
+        return np_err(err, GPB_EFORMAT, "POOLS: name %u is not a pool name", i);
+      if (pass == 1) {
+        char name[GPB_NAME_MAX];
+        memcpy(name, p, l);
+        name[l] = 0;
+        fn(name, user);
+      }
+    }
+    int rc = np_done(&r, GPB_NP_POOLS, err);
+    if (rc) return rc;
+  }
+  return 0;
 }
 
 int gpb__np_hello_get(const uint8_t *raw, size_t n, uint32_t *version,
-                      uint32_t *flags, char *token, size_t *toklen,
+                      uint32_t *flags, char *token, size_t *toklen, char *pool,
                       char *err) {
   gpb_np_rd_t r = {raw, n, 0, 0};
   *version = gpb__np_get_u32(&r);
@@ -267,10 +326,24 @@ int gpb__np_hello_get(const uint8_t *raw, size_t n, uint32_t *version,
     return np_err(err, GPB_EFORMAT, "HELLO: token of %u bytes (max %d)", tl,
                   GPB_NP_TOKEN_MAX);
   const uint8_t *t = np_take(&r, tl);
+  const uint8_t *pn = NULL;
+  uint16_t pl = 0;
+  if (*flags & GPB_NP_HELLO_POOL) {
+    pl = gpb__np_get_u16(&r);
+    pn = np_take(&r, pl);
+  }
   int rc = np_done(&r, GPB_NP_HELLO, err);
   if (rc) return rc;
   if (memchr(t ? (const void *)t : "", 0, tl))
     return np_err(err, GPB_EFORMAT, "HELLO: token holds a NUL byte");
+  if ((*flags & GPB_NP_HELLO_POOL) && !np_name_ok(pn, pl))
+    return np_err(err, GPB_EFORMAT, "HELLO: a pool name of %u bytes that is "
+                  "not 1 to %d of A-Z a-z 0-9 . _ -", pl, GPB_NAME_MAX - 1);
+  pool[0] = 0;
+  if (pl) {
+    memcpy(pool, pn, pl);
+    pool[pl] = 0;
+  }
   if (tl) memcpy(token, t, tl);
   token[tl] = 0;
   *toklen = tl;

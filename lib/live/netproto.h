@@ -40,8 +40,12 @@
 #define GPB_NP_COMPRESS_MIN 128u       /* smaller payloads go plain */
 #define GPB_NP_ERRLEN 192
 
-/* HELLO flags. */
+/* HELLO flags. A relay ignores flags it does not know, so a reader that
+ * names a pool still works with a one-pool relay of an older version. */
 #define GPB_NP_HELLO_ZLIB 0x1u
+#define GPB_NP_HELLO_POOL 0x2u /* a pool name follows the token */
+#define GPB_NP_HELLO_LIST 0x4u /* send POOLS, then BYE: no pool is served */
+#define GPB_NP_POOLS_MAX 4096  /* names in one POOLS frame */
 
 enum gpb_np_type {
   GPB_NP_HELLO = 1,     /* client -> relay: version, flags, token */
@@ -52,7 +56,8 @@ enum gpb_np_type {
   GPB_NP_EVENTS = 6,    /* a batch of consecutive events */
   GPB_NP_CLOSED = 7,    /* the pool is gone; the state sent is the last */
   GPB_NP_BYE = 8,       /* relay -> client: refusal or shutdown, with text */
-  GPB_NP_TYPE_MAX = 8
+  GPB_NP_POOLS = 9,     /* relay -> client: the names of the pools it serves */
+  GPB_NP_TYPE_MAX = 9
 };
 
 typedef struct gpb_np_hdr {
@@ -117,12 +122,25 @@ GPB__NP_HIDDEN int gpb__np_frame(gpb_np_buf_t *out, int type,
 
 /* --------------------------------------------------------------- payloads */
 
+/* pool: NULL, or the name to serve (sets GPB_NP_HELLO_POOL). */
 GPB__NP_HIDDEN void gpb__np_hello_put(gpb_np_buf_t *b, uint32_t flags,
-                                      const char *token);
-/* token: GPB_NP_TOKEN_MAX + 1 bytes, NUL-terminated on return. */
+                                      const char *token, const char *pool);
+/* token: GPB_NP_TOKEN_MAX + 1 bytes, NUL-terminated on return; pool:
+ * GPB_NAME_MAX bytes, "" unless GPB_NP_HELLO_POOL named one (1 to
+ * GPB_NAME_MAX-1 bytes, no NUL). */
 GPB__NP_HIDDEN int gpb__np_hello_get(const uint8_t *raw, size_t n,
                                      uint32_t *version, uint32_t *flags,
-                                     char *token, size_t *toklen, char *err);
+                                     char *token, size_t *toklen, char *pool,
+                                     char *err);
+
+/* POOLS: u32 count, then count names (u16 length, 1 to GPB_NAME_MAX-1
+ * bytes of A-Z a-z 0-9 . _ -). get calls fn for each name once the whole
+ * payload checked out. */
+GPB__NP_HIDDEN void gpb__np_pools_put(gpb_np_buf_t *b, const char *const *names,
+                                      size_t n);
+GPB__NP_HIDDEN int gpb__np_pools_get(const uint8_t *raw, size_t n,
+                                     void (*fn)(const char *name, void *user),
+                                     void *user, char *err);
 
 GPB__NP_HIDDEN void gpb__np_info_put(gpb_np_buf_t *b,
                                      const gpb_pool_info_t *info);

@@ -13,9 +13,14 @@
  * detail; later polls say GPB_ECLOSED and the model keeps its last good
  * state, exactly as when the relay goes away. The reader never sends
  * anything after HELLO: the network cannot ask the relay to do anything.
+ *
+ * A relay may serve several pools (gpubuddy-relay --all): "HOST:PORT/NAME"
+ * names one in the HELLO, and gpb_attach_list_remote asks for the names
+ * instead of a pool (HELLO with GPB_NP_HELLO_LIST, answered by POOLS).
  */
 #include "live/live.h"
 #include "live/netproto.h"
+#include "live/shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -247,7 +252,7 @@ static int remote_frame(gpb_attach_t *a, remote_t *r, const gpb_np_hdr_t *h,
     snprintf(err, GPB_NP_ERRLEN, "relay at %.48s says: %.120s", r->peer, msg);
     /* The relay's reason, when it is one this side knows, else closed. */
     if (code == GPB_EPERM || code == GPB_EBUSY || code == GPB_EVERSION ||
-        code == GPB_EFORMAT)
+        code == GPB_EFORMAT || code == GPB_ENOTFOUND || code == GPB_EINVAL)
       return code;
     return GPB_ECLOSED;
   }
@@ -443,9 +448,10 @@ static int remote_dial(remote_t *r, const char *hostport) {
   return 0;
 }
 
-static int remote_hello(remote_t *r, const char *token) {
+static int remote_hello(remote_t *r, const char *token, const char *pool,
+                        uint32_t flags) {
   gpb_np_buf_t pl = {0}, fr = {0};
-  gpb__np_hello_put(&pl, GPB_NP_HELLO_ZLIB, token);
+  gpb__np_hello_put(&pl, flags, token, pool);
   int rc = pl.oom ? GPB_EHOSTMEM : gpb__np_frame(&fr, GPB_NP_HELLO, pl.p, pl.len, 0);
   for (size_t off = 0; !rc && off < fr.len;) {
     ssize_t w = send(r->fd, fr.p + off, fr.len - off, MSG_NOSIGNAL);
@@ -463,15 +469,37 @@ static int remote_hello(remote_t *r, const char *token) {
   return rc;
 }
 
-int gpb_attach_connect(const char *hostport, const char *token,
+/* Splits "HOST:PORT/NAME" into the address and the pool name ("" when
+ * there is none), and takes the token from the environment if need be. */
+static int remote_args(const char *addr, const char **token, char *hp,
+                       size_t hn, char *pool) {
+  if (!addr || !*addr) return gpb__fail(GPB_EINVAL, "empty relay address");
+  const char *slash = strrchr(addr, '/');
+  size_t hl = slash ? (size_t)(slash - addr) : strlen(addr);
+  if (hl == 0 || hl >= hn)
+    return gpb__fail(GPB_EINVAL, "'%s': missing or too long address", addr);
+  memcpy(hp, addr, hl);
+  hp[hl] = 0;
+  pool[0] = 0;
+  if (slash) {
+    int rc = gpb__shm_check_name(slash + 1);
+    if (rc) return gpb__fail(rc, "'%s': after '/' comes a pool name: %s", addr,
+                             gpb_last_error_detail());
+    snprintf(pool, GPB_NAME_MAX, "%s", slash + 1);
+  }
+  if (!*token || !**token) *token = getenv("GPB_RELAY_TOKEN");
+  if (*token && strlen(*token) > GPB_NP_TOKEN_MAX)
+    return gpb__fail(GPB_EINVAL, "token longer than %d bytes", GPB_NP_TOKEN_MAX);
+  return 0;
+}
+
+int gpb_attach_connect(const char *addr, const char *token,
                        gpb_attach_t **out) {
   if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
   *out = NULL;
-  if (!hostport || !*hostport)
-    return gpb__fail(GPB_EINVAL, "empty relay address");
-  if (!token || !*token) token = getenv("GPB_RELAY_TOKEN");
-  if (token && strlen(token) > GPB_NP_TOKEN_MAX)
-    return gpb__fail(GPB_EINVAL, "token longer than %d bytes", GPB_NP_TOKEN_MAX);
+  char hostport[300], pool[GPB_NAME_MAX];
+  int rc = remote_args(addr, &token, hostport, sizeof hostport, pool);
+  if (rc) return rc;
   gpb_attach_t *a = calloc(1, sizeof *a);
   remote_t *r = remote_new();
   if (!a || !r) {
@@ -481,8 +509,8 @@ int gpb_attach_connect(const char *hostport, const char *token,
   }
   a->ops = &remote_ops;
   a->impl = r;
-  int rc = remote_dial(r, hostport);
-  if (!rc) rc = remote_hello(r, token);
+  rc = remote_dial(r, hostport);
+  if (!rc) rc = remote_hello(r, token, pool, GPB_NP_HELLO_ZLIB);
   /* Wait for INFO and the first keyframe: the model is current on return. */
   while (!rc && !r->loaded) {
     int n = remote_wait(r->fd, POLLIN, REMOTE_IDLE_MS);
@@ -506,6 +534,86 @@ int gpb_attach_connect(const char *hostport, const char *token,
   }
   *out = a;
   return 0;
+}
+
+typedef struct list_ctx {
+  void (*fn)(const char *, void *);
+  void *user;
+  int n;
+} list_ctx_t;
+
+static void list_one(const char *name, void *user) {
+  list_ctx_t *c = user;
+  c->n++;
+  c->fn(name, c->user);
+}
+
+/* The names list: POOLS, then the relay closes. Handles every whole frame
+ * in r->in; 1 once the list was handed out, 0 for more, or an error. */
+static int remote_list_frames(remote_t *r, void (*fn)(const char *, void *),
+                              void *user, int *count) {
+  char err[GPB_NP_ERRLEN] = "";
+  gpb_np_hdr_t h;
+  if (r->in_len < GPB_NP_HDR) return 0;
+  int rc = gpb__np_hdr_parse(r->in, &h, err);
+  if (rc) return gpb__fail(rc, "bad data from relay at %s: %s", r->peer, err);
+  if (r->in_len - GPB_NP_HDR < h.len) return 0;
+  const uint8_t *p;
+  rc = gpb__np_payload(&h, r->in + GPB_NP_HDR, r->scratch, &p, err);
+  if (!rc && h.type == GPB_NP_POOLS) {
+    list_ctx_t c = {fn, user, 0};
+    rc = gpb__np_pools_get(p, h.raw_len, list_one, &c, err);
+    if (!rc) {
+      *count = c.n;
+      return 1;
+    }
+  } else if (!rc && h.type == GPB_NP_BYE) {
+    int32_t code;
+    char msg[GPB_NP_MSG_MAX + 1];
+    rc = gpb__np_bye_get(p, h.raw_len, &code, msg, err);
+    if (!rc)
+      return gpb__fail(code < 0 ? code : GPB_ECLOSED, "relay at %s says: %s",
+                       r->peer, msg);
+  } else if (!rc) {
+    snprintf(err, sizeof err, "%s frame where POOLS was expected (a relay "
+             "older than the pool list?)", gpb__np_type_name(h.type));
+    rc = GPB_EFORMAT;
+  }
+  return gpb__fail(rc, "bad data from relay at %s: %s", r->peer, err);
+}
+
+int gpb_attach_list_remote(const char *addr, const char *token,
+                           void (*fn)(const char *name, void *user),
+                           void *user) {
+  if (!fn) return gpb__fail(GPB_EINVAL, "fn is NULL");
+  char hostport[300], pool[GPB_NAME_MAX];
+  int rc = remote_args(addr, &token, hostport, sizeof hostport, pool);
+  if (rc) return rc;
+  remote_t *r = remote_new();
+  if (!r) return gpb__fail(GPB_EHOSTMEM, "no memory for a reader");
+  int count = 0;
+  rc = remote_dial(r, hostport);
+  if (!rc) rc = remote_hello(r, token, NULL, GPB_NP_HELLO_LIST);
+  while (!rc) {
+    if (remote_wait(r->fd, POLLIN, REMOTE_IDLE_MS) <= 0) {
+      rc = gpb__fail(GPB_EIO, "relay at %s sent no pool list within %d s",
+                     hostport, REMOTE_IDLE_MS / 1000);
+      break;
+    }
+    size_t room = GPB_NP_HDR + GPB_NP_MAX_WIRE - r->in_len;
+    ssize_t got = recv(r->fd, r->in + r->in_len, room, MSG_DONTWAIT);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) {
+      rc = gpb__fail(GPB_ECLOSED, "relay at %s closed the connection before "
+                     "its pool list", hostport);
+      break;
+    }
+    r->in_len += (size_t)got;
+    rc = remote_list_frames(r, fn, user, &count);
+    if (rc == 1) break;
+  }
+  remote_free(r);
+  return rc < 0 ? rc : count;
 }
 
 /* Runs bytes through the frame handling of a reader that never connected,

@@ -113,14 +113,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
+static void fuzz_name(const char *name, void *user) {
+  (void)name;
+  (void)user;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   size_t chunk = data[0] == 0 ? size : (size_t)data[0];
   (void)gpb__remote_feed(data + 1, size - 1, chunk);
 
   uint32_t version, flags;
-  char token[GPB_NP_TOKEN_MAX + 1], err[GPB_NP_ERRLEN];
+  char token[GPB_NP_TOKEN_MAX + 1], pool[GPB_NAME_MAX], err[GPB_NP_ERRLEN];
   size_t tl;
-  (void)gpb__np_hello_get(data + 1, size - 1, &version, &flags, token, &tl, err);
+  (void)gpb__np_hello_get(data + 1, size - 1, &version, &flags, token, &tl,
+                          pool, err);
+  (void)gpb__np_pools_get(data + 1, size - 1, fuzz_name, NULL, err);
   return 0;
 }
