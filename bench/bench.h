@@ -104,8 +104,8 @@ bench_summary_t bench_summarize(bench_samples_t *s);
 const char *bench_fmt_ns(double ns, char *buf, size_t n);
 /* "312x", "12.5x", "0.75x", "0.0041x" into buf. */
 const char *bench_fmt_ratio(double r, char *buf, size_t n);
-/* "256 B", "4 KiB", "1.5 GiB" into buf. */
-const char *bench_fmt_bytes(double bytes, char *buf, size_t n);
+/* gpb_size_format ("256 B", "4.0 KiB", "1.5 GiB") into buf; returns buf. */
+const char *bench_fmt_bytes(uint64_t bytes, char *buf, size_t n);
 
 /* splitmix64: one seed gives the same sequence everywhere. */
 static inline uint64_t bench_rand(uint64_t *s) {

@@ -412,8 +412,8 @@ static int write_summary(const bench_ctx_t *c, const char *path) {
       if (x->min_pool) snprintf(rt, sizeof rt, "%.3f", x->ratio);
       fprintf(f, "| %s | %llu | %s | %s | %s | %s | %s |\n", x->trace,
               (unsigned long long)x->ops,
-              bench_fmt_bytes((double)x->peak_live, b1, 24), x->policy,
-              x->min_pool ? bench_fmt_bytes((double)x->min_pool, b2, 24)
+              bench_fmt_bytes(x->peak_live, b1, 24), x->policy,
+              x->min_pool ? bench_fmt_bytes(x->min_pool, b2, 24)
                           : "> 16x",
               rt, an);
     }
@@ -432,8 +432,8 @@ static int write_summary(const bench_ctx_t *c, const char *path) {
             "destroy |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->nmeta; i++)
       fprintf(f, "| %s | %s | %.3f%% | %.3f ms | %.3f ms |\n",
-              bench_fmt_bytes((double)r->meta[i].pool_size, b1, 24),
-              bench_fmt_bytes((double)r->meta[i].meta_bytes, b2, 24),
+              bench_fmt_bytes(r->meta[i].pool_size, b1, 24),
+              bench_fmt_bytes(r->meta[i].meta_bytes, b2, 24),
               r->meta[i].pct, r->meta[i].create_ms, r->meta[i].destroy_ms);
     fprintf(f, "\n");
   }

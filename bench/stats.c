@@ -78,15 +78,8 @@ const char *bench_fmt_ratio(double r, char *buf, size_t n) {
   return buf;
 }
 
-const char *bench_fmt_bytes(double b, char *buf, size_t n) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    u++;
-  }
-  if (b == floor(b)) snprintf(buf, n, "%.0f %s", b, unit[u]);
-  else snprintf(buf, n, "%.3g %s", b, unit[u]);
+const char *bench_fmt_bytes(uint64_t bytes, char *buf, size_t n) {
+  gpb_size_format(bytes, buf, n);
   return buf;
 }
 

@@ -64,16 +64,9 @@ static void stat_sleep(double s) {
   }
 }
 
+/* gpb_size_format, as an expression for printf's arguments. */
 static const char *stat_bytes(uint64_t v, char *buf, size_t n) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double d = (double)v;
-  int u = 0;
-  while (d >= 1024 && u < 5) {
-    d /= 1024;
-    u++;
-  }
-  if (u == 0) snprintf(buf, n, "%" PRIu64 " B", v);
-  else snprintf(buf, n, "%.2f %s", d, unit[u]);
+  gpb_size_format(v, buf, n);
   return buf;
 }
 

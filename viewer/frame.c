@@ -20,18 +20,7 @@
 #define FRAME_MAX_CELLS 2500000u
 
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double d = (double)v;
-  int u = 0;
-  while (d >= 1024 && u < 5) {
-    d /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, n, "%" PRIu64 " B", v);
-  else
-    snprintf(buf, n, d >= 100 ? "%.0f %s" : d >= 10 ? "%.1f %s" : "%.2f %s", d,
-             unit[u]);
+  gpb_size_format(v, buf, n);
   return buf;
 }
 

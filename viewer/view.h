@@ -283,7 +283,7 @@ void vframe_layout(vapp_t *a, int w, int h);
 /* Byte offset under pixel (x, y) of the map, its cell index in *cell;
  * UINT64_MAX when (x, y) is not over the pool. */
 uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell);
-/* Formats bytes as "1.5 MiB" into buf. */
+/* gpb_size_format ("1.5 MiB") into buf; returns buf. */
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n);
 
 /* input.c: keys and mouse, SDL-free (main.c translates SDL events). */
