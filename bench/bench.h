@@ -286,10 +286,9 @@ typedef struct bench_plot {
   const char *hlabel[4];
 } bench_plot_t;
 
-/* Writes a PNG; 0, or nonzero (no libpng, I/O error) with a message. */
+/* Writes a PNG; 0, or nonzero (out of memory, I/O error) with a message. */
 int bench_plot_write(const char *path, const bench_plot_t *p,
                      const bench_series_t *s, size_t ns);
-int bench_plot_available(void);
 /* Draws latency CDFs: one pair of series (alloc solid, free dashed) per
  * allocator, from sorted samples. */
 int bench_plot_cdf(const char *path, const char *title,

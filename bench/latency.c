@@ -139,7 +139,7 @@ void bench_print_lat_group(bench_ctx_t *c, const char *group) {
 static void latency_plot(bench_ctx_t *c, const char *file, const char *title,
                          bench_samples_t *al, bench_samples_t *fr) {
   char *path = bench_out_path(c, file);
-  if (!path || !bench_plot_available()) {
+  if (!path) {
     free(path);
     return;
   }

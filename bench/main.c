@@ -628,13 +628,11 @@ int main(int argc, char **argv) {
       break;
     case 'h':
       usage(stdout);
-      printf("\nthis build: %s, plots %s\n",
 #ifdef GPB_HAVE_CUDA
-             "CUDA (--gpu available)",
+      printf("\nthis build: CUDA (--gpu available), plots PNG\n");
 #else
-             "no CUDA (--host only)",
+      printf("\nthis build: no CUDA (--host only), plots PNG\n");
 #endif
-             bench_plot_available() ? "PNG (libpng)" : "disabled (no libpng)");
       return 0;
     default:
       usage(stderr);

@@ -347,7 +347,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     if (minp[i] > common) common = minp[i];
   if (common == 0) common = replay_round(q->peak_live * 2, mb);
   char *path = bench_out_path(c, NULL);
-  if (path && bench_plot_available()) {
+  if (path) {
     free(path);
     size_t pts = 2000;
     double *req = malloc(q->n * sizeof *req);
@@ -459,7 +459,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
             "2 x peak live or 1.25 x the smallest pool, whichever is larger):\n");
   bench_print_lat_group(c, group);
   path = bench_out_path(c, NULL);
-  if (path && bench_plot_available()) {
+  if (path) {
     char file[160], title[160];
     snprintf(file, sizeof file, "latency-trace-%s.png", t->name);
     snprintf(title, sizeof title, "LATENCY CDF, TRACE %s", t->name);
