@@ -18,6 +18,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
+#include "json.h"
 #include "minpool.h"
 #include "replay.h"
 
@@ -181,17 +182,6 @@ static void print_text(const opts_t *o, const result_t *r) {
   print_lat("free", &r->lat_free);
   printf("total time: %.3f s (%.0f ops/s)\n", r->total_s,
          r->total_s > 0 ? (double)r->ops / r->total_s : 0);
-}
-
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c < 32) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
 }
 
 static void json_stats(const char *key, const gpb_stats_t *s) {
@@ -745,7 +735,7 @@ int main(int argc, char **argv) {
 
   if (o.json) {
     printf("{\n  \"trace\": ");
-    json_str(o.path);
+    gpbt_json_str(stdout, o.path);
     printf(",\n  \"pool_size_rule\": \"%s\",\n",
            o.find_min ? "find-min-pool" : o.pool_size ? "given"
            : "next power of two >= 2 x peak live");

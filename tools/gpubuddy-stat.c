@@ -10,6 +10,7 @@
  * instead of asking the writer for a keyframe every time.
  */
 #include "gpubuddy.h"
+#include "json.h"
 #include "snapshot.h"
 
 #include <errno.h>
@@ -121,21 +122,10 @@ static void stat_print_text(const gpb_pool_info_t *in, const gpb_stats_t *s,
   printf("\n");
 }
 
-static void stat_json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
-}
-
 static void stat_print_json(const gpb_pool_info_t *in, const gpb_stats_t *s,
                             int gone) {
   printf("{\"name\":");
-  stat_json_str(in->name);
+  gpbt_json_str(stdout, in->name);
   printf(",\"backend\":\"%s\",\"policy\":\"%s\",\"writer_gone\":%s,"
          "\"seq\":%" PRIu64 ",\"managed_bytes\":%" PRIu64
          ",\"min_block\":%" PRIu64 ",\"used_bytes\":%" PRIu64
@@ -162,7 +152,7 @@ static void stat_list_one(const char *name, void *user) {
   stat_list_t *l = user;
   if (l->json) {
     printf("%s", l->n ? "," : "[");
-    stat_json_str(name);
+    gpbt_json_str(stdout, name);
   } else {
     printf("%s\n", name);
   }
@@ -292,7 +282,7 @@ static int stat_all(int json) {
     const gpb_stats_t *s = &p->stats;
     if (json) {
       printf("%s\n {\"name\":", i ? "," : "");
-      stat_json_str(p->name);
+      gpbt_json_str(stdout, p->name);
       printf(",\"pid\":%d,\"device\":%d,\"pool_size\":%" PRIu64,
              (int)p->info.pid, p->info.device, p->info.pool_size);
       char buf[2048];
