@@ -65,7 +65,7 @@ int bench_alloc_open(bench_kind_t kind, const bench_pool_opts_t *o,
       char b[32];
       fprintf(stderr, "gpubuddy-bench: %s pool of %s: %s: %s\n",
               gpb_backend_name(cfg.backend),
-              bench_fmt_bytes((double)cfg.pool_size, b, sizeof b),
+              bench_fmt_bytes(cfg.pool_size, b, sizeof b),
               gpb_strerror(rc), gpb_last_error_detail());
       return rc;
     }

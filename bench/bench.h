@@ -104,8 +104,8 @@ bench_summary_t bench_summarize(bench_samples_t *s);
 const char *bench_fmt_ns(double ns, char *buf, size_t n);
 /* "312x", "12.5x", "0.75x", "0.0041x" into buf. */
 const char *bench_fmt_ratio(double r, char *buf, size_t n);
-/* "256 B", "4 KiB", "1.5 GiB" into buf. */
-const char *bench_fmt_bytes(double bytes, char *buf, size_t n);
+/* gpb_size_format ("256 B", "4.0 KiB", "1.5 GiB") into buf; returns buf. */
+const char *bench_fmt_bytes(uint64_t bytes, char *buf, size_t n);
 
 /* splitmix64: one seed gives the same sequence everywhere. */
 static inline uint64_t bench_rand(uint64_t *s) {
@@ -286,10 +286,9 @@ typedef struct bench_plot {
   const char *hlabel[4];
 } bench_plot_t;
 
-/* Writes a PNG; 0, or nonzero (no libpng, I/O error) with a message. */
+/* Writes a PNG; 0, or nonzero (out of memory, I/O error) with a message. */
 int bench_plot_write(const char *path, const bench_plot_t *p,
                      const bench_series_t *s, size_t ns);
-int bench_plot_available(void);
 /* Draws latency CDFs: one pair of series (alloc solid, free dashed) per
  * allocator, from sorted samples. */
 int bench_plot_cdf(const char *path, const char *title,

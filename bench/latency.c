@@ -139,7 +139,7 @@ void bench_print_lat_group(bench_ctx_t *c, const char *group) {
 static void latency_plot(bench_ctx_t *c, const char *file, const char *title,
                          bench_samples_t *al, bench_samples_t *fr) {
   char *path = bench_out_path(c, file);
-  if (!path || !bench_plot_available()) {
+  if (!path) {
     free(path);
     return;
   }
@@ -166,7 +166,7 @@ int bench_run_fixed(bench_ctx_t *c) {
   for (size_t si = 0; si < LATENCY_NSIZES; si++) {
     size_t size = latency_sizes[si];
     char label[24];
-    bench_fmt_bytes((double)size, label, sizeof label);
+    bench_fmt_bytes(size, label, sizeof label);
     bench_progress("fixed size %s", label);
     bench_samples_t al[8], fr[8];
     for (int i = 0; i < c->ncont; i++) {
@@ -278,8 +278,8 @@ int bench_run_churn(bench_ctx_t *c) {
             "sizes 256 B to 128 MiB log-uniform, seed %llu, peak live %s; "
             "gpubuddy pool %s; one untimed pass first) ==\n",
             q.n, o->churn_live, (unsigned long long)o->seed,
-            bench_fmt_bytes((double)q.peak_live, lb, sizeof lb),
-            bench_fmt_bytes((double)pool, pb, sizeof pb));
+            bench_fmt_bytes(q.peak_live, lb, sizeof lb),
+            bench_fmt_bytes(pool, pb, sizeof pb));
   bench_samples_t al[8], fr[8];
   int err = 0;
   for (int i = 0; i < c->ncont; i++) {
@@ -492,8 +492,8 @@ int bench_run_meta(bench_ctx_t *c) {
     m->destroy_ms = dt[reps / 2];
     char pb[24], mb[24];
     bench_out(c, "%-10s %14s %9.3f%% %9.3f ms %9.3f ms\n",
-              bench_fmt_bytes((double)sizes[si], pb, sizeof pb),
-              bench_fmt_bytes((double)meta, mb, sizeof mb), m->pct,
+              bench_fmt_bytes(sizes[si], pb, sizeof pb),
+              bench_fmt_bytes(meta, mb, sizeof mb), m->pct,
               m->create_ms, m->destroy_ms);
   }
   bench_out(c, "\n");

@@ -412,8 +412,8 @@ static int write_summary(const bench_ctx_t *c, const char *path) {
       if (x->min_pool) snprintf(rt, sizeof rt, "%.3f", x->ratio);
       fprintf(f, "| %s | %llu | %s | %s | %s | %s | %s |\n", x->trace,
               (unsigned long long)x->ops,
-              bench_fmt_bytes((double)x->peak_live, b1, 24), x->policy,
-              x->min_pool ? bench_fmt_bytes((double)x->min_pool, b2, 24)
+              bench_fmt_bytes(x->peak_live, b1, 24), x->policy,
+              x->min_pool ? bench_fmt_bytes(x->min_pool, b2, 24)
                           : "> 16x",
               rt, an);
     }
@@ -432,8 +432,8 @@ static int write_summary(const bench_ctx_t *c, const char *path) {
             "destroy |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->nmeta; i++)
       fprintf(f, "| %s | %s | %.3f%% | %.3f ms | %.3f ms |\n",
-              bench_fmt_bytes((double)r->meta[i].pool_size, b1, 24),
-              bench_fmt_bytes((double)r->meta[i].meta_bytes, b2, 24),
+              bench_fmt_bytes(r->meta[i].pool_size, b1, 24),
+              bench_fmt_bytes(r->meta[i].meta_bytes, b2, 24),
               r->meta[i].pct, r->meta[i].create_ms, r->meta[i].destroy_ms);
     fprintf(f, "\n");
   }
@@ -628,13 +628,11 @@ int main(int argc, char **argv) {
       break;
     case 'h':
       usage(stdout);
-      printf("\nthis build: %s, plots %s\n",
 #ifdef GPB_HAVE_CUDA
-             "CUDA (--gpu available)",
+      printf("\nthis build: CUDA (--gpu available), plots PNG\n");
 #else
-             "no CUDA (--host only)",
+      printf("\nthis build: no CUDA (--host only), plots PNG\n");
 #endif
-             bench_plot_available() ? "PNG (libpng)" : "disabled (no libpng)");
       return 0;
     default:
       usage(stderr);

@@ -2,127 +2,31 @@
 /*
  * plot.c: line plots written as PNG, with no plotting library.
  *
- * A plot is an RGB canvas: axes, grid lines at the ticks, one polyline per
- * series (solid or dashed), optional horizontal reference lines, a legend
- * and text drawn with a built-in 5x7 font (capitals, digits and a little
- * punctuation; lower case is drawn as capitals). Lines are Bresenham lines
- * two pixels wide. libpng writes the file; without it
- * bench_plot_available() is 0 and the harness skips its plots.
+ * A plot is drawn into a pixel buffer (tools/common/raster.h): axes, grid
+ * lines at the ticks, one polyline per series (solid or dashed), optional
+ * horizontal reference lines, a legend and text in the viewer's 5x7 font
+ * (lower case is drawn as capitals). Lines are Bresenham lines two pixels
+ * wide. The PNG writer the viewer uses (zlib) writes the file.
  */
 #include "bench.h"
+#include "raster.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef GPB_HAVE_PNG
-#include <png.h>
-#include <setjmp.h>
-#endif
-
 const uint32_t bench_colors[8] = {0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e,
                                   0x9467bd, 0x8c564b, 0xe377c2, 0x17becf};
 
-/* ----------------------------------------------------------------- font */
-
-/* Rows top to bottom; bit 4 is the leftmost column. */
-typedef struct glyph {
-  char ch;
-  uint8_t row[7];
-} glyph_t;
-
-static const glyph_t font[] = {
-    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}},
-    {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
-    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}},
-    {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
-    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}},
-    {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
-    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}},
-    {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
-    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}},
-    {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
-    {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
-    {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
-    {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}},
-    {'D', {0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C}},
-    {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}},
-    {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
-    {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}},
-    {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
-    {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}},
-    {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
-    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}},
-    {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
-    {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}},
-    {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
-    {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}},
-    {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
-    {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}},
-    {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
-    {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}},
-    {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
-    {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}},
-    {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
-    {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}},
-    {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
-    {'Y', {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}},
-    {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
-    {' ', {0, 0, 0, 0, 0, 0, 0}},
-    {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}},
-    {',', {0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08}},
-    {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}},
-    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}},
-    {'/', {0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x10}},
-    {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
-    {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}},
-    {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
-    {'[', {0x0E, 0x08, 0x08, 0x08, 0x08, 0x08, 0x0E}},
-    {']', {0x0E, 0x02, 0x02, 0x02, 0x02, 0x02, 0x0E}},
-    {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}},
-    {'+', {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}},
-    {'=', {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}},
-    {'<', {0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02}},
-    {'>', {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}},
-    {'!', {0x04, 0x04, 0x04, 0x04, 0x04, 0x00, 0x04}},
-    {'#', {0x0A, 0x0A, 0x1F, 0x0A, 0x1F, 0x0A, 0x0A}},
-    {'*', {0x00, 0x04, 0x15, 0x0E, 0x15, 0x04, 0x00}},
-    {'|', {0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
-    {'\'', {0x04, 0x04, 0x08, 0x00, 0x00, 0x00, 0x00}},
-    {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}},
-};
-
-static const uint8_t *font_glyph(char ch) {
-  if (ch >= 'a' && ch <= 'z') ch = (char)(ch - 'a' + 'A');
-  for (size_t i = 0; i < sizeof font / sizeof font[0]; i++)
-    if (font[i].ch == ch) return font[i].row;
-  return font_glyph('?');
-}
-
 /* --------------------------------------------------------------- canvas */
 
-typedef struct canvas {
-  int w, h;
-  uint8_t *px; /* w * h * 3 */
-} canvas_t;
-
-static void canvas_px(canvas_t *c, int x, int y, uint32_t rgb) {
-  if (x < 0 || y < 0 || x >= c->w || y >= c->h) return;
-  uint8_t *p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
-  p[0] = (uint8_t)(rgb >> 16);
-  p[1] = (uint8_t)(rgb >> 8);
-  p[2] = (uint8_t)rgb;
-}
-
-static void canvas_rect(canvas_t *c, int x0, int y0, int x1, int y1,
-                        uint32_t rgb) {
-  for (int y = y0; y <= y1; y++)
-    for (int x = x0; x <= x1; x++) canvas_px(c, x, y, rgb);
-}
+/* Colors here are 0xRRGGBB; the buffer wants opaque 0xAARRGGBB. */
+#define PLOT_OPAQUE(rgb) (0xFF000000u | (rgb))
 
 /* Bresenham; `dash` counts pixels along the line across calls so a dashed
  * polyline keeps its rhythm from one segment to the next. */
-static void canvas_line(canvas_t *c, int x0, int y0, int x1, int y1,
+static void canvas_line(gpbt_fb_t *c, int x0, int y0, int x1, int y1,
                         uint32_t rgb, int width, int *dash) {
   int dx = abs(x1 - x0), sx = x0 < x1 ? 1 : -1;
   int dy = -abs(y1 - y0), sy = y0 < y1 ? 1 : -1;
@@ -131,7 +35,8 @@ static void canvas_line(canvas_t *c, int x0, int y0, int x1, int y1,
     int on = !dash || (((*dash)++ / 6) % 2 == 0);
     if (on)
       for (int a = 0; a < width; a++)
-        for (int b = 0; b < width; b++) canvas_px(c, x0 + a, y0 + b, rgb);
+        for (int b = 0; b < width; b++)
+          gpbt_fb_put(c, x0 + a, y0 + b, PLOT_OPAQUE(rgb));
     if (x0 == x1 && y0 == y1) break;
     int e2 = 2 * err;
     if (e2 >= dy) {
@@ -145,21 +50,10 @@ static void canvas_line(canvas_t *c, int x0, int y0, int x1, int y1,
   }
 }
 
-static int text_width(const char *s, int scale) {
-  return (int)strlen(s) * 6 * scale;
-}
-
-static void canvas_text(canvas_t *c, int x, int y, const char *s, int scale,
+/* Text whose glyphs' top row is y (the font's cell starts a row above). */
+static void canvas_text(gpbt_fb_t *c, int x, int y, const char *s, int scale,
                         uint32_t rgb) {
-  for (; *s; s++, x += 6 * scale) {
-    const uint8_t *g = font_glyph(*s);
-    for (int r = 0; r < 7; r++)
-      for (int col = 0; col < 5; col++)
-        if (g[r] & (0x10 >> col))
-          canvas_rect(c, x + col * scale, y + r * scale,
-                      x + col * scale + scale - 1, y + r * scale + scale - 1,
-                      rgb);
-  }
+  gpbt_font_draw(c, x, y - scale, scale, PLOT_OPAQUE(rgb), s);
 }
 
 /* ---------------------------------------------------------------- ticks */
@@ -186,55 +80,11 @@ static void plot_fmt_tick(const bench_plot_t *p, double v, double unit,
 
 /* ------------------------------------------------------------------ png */
 
-int bench_plot_available(void) {
-#ifdef GPB_HAVE_PNG
-  return 1;
-#else
-  return 0;
-#endif
-}
-
-static int plot_png(const char *path, const canvas_t *c) {
-#ifdef GPB_HAVE_PNG
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    perror(path);
-    return -1;
-  }
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL,
-                                            NULL);
-  png_infop info = png ? png_create_info_struct(png) : NULL;
-  if (!png || !info) {
-    png_destroy_write_struct(&png, NULL);
-    fclose(f);
-    return -1;
-  }
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    fclose(f);
-    fprintf(stderr, "gpubuddy-bench: libpng failed writing %s\n", path);
-    return -1;
-  }
-  png_init_io(png, f);
-  png_set_IHDR(png, info, (png_uint_32)c->w, (png_uint_32)c->h, 8,
-               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int y = 0; y < c->h; y++)
-    png_write_row(png, c->px + (size_t)y * (size_t)c->w * 3);
-  png_write_end(png, NULL);
-  png_destroy_write_struct(&png, &info);
-  if (fclose(f)) {
-    perror(path);
-    return -1;
-  }
-  return 0;
-#else
-  (void)c;
-  fprintf(stderr, "gpubuddy-bench: built without libpng, %s not written\n",
-          path);
+static int plot_png(const char *path, const gpbt_fb_t *c) {
+  if (gpbt_png_write(path, c) == 0) return 0;
+  fprintf(stderr, "gpubuddy-bench: cannot write %s: %s\n", path,
+          strerror(errno));
   return -1;
-#endif
 }
 
 /* ----------------------------------------------------------------- plot */
@@ -248,9 +98,9 @@ static int plot_png(const char *path, const canvas_t *c) {
 
 int bench_plot_write(const char *path, const bench_plot_t *p,
                      const bench_series_t *s, size_t ns) {
-  canvas_t c = {PLOT_W, PLOT_H, malloc((size_t)PLOT_W * PLOT_H * 3)};
-  if (!c.px) return -1;
-  memset(c.px, 0xff, (size_t)PLOT_W * PLOT_H * 3);
+  gpbt_fb_t c;
+  if (gpbt_fb_init(&c, PLOT_W, PLOT_H)) return -1;
+  gpbt_fb_fill(&c, 0, 0, PLOT_W, PLOT_H, PLOT_OPAQUE(0xffffff));
 
   /* Data range. */
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
@@ -297,14 +147,14 @@ int bench_plot_write(const char *path, const bench_plot_t *p,
     int py = PY(y);
     canvas_line(&c, L, py, R, py, 0xe0e0e0, 1, NULL);
     plot_fmt_tick(p, y, unit, uname, buf, sizeof buf, 0);
-    canvas_text(&c, L - 8 - text_width(buf, 2), py - 7, buf, 2, 0x303030);
+    canvas_text(&c, L - 8 - gpbt_font_width(2, buf), py - 7, buf, 2, 0x303030);
   }
   double xs = p->xtime ? 1 : plot_nice_step(x1 - x0, 8);
   for (double x = ceil(x0 / xs) * xs; x <= x1 + 1e-9 * xs; x += xs) {
     int px = PX(x);
     canvas_line(&c, px, T, px, B, 0xe0e0e0, 1, NULL);
     plot_fmt_tick(p, x, 1, "", buf, sizeof buf, 1);
-    canvas_text(&c, px - text_width(buf, 2) / 2, B + 10, buf, 2, 0x303030);
+    canvas_text(&c, px - gpbt_font_width(2, buf) / 2, B + 10, buf, 2, 0x303030);
   }
   canvas_line(&c, L, B, R, B, 0x000000, 2, NULL);
   canvas_line(&c, L, T, L, B, 0x000000, 2, NULL);
@@ -317,7 +167,7 @@ int bench_plot_write(const char *path, const bench_plot_t *p,
     int py = PY(p->hline[k]), dash = 0;
     canvas_line(&c, L, py, R, py, col, 1, &dash);
     if (!p->hlabel[k]) continue;
-    int w = text_width(p->hlabel[k], 2), x = R - w - 4;
+    int w = gpbt_font_width(2, p->hlabel[k]), x = R - w - 4;
     for (int again = 1; again && x > L;) {
       again = 0;
       for (int j = 0; j < nplaced; j++)
@@ -359,18 +209,18 @@ int bench_plot_write(const char *path, const bench_plot_t *p,
 
   /* Title and labels. */
   if (p->title) {
-    int sc = text_width(p->title, 2) <= PLOT_W - 20 ? 2 : 1;
-    canvas_text(&c, (PLOT_W - text_width(p->title, sc)) / 2, 16, p->title, sc,
-                0x000000);
+    int sc = gpbt_font_width(2, p->title) <= PLOT_W - 20 ? 2 : 1;
+    canvas_text(&c, (PLOT_W - gpbt_font_width(sc, p->title)) / 2, 16,
+                p->title, sc, 0x000000);
   }
   if (p->xlabel)
-    canvas_text(&c, (L + R - text_width(p->xlabel, 2)) / 2, PLOT_H - 30,
+    canvas_text(&c, (L + R - gpbt_font_width(2, p->xlabel)) / 2, PLOT_H - 30,
                 p->xlabel, 2, 0x000000);
   if (p->ylabel) canvas_text(&c, 10, T - 24, p->ylabel, 2, 0x000000);
 #undef PX
 #undef PY
   int rc = plot_png(path, &c);
-  free(c.px);
+  gpbt_fb_free(&c);
   return rc;
 }
 

@@ -289,7 +289,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
             t->name, q->n, (unsigned long long)q->allocs,
             (unsigned long long)q->frees, (unsigned long long)q->unmatched,
             (unsigned long long)q->dup,
-            bench_fmt_bytes((double)q->peak_live, b1, sizeof b1));
+            bench_fmt_bytes(q->peak_live, b1, sizeof b1));
   if (q->n == 0 || q->peak_live == 0) {
     bench_out(c, "(nothing to replay)\n\n");
     return 0;
@@ -304,7 +304,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
   double anchor = replay_anchor(t->name);
   bench_out(c, "smallest pool (virtual backend, %zu B min block, every size "
             "from the peak up in steps of %s):\n", mb,
-            bench_fmt_bytes((double)gpbt_minpool_step(q->peak_live, mb), b1,
+            bench_fmt_bytes(gpbt_minpool_step(q->peak_live, mb), b1,
                             sizeof b1));
   bench_out(c, "%-10s %14s %10s %8s %16s\n", "policy", "smallest pool",
             "x peak", "replays", "PyTorch cap x");
@@ -334,7 +334,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     if (anchor > 0) snprintf(an, sizeof an, "%.2f", anchor);
     if (m)
       bench_out(c, "%-10s %14s %9.3fx %8d %16s   (%.1f s)\n",
-                gpb_policy_name(pol), bench_fmt_bytes((double)m, b2, sizeof b2),
+                gpb_policy_name(pol), bench_fmt_bytes(m, b2, sizeof b2),
                 r->ratio, tries, an, secs);
     else
       bench_out(c, "%-10s %14s %10s %8d %16s\n", gpb_policy_name(pol),
@@ -347,7 +347,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     if (minp[i] > common) common = minp[i];
   if (common == 0) common = replay_round(q->peak_live * 2, mb);
   char *path = bench_out_path(c, NULL);
-  if (path && bench_plot_available()) {
+  if (path) {
     free(path);
     size_t pts = 2000;
     double *req = malloc(q->n * sizeof *req);
@@ -387,7 +387,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
       bench_plot_t pl;
       memset(&pl, 0, sizeof pl);
       snprintf(title, sizeof title, "%s: POOL %s", t->name,
-               bench_fmt_bytes((double)common, b1, sizeof b1));
+               bench_fmt_bytes(common, b1, sizeof b1));
       for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
       pl.title = title;
       pl.xlabel = "OPERATION";
@@ -459,7 +459,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
             "2 x peak live or 1.25 x the smallest pool, whichever is larger):\n");
   bench_print_lat_group(c, group);
   path = bench_out_path(c, NULL);
-  if (path && bench_plot_available()) {
+  if (path) {
     char file[160], title[160];
     snprintf(file, sizeof file, "latency-trace-%s.png", t->name);
     snprintf(title, sizeof title, "LATENCY CDF, TRACE %s", t->name);

@@ -8,6 +8,7 @@
  * never an interpolation between two.
  */
 #include "bench.h"
+#include "json.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -78,15 +79,8 @@ const char *bench_fmt_ratio(double r, char *buf, size_t n) {
   return buf;
 }
 
-const char *bench_fmt_bytes(double b, char *buf, size_t n) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    u++;
-  }
-  if (b == floor(b)) snprintf(buf, n, "%.0f %s", b, unit[u]);
-  else snprintf(buf, n, "%.3g %s", b, unit[u]);
+const char *bench_fmt_bytes(uint64_t bytes, char *buf, size_t n) {
+  gpb_size_format(bytes, buf, n);
   return buf;
 }
 
@@ -153,20 +147,10 @@ const bench_lat_row_t *bench_report_find(const bench_report_t *r,
 
 /* ---------------------------------------------------------------- JSON */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-    else fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
-static void json_num(FILE *f, double v) {
-  if (isfinite(v)) fprintf(f, "%.6g", v);
-  else fputs("null", f);
+/* Opens row i of an array: a row per line, its members on that line. */
+static gpbt_json_t stats_json_row(FILE *f, size_t i) {
+  fprintf(f, "%s\n    {", i ? "," : "");
+  return (gpbt_json_t){f, ", ", 0};
 }
 
 int bench_report_json(const bench_report_t *r, const char *path) {
@@ -175,99 +159,97 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     perror(path);
     return -1;
   }
-  fprintf(f, "{\n  \"version\": 1,\n  \"mode\": ");
-  json_str(f, r->mode);
-  fprintf(f, ",\n  \"device\": ");
-  json_str(f, r->device);
-  fprintf(f, ",\n  \"host\": ");
-  json_str(f, r->host);
-  fprintf(f, ",\n  \"date\": ");
-  json_str(f, r->date);
-  fprintf(f, ",\n  \"command\": ");
-  json_str(f, r->command);
-  fprintf(f, ",\n  \"quick\": %s,\n  \"seed\": %llu,\n  \"timer_ns\": ",
-          r->quick ? "true" : "false", (unsigned long long)r->seed);
-  json_num(f, r->timer_ns);
+  gpbt_json_t top = {f, ",\n  ", 0};
+  fputs("{\n  ", f);
+  gpbt_json_put_int(&top, "version", 1);
+  gpbt_json_put_str(&top, "mode", r->mode);
+  gpbt_json_put_str(&top, "device", r->device);
+  gpbt_json_put_str(&top, "host", r->host);
+  gpbt_json_put_str(&top, "date", r->date);
+  gpbt_json_put_str(&top, "command", r->command);
+  gpbt_json_put_bool(&top, "quick", r->quick);
+  gpbt_json_put_u64(&top, "seed", r->seed);
+  gpbt_json_put_num(&top, "timer_ns", r->timer_ns);
 
-  fprintf(f, ",\n  \"latency\": [");
+  gpbt_json_key(&top, "latency");
+  fputc('[', f);
   for (size_t i = 0; i < r->nlat; i++) {
     const bench_lat_row_t *x = &r->lat[i];
-    fprintf(f, "%s\n    {\"group\": ", i ? "," : "");
-    json_str(f, x->group);
-    fprintf(f, ", \"label\": ");
-    json_str(f, x->label);
-    fprintf(f, ", \"allocator\": ");
-    json_str(f, x->alloc);
-    fprintf(f, ", \"op\": ");
-    json_str(f, x->op);
-    fprintf(f, ", \"n\": %llu, \"fails\": %llu, \"median_ns\": ",
-            (unsigned long long)x->s.n, (unsigned long long)x->s.fails);
-    json_num(f, x->s.median);
-    fprintf(f, ", \"p99_ns\": ");
-    json_num(f, x->s.p99);
-    fprintf(f, ", \"p999_ns\": ");
-    json_num(f, x->s.p999);
-    fprintf(f, ", \"max_ns\": ");
-    json_num(f, x->s.max);
-    fprintf(f, ", \"mean_ns\": ");
-    json_num(f, x->s.mean);
+    gpbt_json_t o = stats_json_row(f, i);
+    gpbt_json_put_str(&o, "group", x->group);
+    gpbt_json_put_str(&o, "label", x->label);
+    gpbt_json_put_str(&o, "allocator", x->alloc);
+    gpbt_json_put_str(&o, "op", x->op);
+    gpbt_json_put_u64(&o, "n", x->s.n);
+    gpbt_json_put_u64(&o, "fails", x->s.fails);
+    gpbt_json_put_num(&o, "median_ns", x->s.median);
+    gpbt_json_put_num(&o, "p99_ns", x->s.p99);
+    gpbt_json_put_num(&o, "p999_ns", x->s.p999);
+    gpbt_json_put_num(&o, "max_ns", x->s.max);
+    gpbt_json_put_num(&o, "mean_ns", x->s.mean);
     fputc('}', f);
   }
-  fprintf(f, "\n  ],\n  \"threads\": [");
+  fputs("\n  ]", f);
+
+  gpbt_json_key(&top, "threads");
+  fputc('[', f);
   for (size_t i = 0; i < r->nthr; i++) {
     const bench_thr_row_t *x = &r->thr[i];
-    fprintf(f, "%s\n    {\"allocator\": ", i ? "," : "");
-    json_str(f, x->alloc);
-    fprintf(f, ", \"threads\": %d, \"ops_per_s\": ", x->threads);
-    json_num(f, x->ops_per_s);
-    fprintf(f, ", \"ratio_to_1\": ");
-    json_num(f, x->ratio);
-    fprintf(f, ", \"fails\": %llu}", (unsigned long long)x->fails);
+    gpbt_json_t o = stats_json_row(f, i);
+    gpbt_json_put_str(&o, "allocator", x->alloc);
+    gpbt_json_put_int(&o, "threads", x->threads);
+    gpbt_json_put_num(&o, "ops_per_s", x->ops_per_s);
+    gpbt_json_put_num(&o, "ratio_to_1", x->ratio);
+    gpbt_json_put_u64(&o, "fails", x->fails);
+    fputc('}', f);
   }
-  fprintf(f, "\n  ],\n  \"traces\": [");
+  fputs("\n  ]", f);
+
+  gpbt_json_key(&top, "traces");
+  fputc('[', f);
   for (size_t i = 0; i < r->ntr; i++) {
     const bench_trace_row_t *x = &r->tr[i];
-    fprintf(f, "%s\n    {\"trace\": ", i ? "," : "");
-    json_str(f, x->trace);
-    fprintf(f, ", \"policy\": ");
-    json_str(f, x->policy);
-    fprintf(f, ", \"ops\": %llu, \"peak_live\": %llu, \"min_pool\": %llu, "
-            "\"replays\": %d, \"ratio\": ",
-            (unsigned long long)x->ops, (unsigned long long)x->peak_live,
-            (unsigned long long)x->min_pool, x->replays);
-    json_num(f, x->min_pool ? x->ratio : NAN);
-    fprintf(f, ", \"pytorch_cap_ratio\": ");
-    json_num(f, x->anchor > 0 ? x->anchor : NAN);
+    gpbt_json_t o = stats_json_row(f, i);
+    gpbt_json_put_str(&o, "trace", x->trace);
+    gpbt_json_put_str(&o, "policy", x->policy);
+    gpbt_json_put_u64(&o, "ops", x->ops);
+    gpbt_json_put_u64(&o, "peak_live", x->peak_live);
+    gpbt_json_put_u64(&o, "min_pool", x->min_pool);
+    gpbt_json_put_int(&o, "replays", x->replays);
+    gpbt_json_put_num(&o, "ratio", x->min_pool ? x->ratio : NAN);
+    gpbt_json_put_num(&o, "pytorch_cap_ratio", x->anchor > 0 ? x->anchor : NAN);
     fputc('}', f);
   }
-  fprintf(f, "\n  ],\n  \"metadata\": [");
+  fputs("\n  ]", f);
+
+  gpbt_json_key(&top, "metadata");
+  fputc('[', f);
   for (size_t i = 0; i < r->nmeta; i++) {
     const bench_meta_row_t *x = &r->meta[i];
-    fprintf(f, "%s\n    {\"pool_size\": %llu, \"min_block\": %llu, "
-            "\"meta_bytes\": %llu, \"pct\": ", i ? "," : "",
-            (unsigned long long)x->pool_size, (unsigned long long)x->min_block,
-            (unsigned long long)x->meta_bytes);
-    json_num(f, x->pct);
-    fprintf(f, ", \"create_ms\": ");
-    json_num(f, x->create_ms);
-    fprintf(f, ", \"destroy_ms\": ");
-    json_num(f, x->destroy_ms);
+    gpbt_json_t o = stats_json_row(f, i);
+    gpbt_json_put_u64(&o, "pool_size", x->pool_size);
+    gpbt_json_put_u64(&o, "min_block", x->min_block);
+    gpbt_json_put_u64(&o, "meta_bytes", x->meta_bytes);
+    gpbt_json_put_num(&o, "pct", x->pct);
+    gpbt_json_put_num(&o, "create_ms", x->create_ms);
+    gpbt_json_put_num(&o, "destroy_ms", x->destroy_ms);
     fputc('}', f);
   }
-  fprintf(f, "\n  ],\n  \"targets\": [");
+  fputs("\n  ]", f);
+
+  gpbt_json_key(&top, "targets");
+  fputc('[', f);
   for (size_t i = 0; i < r->ntgt; i++) {
     const bench_target_row_t *x = &r->tgt[i];
-    fprintf(f, "%s\n    {\"what\": ", i ? "," : "");
-    json_str(f, x->what);
-    fprintf(f, ", \"measured\": ");
-    json_str(f, x->measured);
-    fprintf(f, ", \"target\": ");
-    json_str(f, x->target);
-    fprintf(f, ", \"result\": ");
-    json_str(f, x->pass > 0 ? "pass" : x->pass == 0 ? "miss" : "n/a");
+    gpbt_json_t o = stats_json_row(f, i);
+    gpbt_json_put_str(&o, "what", x->what);
+    gpbt_json_put_str(&o, "measured", x->measured);
+    gpbt_json_put_str(&o, "target", x->target);
+    gpbt_json_put_str(&o, "result",
+                      x->pass > 0 ? "pass" : x->pass == 0 ? "miss" : "n/a");
     fputc('}', f);
   }
-  fprintf(f, "\n  ]\n}\n");
+  fputs("\n  ]\n}\n", f);
   int bad = ferror(f);
   if (fclose(f) || bad) {
     fprintf(stderr, "gpubuddy-bench: error writing %s\n", path);

@@ -55,11 +55,11 @@ grep -q '"latency": \[' "$out/run/results.json" || fail "JSON has no latency"
 grep -q '"traces": \[' "$out/run/results.json" || fail "JSON has no traces"
 grep -q '"metadata": \[' "$out/run/results.json" || fail "JSON has no metadata"
 grep -q '^| 256 B | gpubuddy |' "$out/run/summary.md" || fail "summary has no table"
-if grep -q 'plots PNG' "$out/help"; then
-  for f in latency-fixed-256.png latency-churn.png frag-synth.png \
-           latency-trace-synth.png; do
-    [ -s "$out/run/$f" ] || fail "plot $f not written"
-  done
-fi
+for f in latency-fixed-256.png latency-churn.png frag-synth.png \
+         latency-trace-synth.png; do
+  [ -s "$out/run/$f" ] || fail "plot $f not written"
+  head -c 8 "$out/run/$f" | od -An -c | grep -q "P   N   G" ||
+    fail "plot $f is not a PNG"
+done
 echo "gpubuddy-bench --quick: ok"
 exit 0

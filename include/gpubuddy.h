@@ -150,6 +150,14 @@ GPB_API int gpb_backend_parse(const char *s, gpb_backend_t *out);
 GPB_API int gpb_policy_parse(const char *s, gpb_policy_t *out);
 /* Parses "64M", "1.5GiB", "4096", "16k" into bytes. */
 GPB_API int gpb_size_parse(const char *s, size_t *out);
+/* Formats bytes for people: "512 B" below 1 KiB, else one decimal in the
+ * largest binary unit up to EiB that keeps the value >= 1 ("1.5 MiB",
+ * "4.0 KiB"; 1048575 is "1.0 MiB", not "1024.0 KiB"). Like snprintf: at
+ * most n bytes with the NUL, cut short when n is too small; returns the
+ * whole text's length, always < GPB_SIZE_FORMAT_MAX. GPB_EINVAL: buf NULL
+ * with n > 0. */
+#define GPB_SIZE_FORMAT_MAX 16
+GPB_API int gpb_size_format(uint64_t bytes, char *buf, size_t n);
 
 /* -------------------------------------------------------------------- pool */
 

@@ -43,18 +43,7 @@ static void common_on_signal(int sig) {
 /* ----------------------------------------------------------------- sizes */
 
 const char *gpbs_fmt_size(uint64_t bytes, char *buf) {
-  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) {
-    snprintf(buf, 32, "%" PRIu64 " B", bytes);
-    return buf;
-  }
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    u++;
-  }
-  snprintf(buf, 32, "%.1f %s", v, units[u]);
+  gpb_size_format(bytes, buf, GPB_SIZE_FORMAT_MAX);
   return buf;
 }
 

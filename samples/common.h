@@ -123,7 +123,8 @@ void gpbs_say(const gpbs_t *s, const char *fmt, ...)
 /* Prints an unexpected error on stderr and counts it. */
 void gpbs_error(gpbs_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* "1.5 MiB" into buf (32 bytes at least); returns buf. */
+/* gpb_size_format ("1.5 MiB") into buf (GPB_SIZE_FORMAT_MAX bytes at
+ * least); returns buf. */
 const char *gpbs_fmt_size(uint64_t bytes, char *buf);
 
 /* Prints the headline stats and free blocks per order on stdout. `what`

@@ -381,8 +381,47 @@ static void stats_json(void) {
   gpb_pool_destroy(p);
 }
 
+/* gpb_size_format: units, the carry at 1024.0, and cutting like snprintf. */
+static void size_format_one(uint64_t v, const char *want) {
+  char buf[GPB_SIZE_FORMAT_MAX];
+  int len = gpb_size_format(v, buf, sizeof buf);
+  if (len != (int)strlen(want) || strcmp(buf, want) != 0)
+    FAILF("gpb_size_format(%" PRIu64 ") = '%s' (%d), expected '%s'", v, buf,
+          len, want);
+}
+
+static void size_format(void) {
+  size_format_one(0, "0 B");
+  size_format_one(1, "1 B");
+  size_format_one(1023, "1023 B");
+  size_format_one(1024, "1.0 KiB");
+  size_format_one(1536, "1.5 KiB");
+  size_format_one(4096, "4.0 KiB");
+  size_format_one(2u << 20, "2.0 MiB");
+  size_format_one((1u << 20) - 1, "1.0 MiB"); /* not "1024.0 KiB" */
+  size_format_one((uint64_t)1 << 40, "1.0 TiB");
+  size_format_one(((uint64_t)1 << 60) - 1, "1.0 EiB");
+  size_format_one(UINT64_MAX, "16.0 EiB");
+  /* The longest text there is fits GPB_SIZE_FORMAT_MAX. */
+  size_format_one(((uint64_t)1 << 60) - ((uint64_t)1 << 47), "1023.9 PiB");
+  char buf[8];
+  memset(buf, 'x', sizeof buf);
+  ASSERT_EQ(gpb_size_format(1536, buf, 4), 7); /* "1.5 KiB", cut */
+  ASSERT(strcmp(buf, "1.5") == 0 && buf[4] == 'x');
+  ASSERT_EQ(gpb_size_format(1536, buf, 1), 7);
+  ASSERT(buf[0] == '\0' && buf[1] == '.');
+  ASSERT_EQ(gpb_size_format(UINT64_MAX, NULL, 0), 8); /* measures */
+  ASSERT_ERR(gpb_size_format(1, NULL, 8), GPB_EINVAL);
+  /* What it writes, gpb_size_parse reads back (to the decimal shown). */
+  size_t back;
+  ASSERT_EQ(gpb_size_format(3 << 19, buf, sizeof buf), 7);
+  ASSERT_OK(gpb_size_parse(buf, &back));
+  ASSERT_EQ(back, 3 << 19);
+}
+
 int main(void) {
   defaults();
+  size_format();
   stats_json();
   roots();
   stats_known();

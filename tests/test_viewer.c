@@ -22,7 +22,7 @@
 
 #define KIB 1024ull
 
-static uint32_t px(const vfb_t *fb, int x, int y) {
+static uint32_t px(const gpbt_fb_t *fb, int x, int y) {
   ASSERT(x >= 0 && x < fb->w && y >= 0 && y < fb->h);
   return fb->px[(size_t)y * (size_t)fb->w + (size_t)x];
 }
@@ -78,8 +78,8 @@ static void test_known_layout(void) {
   ASSERT_OK(vapp_open_replay(&a, o, &cfg));
   ASSERT_OK(vapp_seek(&a, 4));
   a.paused = 1;
-  vfb_t fb;
-  ASSERT_OK(vfb_init(&fb, 762, 280));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 762, 280));
   vapp_update(&a, 0);
   vframe_draw(&a, &fb);
   /* Geometry: the map is the left 512x256, one pixel per cell. */
@@ -153,7 +153,7 @@ static void test_known_layout(void) {
   ASSERT_U64_EQ(a.sel_off, 0x51000);
   ASSERT(a.map.start <= 0x50000 && a.map.end > 0x51000);
   vframe_draw(&a, &fb);
-  vfb_free(&fb);
+  gpbt_fb_free(&fb);
   vapp_close(&a);
 }
 
@@ -392,10 +392,10 @@ static void test_garbled_trace(void) {
     /* Either the reader refused it, or it had no ops in it. */
     ASSERT(a.failed || vapp_pos(&a) == 0);
     if (a.failed) ASSERT(a.msg[0]);
-    vfb_t fb;
-    ASSERT_OK(vfb_init(&fb, 640, 400));
+    gpbt_fb_t fb;
+    ASSERT_OK(gpbt_fb_init(&fb, 640, 400));
     vframe_draw(&a, &fb);
-    vfb_free(&fb);
+    gpbt_fb_free(&fb);
     vapp_close(&a);
   } else {
     ASSERT(rc < 0);
@@ -458,16 +458,16 @@ static uint32_t be32(const unsigned char *p) {
 }
 
 static void test_png(void) {
-  vfb_t fb;
-  ASSERT_OK(vfb_init(&fb, 37, 21));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 37, 21));
   for (int i = 0; i < fb.w * fb.h; i++)
     fb.px[i] = 0xFF000000u | (uint32_t)(i * 2654435761u >> 8);
-  vfont_draw(&fb, 1, 1, 1, VC_TEXT, "Ab9%");
+  gpbt_font_draw(&fb, 1, 1, 1, VC_TEXT, "Ab9%");
   char path[] = "/tmp/test_viewer_png_XXXXXX";
   int fd = mkstemp(path);
   ASSERT(fd >= 0);
   close(fd);
-  ASSERT_OK(vpng_write(path, &fb));
+  ASSERT_OK(gpbt_png_write(path, &fb));
   FILE *f = fopen(path, "rb");
   ASSERT(f);
   static unsigned char buf[1 << 16];
@@ -497,18 +497,18 @@ static void test_png(void) {
       ASSERT_EQ(q[2], c & 0xFF);
     }
   free(raw);
-  vfb_free(&fb);
+  gpbt_fb_free(&fb);
 }
 
 /* The font draws something for every printable character and nothing
  * outside the glyph cell. */
 static void test_font(void) {
-  vfb_t fb;
-  ASSERT_OK(vfb_init(&fb, VFONT_W * 2, VFONT_H * 2));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, GPBT_FONT_W * 2, GPBT_FONT_H * 2));
   for (int ch = 33; ch < 127; ch++) {
-    vfb_fill(&fb, 0, 0, fb.w, fb.h, 0);
+    gpbt_fb_fill(&fb, 0, 0, fb.w, fb.h, 0);
     char s[2] = {(char)ch, 0};
-    ASSERT_EQ(vfont_draw(&fb, 0, 0, 2, 0xFFFFFFFFu, s), VFONT_W * 2);
+    ASSERT_EQ(gpbt_font_draw(&fb, 0, 0, 2, 0xFFFFFFFFu, s), GPBT_FONT_W * 2);
     int on = 0;
     for (int y = 0; y < fb.h; y++)
       for (int x = 0; x < fb.w; x++)
@@ -518,7 +518,7 @@ static void test_font(void) {
         }
     if (!on) FAILF("glyph '%c' is empty", ch);
   }
-  vfb_free(&fb);
+  gpbt_fb_free(&fb);
 }
 
 int main(void) {

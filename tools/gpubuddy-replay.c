@@ -18,6 +18,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
+#include "json.h"
 #include "minpool.h"
 #include "replay.h"
 
@@ -113,15 +114,6 @@ static void usage(FILE *f) {
 
 /* ------------------------------------------------------------ output */
 
-static void human(char *buf, size_t cap, uint64_t v) {
-  static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double d = (double)v;
-  int i = 0;
-  while (d >= 1024 && i < 5) d /= 1024, i++;
-  if (i == 0) snprintf(buf, cap, "%" PRIu64 " B", v);
-  else snprintf(buf, cap, "%.2f %s", d, u[i]);
-}
-
 static void human_ns(char *buf, size_t cap, uint64_t ns) {
   if (ns < 10000) snprintf(buf, cap, "%" PRIu64 " ns", ns);
   else if (ns < 10000000) snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
@@ -138,9 +130,9 @@ static double ext_largest(const gpb_stats_t *s) {
 
 static void print_frag_line(const char *label, const gpb_stats_t *s) {
   char a[32], b[32], c[32];
-  human(a, sizeof a, s->internal_frag_bytes);
-  human(b, sizeof b, s->free_bytes);
-  human(c, sizeof c, s->largest_free);
+  gpb_size_format(s->internal_frag_bytes, a, sizeof a);
+  gpb_size_format(s->free_bytes, b, sizeof b);
+  gpb_size_format(s->largest_free, c, sizeof c);
   printf("  %-8s internal %s (%.1f%% of block bytes), external index %.3f,"
          " free %s, largest free %s (%.1f%% of free unusable by one request)\n",
          label, a, 100 * ratio(s->internal_frag_bytes, s->block_bytes),
@@ -158,7 +150,7 @@ static void print_lat(const char *label, const replay_hist_t *h) {
 
 static void print_text(const opts_t *o, const result_t *r) {
   char a[32], b[32];
-  human(a, sizeof a, r->pool_size);
+  gpb_size_format(r->pool_size, a, sizeof a);
   printf("policy %s, pool %s (%zu bytes), min_block %zu, backend %s\n",
          gpb_policy_name(r->policy), a, r->pool_size, o->min_block,
          gpb_backend_name(o->backend));
@@ -166,8 +158,8 @@ static void print_text(const opts_t *o, const result_t *r) {
          " frees); the pool emitted %" PRIu64 " events (%" PRIu64
          " splits, %" PRIu64 " merges)\n", r->ops, r->allocs, r->frees,
          r->at_end.seq, r->at_end.splits, r->at_end.merges);
-  human(a, sizeof a, r->at_end.requested_peak);
-  human(b, sizeof b, r->at_end.block_peak);
+  gpb_size_format(r->at_end.requested_peak, a, sizeof a);
+  gpb_size_format(r->at_end.block_peak, b, sizeof b);
   printf("peak live bytes served:  %s (%" PRIu64 "; requests this replay "
          "served, at once)\n", a, r->at_end.requested_peak);
   printf("peak bytes in blocks:    %s (%" PRIu64 ", %.3fx served)\n",
@@ -190,17 +182,6 @@ static void print_text(const opts_t *o, const result_t *r) {
   print_lat("free", &r->lat_free);
   printf("total time: %.3f s (%.0f ops/s)\n", r->total_s,
          r->total_s > 0 ? (double)r->ops / r->total_s : 0);
-}
-
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c < 32) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
 }
 
 static void json_stats(const char *key, const gpb_stats_t *s) {
@@ -754,7 +735,7 @@ int main(int argc, char **argv) {
 
   if (o.json) {
     printf("{\n  \"trace\": ");
-    json_str(o.path);
+    gpbt_json_str(stdout, o.path);
     printf(",\n  \"pool_size_rule\": \"%s\",\n",
            o.find_min ? "find-min-pool" : o.pool_size ? "given"
            : "next power of two >= 2 x peak live");
@@ -766,13 +747,13 @@ int main(int argc, char **argv) {
     printf("trace: %s\n", o.path);
     if (!o.pool_size && !o.find_min) {
       char a[32];
-      human(a, sizeof a, sc.peak_live);
+      gpb_size_format(sc.peak_live, a, sizeof a);
       printf("pool size: derived from the trace (peak live %s): next power of "
              "two >= 2x\n", a);
     }
     if (o.find_min) {
       char a[32];
-      human(a, sizeof a, sc.peak_all);
+      gpb_size_format(sc.peak_all, a, sizeof a);
       printf("peak demand: %s (%" PRIu64 " bytes: the most the trace asked to "
              "hold at once, requests that failed in the recording included)\n",
              a, sc.peak_all);
@@ -781,7 +762,7 @@ int main(int argc, char **argv) {
       if (i) printf("\n");
       if (o.find_min) {
         char a[32];
-        human(a, sizeof a, minp[i]);
+        gpb_size_format(minp[i], a, sizeof a);
         printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak demand)"
                "\n  exact at a resolution of %" PRIu64 " bytes: every size from "
                "%" PRIu64 " up was tried (%" PRIu64 " replays)\n",

@@ -10,6 +10,7 @@
  * instead of asking the writer for a keyframe every time.
  */
 #include "gpubuddy.h"
+#include "json.h"
 #include "snapshot.h"
 
 #include <errno.h>
@@ -64,16 +65,9 @@ static void stat_sleep(double s) {
   }
 }
 
+/* gpb_size_format, as an expression for printf's arguments. */
 static const char *stat_bytes(uint64_t v, char *buf, size_t n) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double d = (double)v;
-  int u = 0;
-  while (d >= 1024 && u < 5) {
-    d /= 1024;
-    u++;
-  }
-  if (u == 0) snprintf(buf, n, "%" PRIu64 " B", v);
-  else snprintf(buf, n, "%.2f %s", d, unit[u]);
+  gpb_size_format(v, buf, n);
   return buf;
 }
 
@@ -128,21 +122,10 @@ static void stat_print_text(const gpb_pool_info_t *in, const gpb_stats_t *s,
   printf("\n");
 }
 
-static void stat_json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
-}
-
 static void stat_print_json(const gpb_pool_info_t *in, const gpb_stats_t *s,
                             int gone) {
   printf("{\"name\":");
-  stat_json_str(in->name);
+  gpbt_json_str(stdout, in->name);
   printf(",\"backend\":\"%s\",\"policy\":\"%s\",\"writer_gone\":%s,"
          "\"seq\":%" PRIu64 ",\"managed_bytes\":%" PRIu64
          ",\"min_block\":%" PRIu64 ",\"used_bytes\":%" PRIu64
@@ -169,7 +152,7 @@ static void stat_list_one(const char *name, void *user) {
   stat_list_t *l = user;
   if (l->json) {
     printf("%s", l->n ? "," : "[");
-    stat_json_str(name);
+    gpbt_json_str(stdout, name);
   } else {
     printf("%s\n", name);
   }
@@ -299,7 +282,7 @@ static int stat_all(int json) {
     const gpb_stats_t *s = &p->stats;
     if (json) {
       printf("%s\n {\"name\":", i ? "," : "");
-      stat_json_str(p->name);
+      gpbt_json_str(stdout, p->name);
       printf(",\"pid\":%d,\"device\":%d,\"pool_size\":%" PRIu64,
              (int)p->info.pid, p->info.device, p->info.pool_size);
       char buf[2048];

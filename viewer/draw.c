@@ -1,49 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * draw.c: the pixel buffer every frame is drawn into, and the palette.
+ * draw.c: the palette every frame is drawn in.
  *
- * The viewer never draws through SDL: it fills this buffer itself, so a
- * window (which uploads it to a texture) and headless mode (which writes
- * it as PNG) show the very same pixels, and tests can read them back.
+ * The viewer never draws through SDL: it fills its own pixel buffer
+ * (gpbt_fb_t, tools/common/raster.h), so a window (which uploads it to a
+ * texture) and headless mode (which writes it as PNG) show the very same
+ * pixels, and tests can read them back.
  */
 #include "view.h"
 
 #include <math.h>
-#include <stdlib.h>
-
-int vfb_init(vfb_t *fb, int w, int h) {
-  fb->px = NULL;
-  fb->w = fb->h = 0;
-  if (w <= 0 || h <= 0 || w > 16384 || h > 16384)
-    return GPB_EINVAL;
-  fb->px = malloc((size_t)w * (size_t)h * sizeof *fb->px);
-  if (!fb->px) return GPB_EHOSTMEM;
-  fb->w = w;
-  fb->h = h;
-  return 0;
-}
-
-void vfb_free(vfb_t *fb) {
-  free(fb->px);
-  fb->px = NULL;
-  fb->w = fb->h = 0;
-}
-
-void vfb_fill(vfb_t *fb, int x, int y, int w, int h, uint32_t c) {
-  int x0 = x < 0 ? 0 : x, y0 = y < 0 ? 0 : y;
-  int x1 = x + w > fb->w ? fb->w : x + w, y1 = y + h > fb->h ? fb->h : y + h;
-  for (int yy = y0; yy < y1; yy++) {
-    uint32_t *row = fb->px + (size_t)yy * (size_t)fb->w;
-    for (int xx = x0; xx < x1; xx++) row[xx] = c;
-  }
-}
-
-void vfb_rect(vfb_t *fb, int x, int y, int w, int h, uint32_t c) {
-  vfb_fill(fb, x, y, w, 1, c);
-  vfb_fill(fb, x, y + h - 1, w, 1, c);
-  vfb_fill(fb, x, y, 1, h, c);
-  vfb_fill(fb, x + w - 1, y, 1, h, c);
-}
 
 uint32_t vc_mix(uint32_t a, uint32_t b, double t) {
   if (t <= 0) return a;

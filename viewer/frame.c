@@ -20,24 +20,13 @@
 #define FRAME_MAX_CELLS 2500000u
 
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double d = (double)v;
-  int u = 0;
-  while (d >= 1024 && u < 5) {
-    d /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, n, "%" PRIu64 " B", v);
-  else
-    snprintf(buf, n, d >= 100 ? "%.0f %s" : d >= 10 ? "%.1f %s" : "%.2f %s", d,
-             unit[u]);
+  gpb_size_format(v, buf, n);
   return buf;
 }
 
 void vframe_layout(vapp_t *a, int w, int h) {
   int s = a->scale < 1 ? 1 : a->scale;
-  int line = (VFONT_H + 3) * s;
+  int line = (GPBT_FONT_H + 3) * s;
   int bottom = line + 2 * s + (a->kind == VSRC_REPLAY ? 10 * s : 0);
   int pw = w >= 560 * s ? FRAME_PANEL_W * s : 0;
   a->map_x = 0;
@@ -88,27 +77,27 @@ uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell) {
 
 /* ------------------------------------------------------------------ map */
 
-static void frame_map(vapp_t *a, vfb_t *fb) {
+static void frame_map(vapp_t *a, gpbt_fb_t *fb) {
   const vmap_t *m = &a->map;
   int cp = a->cell_px;
   if (!m->ncells) {
-    vfb_fill(fb, a->map_x, a->map_y, a->map_w, a->map_h, VC_BG);
+    gpbt_fb_fill(fb, a->map_x, a->map_y, a->map_w, a->map_h, VC_BG);
     return;
   }
   /* The grid's cells cover all but a sliver of the map; fill only that. */
   int gw = m->cols * cp, gh = m->layout == VLAYOUT_TREE
                                  ? (int)m->norders * a->row_px
                                  : m->rows * cp;
-  vfb_fill(fb, a->map_x + gw, a->map_y, a->map_w - gw, a->map_h, VC_BG);
-  vfb_fill(fb, a->map_x, a->map_y + gh, gw, a->map_h - gh, VC_BG);
+  gpbt_fb_fill(fb, a->map_x + gw, a->map_y, a->map_w - gw, a->map_h, VC_BG);
+  gpbt_fb_fill(fb, a->map_x, a->map_y + gh, gw, a->map_h - gh, VC_BG);
   if (m->layout == VLAYOUT_TREE) {
     int rp = a->row_px, gap = rp >= 4 ? 1 : 0;
     for (uint32_t k = 0; k < m->norders; k++) {
       int y = a->map_y + (int)(m->norders - 1 - k) * rp;
       const uint32_t *row = m->rgb + (size_t)k * (size_t)m->cols;
       for (int c = 0; c < m->cols; c++)
-        vfb_fill(fb, a->map_x + c * cp, y, cp, rp - gap, row[c]);
-      if (gap) vfb_fill(fb, a->map_x, y + rp - gap, gw, gap, VC_BG);
+        gpbt_fb_fill(fb, a->map_x + c * cp, y, cp, rp - gap, row[c]);
+      if (gap) gpbt_fb_fill(fb, a->map_x, y + rp - gap, gw, gap, VC_BG);
     }
     return;
   }
@@ -129,7 +118,8 @@ static void frame_map(vapp_t *a, vfb_t *fb) {
 }
 
 /* Brightens the cells of one block (hovered or found). */
-static void frame_mark_block(vapp_t *a, vfb_t *fb, const gpb_block_info_t *b) {
+static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
+                             const gpb_block_info_t *b) {
   const vmap_t *m = &a->map;
   if (!m->ncells || b->offset + b->size <= m->start || b->offset >= m->end)
     return;
@@ -172,7 +162,7 @@ static const char *frame_buddy(const vapp_t *a, const gpb_block_info_t *b) {
 /* --------------------------------------------------------------- panels */
 
 typedef struct frame_pen {
-  vfb_t *fb;
+  gpbt_fb_t *fb;
   int x, y, s, w;
 } frame_pen_t;
 
@@ -184,8 +174,8 @@ static void pen_line(frame_pen_t *p, uint32_t c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  vfont_draw(p->fb, p->x, p->y, p->s, c, buf);
-  p->y += (VFONT_H + 1) * p->s;
+  gpbt_font_draw(p->fb, p->x, p->y, p->s, c, buf);
+  p->y += (GPBT_FONT_H + 1) * p->s;
 }
 
 static void frame_stats(vapp_t *a, frame_pen_t *p) {
@@ -230,7 +220,7 @@ static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
   const gpb_stats_t *st = &a->stats;
   uint32_t n = st->num_orders;
   if (!n) return;
-  int s = p->s, rowh = (VFONT_H - 1) * s;
+  int s = p->s, rowh = (GPBT_FONT_H - 1) * s;
   pen_line(p, VC_TEXT, "FREE BLOCKS PER ORDER");
   int avail = max_y - p->y;
   if (rowh * (int)n > avail) rowh = avail / (int)n;
@@ -238,21 +228,21 @@ static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
   uint64_t mx = 1;
   for (uint32_t k = 0; k < n; k++)
     if (st->free_blocks[k] > mx) mx = st->free_blocks[k];
-  int lx = p->x, bx = p->x + 9 * VFONT_W * s, bw = p->w - 9 * VFONT_W * s - 8 * VFONT_W * s;
+  int lx = p->x, bx = p->x + 9 * GPBT_FONT_W * s, bw = p->w - 9 * GPBT_FONT_W * s - 8 * GPBT_FONT_W * s;
   for (uint32_t k = 0; k < n; k++) {
     int y = p->y + (int)(n - 1 - k) * rowh;
     char b1[32], num[32];
     uint64_t c = st->free_blocks[k];
-    if (rowh >= VFONT_H * s - s) {
-      vfont_draw(p->fb, lx, y - s, s, VC_DIM, vfmt_bytes(st->min_block << k, b1, 32));
+    if (rowh >= GPBT_FONT_H * s - s) {
+      gpbt_font_draw(p->fb, lx, y - s, s, VC_DIM, vfmt_bytes(st->min_block << k, b1, 32));
       snprintf(num, sizeof num, "%" PRIu64, c);
-      vfont_draw(p->fb, bx + bw + 2 * s, y - s, s, VC_DIM, num);
+      gpbt_font_draw(p->fb, bx + bw + 2 * s, y - s, s, VC_DIM, num);
     }
     int len = c ? (int)((double)bw * log1p((double)c) / log1p((double)mx)) : 0;
     if (c && len < 1) len = 1;
-    vfb_fill(p->fb, bx, y + s, bw, rowh - 2 * s > 0 ? rowh - 2 * s : 1, VC_GRID);
-    vfb_fill(p->fb, bx, y + s, len, rowh - 2 * s > 0 ? rowh - 2 * s : 1,
-             vc_ramp(n > 1 ? (double)k / (n - 1) : 0));
+    gpbt_fb_fill(p->fb, bx, y + s, bw, rowh - 2 * s > 0 ? rowh - 2 * s : 1, VC_GRID);
+    gpbt_fb_fill(p->fb, bx, y + s, len, rowh - 2 * s > 0 ? rowh - 2 * s : 1,
+                 vc_ramp(n > 1 ? (double)k / (n - 1) : 0));
   }
   p->y += (int)n * rowh + 4 * s;
 }
@@ -261,11 +251,11 @@ static void frame_chart(frame_pen_t *p, const char *label, const double *v,
                         const vseries_t *se, double vmax, uint32_t color,
                         const char *now_text) {
   int s = p->s, h = 34 * s;
-  vfont_draw(p->fb, p->x, p->y, s, VC_DIM, label);
-  vfont_draw(p->fb, p->x + p->w - vfont_width(s, now_text), p->y, s, color,
-             now_text);
-  p->y += VFONT_H * s;
-  vfb_fill(p->fb, p->x, p->y, p->w, h, VC_GRID);
+  gpbt_font_draw(p->fb, p->x, p->y, s, VC_DIM, label);
+  gpbt_font_draw(p->fb, p->x + p->w - gpbt_font_width(s, now_text), p->y, s,
+                 color, now_text);
+  p->y += GPBT_FONT_H * s;
+  gpbt_fb_fill(p->fb, p->x, p->y, p->w, h, VC_GRID);
   if (se->n > 0 && vmax > 0) {
     for (int x = 0; x < p->w; x++) {
       int i = se->n == 1 ? 0 : (int)((int64_t)x * (se->n - 1) / (p->w - 1));
@@ -273,8 +263,9 @@ static void frame_chart(frame_pen_t *p, const char *label, const double *v,
       if (f > 1) f = 1;
       if (f < 0) f = 0;
       int bh = (int)(f * (h - 2) + 0.5);
-      vfb_fill(p->fb, p->x + x, p->y + h - 1 - bh, 1, bh, vc_scale(color, 0.7));
-      vfb_put(p->fb, p->x + x, p->y + h - 1 - bh, color);
+      gpbt_fb_fill(p->fb, p->x + x, p->y + h - 1 - bh, 1, bh,
+                   vc_scale(color, 0.7));
+      gpbt_fb_put(p->fb, p->x + x, p->y + h - 1 - bh, color);
     }
   }
   p->y += h + 4 * s;
@@ -297,19 +288,19 @@ static void frame_series(vapp_t *a, frame_pen_t *p) {
 
 static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE"};
 
-static void frame_bottom(vapp_t *a, vfb_t *fb) {
+static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale;
   char line[256], b1[32];
   if (a->kind == VSRC_REPLAY) {
-    vfb_fill(fb, a->tl_x, a->tl_y, a->tl_w, a->tl_h, VC_GRID);
+    gpbt_fb_fill(fb, a->tl_x, a->tl_y, a->tl_w, a->tl_h, VC_GRID);
     uint64_t pos = vapp_pos(a), tot = a->total_ops;
     if (tot) {
       int px = (int)((double)a->tl_w * (double)(pos > tot ? tot : pos) / (double)tot);
-      vfb_fill(fb, a->tl_x, a->tl_y, px, a->tl_h, 0xFF4B5563u);
-      vfb_fill(fb, a->tl_x + px - s, a->tl_y, 2 * s, a->tl_h, VC_TEXT);
+      gpbt_fb_fill(fb, a->tl_x, a->tl_y, px, a->tl_h, 0xFF4B5563u);
+      gpbt_fb_fill(fb, a->tl_x + px - s, a->tl_y, 2 * s, a->tl_h, VC_TEXT);
     }
   }
-  int y = fb->h - (VFONT_H + 2) * s;
+  int y = fb->h - (GPBT_FONT_H + 2) * s;
   const char *state = a->failed         ? "ERROR"
                       : a->disconnected ? "DISCONNECTED"
                       : a->paused       ? "PAUSED"
@@ -336,21 +327,21 @@ static void frame_bottom(vapp_t *a, vfb_t *fb) {
     snprintf(line, sizeof line, "FIND ADDRESS OR OFFSET: %s_", a->search);
     col = VC_WASTE;
   } else if (a->msg[0] && gpb_now_ns() < a->msg_until_ns) {
-    int x = vfont_draw(fb, 4 * s, y, s, col, line);
-    vfont_draw(fb, x + 4 * VFONT_W * s, y, s, VC_WASTE, a->msg);
+    int x = gpbt_font_draw(fb, 4 * s, y, s, col, line);
+    gpbt_font_draw(fb, x + 4 * GPBT_FONT_W * s, y, s, VC_WASTE, a->msg);
     return;
   }
-  vfont_draw(fb, 4 * s, y, s, col, line);
+  gpbt_font_draw(fb, 4 * s, y, s, col, line);
 }
 
-static void frame_box(vfb_t *fb, int x, int y, int w, int h) {
-  vfb_fill(fb, x, y, w, h, 0xFF0B0E13u);
-  vfb_rect(fb, x, y, w, h, VC_DIM);
+static void frame_box(gpbt_fb_t *fb, int x, int y, int w, int h) {
+  gpbt_fb_fill(fb, x, y, w, h, 0xFF0B0E13u);
+  gpbt_fb_rect(fb, x, y, w, h, VC_DIM);
 }
 
-static void frame_hover(vapp_t *a, vfb_t *fb, const gpb_block_info_t *b,
+static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
                         int mx, int my) {
-  int s = a->scale, lh = (VFONT_H + 1) * s;
+  int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
   char l[9][80], b1[32], b2[32];
   int n = 0;
   snprintf(l[n++], 80, "OFFSET 0x%" PRIx64 " (%" PRIu64 ")", b->offset, b->offset);
@@ -372,7 +363,7 @@ static void frame_hover(vapp_t *a, vfb_t *fb, const gpb_block_info_t *b,
   snprintf(l[n++], 80, "BUDDY  %s", frame_buddy(a, b));
   int w = 0;
   for (int i = 0; i < n; i++) {
-    int lw = vfont_width(s, l[i]);
+    int lw = gpbt_font_width(s, l[i]);
     if (lw > w) w = lw;
   }
   w += 8 * s;
@@ -384,11 +375,11 @@ static void frame_hover(vapp_t *a, vfb_t *fb, const gpb_block_info_t *b,
   if (y < 0) y = 0;
   frame_box(fb, x, y, w, h);
   for (int i = 0; i < n; i++)
-    vfont_draw(fb, x + 4 * s, y + 3 * s + i * lh, s, VC_TEXT, l[i]);
+    gpbt_font_draw(fb, x + 4 * s, y + 3 * s + i * lh, s, VC_TEXT, l[i]);
 }
 
-static void frame_help(vapp_t *a, vfb_t *fb) {
-  int s = a->scale, lh = (VFONT_H + 1) * s;
+static void frame_help(vapp_t *a, gpbt_fb_t *fb) {
+  int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
   int lines = 1, w = 0, cur = 0;
   for (const char *p = vinput_keys_help; *p; p++) {
     if (*p == '\n') {
@@ -399,7 +390,7 @@ static void frame_help(vapp_t *a, vfb_t *fb) {
       cur++;
     }
   }
-  w = (w > cur ? w : cur) * VFONT_W * s + 12 * s;
+  w = (w > cur ? w : cur) * GPBT_FONT_W * s + 12 * s;
   int h = lines * lh + 10 * s;
   int x = (fb->w - w) / 2, y = (fb->h - h) / 2;
   frame_box(fb, x, y, w, h);
@@ -411,20 +402,20 @@ static void frame_help(vapp_t *a, vfb_t *fb) {
     if (len >= sizeof buf) len = sizeof buf - 1;
     memcpy(buf, p, len);
     buf[len] = 0;
-    vfont_draw(fb, x + 6 * s, y + 5 * s + i * lh, s, VC_TEXT, buf);
+    gpbt_font_draw(fb, x + 6 * s, y + 5 * s + i * lh, s, VC_TEXT, buf);
     p += len + (e ? 1 : 0);
   }
 }
 
-void vframe_draw(vapp_t *a, vfb_t *fb) {
+void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale < 1 ? 1 : a->scale;
   vframe_layout(a, fb->w, fb->h);
   if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
   vmap_refresh(&a->map, a->model);
   vmap_colorize(&a->map);
   /* Background everywhere but the map, which frame_map covers. */
-  vfb_fill(fb, a->map_x + a->map_w, 0, fb->w - a->map_w, fb->h, VC_PANEL);
-  vfb_fill(fb, 0, a->map_h, a->map_w, fb->h - a->map_h, VC_PANEL);
+  gpbt_fb_fill(fb, a->map_x + a->map_w, 0, fb->w - a->map_w, fb->h, VC_PANEL);
+  gpbt_fb_fill(fb, 0, a->map_h, a->map_w, fb->h - a->map_h, VC_PANEL);
   frame_map(a, fb);
 
   gpb_block_info_t hb;
@@ -442,7 +433,7 @@ void vframe_draw(vapp_t *a, vfb_t *fb) {
     frame_pen_t p = {fb, a->map_w + 8 * s, 6 * s, s, fb->w - a->map_w - 14 * s};
     frame_stats(a, &p);
     p.y += 4 * s;
-    int charts = 3 * (VFONT_H * s + 38 * s);
+    int charts = 3 * (GPBT_FONT_H * s + 38 * s);
     frame_buddyinfo(a, &p, a->map_h - charts - 4 * s);
     p.y = a->map_h - charts;
     if (p.y > 0) frame_series(a, &p);
@@ -452,10 +443,10 @@ void vframe_draw(vapp_t *a, vfb_t *fb) {
   if (a->disconnected || a->failed) {
     const char *t = a->disconnected ? "DISCONNECTED - LAST STATE SHOWN"
                                     : "STOPPED ON AN ERROR - LAST GOOD STATE SHOWN";
-    int ts = 2 * s, w = vfont_width(ts, t) + 16 * s;
+    int ts = 2 * s, w = gpbt_font_width(ts, t) + 16 * s;
     int x = a->map_x + (a->map_w - w) / 2, y = a->map_y + 10 * s;
-    frame_box(fb, x, y, w, VFONT_H * ts + 8 * s);
-    vfont_draw(fb, x + 8 * s, y + 3 * s, ts, VC_ALERT, t);
+    frame_box(fb, x, y, w, GPBT_FONT_H * ts + 8 * s);
+    gpbt_font_draw(fb, x + 8 * s, y + 3 * s, ts, VC_ALERT, t);
   }
   if (hover) frame_hover(a, fb, &hb, a->mouse_x, a->mouse_y);
   else if (a->have_sel && !a->mouse_in)

@@ -5,7 +5,7 @@
  * K ms), --list, or --bench.
  *
  * Every mode drives the same vapp_t and draws with vframe_draw into a
- * vfb_t. Nothing here needs SDL2, so a GPU server without it still gets
+ * gpbt_fb_t. Nothing here needs SDL2, so a GPU server without it still gets
  * headless PNGs and the benchmark.
  */
 #include "config.h"
@@ -297,9 +297,18 @@ static void print_json(const vapp_t *app) {
   printf("}\n");
 }
 
+/* gpbt_png_write, saying on stderr why it failed. */
+static int headless_png(const char *path, const gpbt_fb_t *fb) {
+  int rc = gpbt_png_write(path, fb);
+  if (rc)
+    fprintf(stderr, "gpubuddy-view: cannot write %s: %s\n", path,
+            strerror(errno));
+  return rc;
+}
+
 static int run_headless(opts_t *o, vapp_t *app) {
-  vfb_t fb;
-  if (vfb_init(&fb, o->w, o->h)) return GPB_EHOSTMEM;
+  gpbt_fb_t fb;
+  if (gpbt_fb_init(&fb, o->w, o->h)) return GPB_EHOSTMEM;
   app->scale = o->scale ? o->scale : 1;
   vframe_layout(app, fb.w, fb.h);
   int rc = 0;
@@ -310,7 +319,7 @@ static int run_headless(opts_t *o, vapp_t *app) {
       at = strtoull(o->at, &end, 10);
       if (end == o->at || *end) {
         fprintf(stderr, "gpubuddy-view: --at wants a number of ops or 'end'\n");
-        vfb_free(&fb);
+        gpbt_fb_free(&fb);
         return GPB_EINVAL;
       }
     }
@@ -321,13 +330,13 @@ static int run_headless(opts_t *o, vapp_t *app) {
     catch_up(app);
     apply_find(o, app);
     vframe_draw(app, &fb);
-    rc = vpng_write(o->png, &fb);
+    rc = headless_png(o->png, &fb);
     if (!rc) fprintf(stderr, "gpubuddy-view: wrote %s\n", o->png);
   } else {
     if (mkdir(o->frames_dir, 0755) && errno != EEXIST) {
       fprintf(stderr, "gpubuddy-view: cannot create %s: %s\n", o->frames_dir,
               strerror(errno));
-      vfb_free(&fb);
+      gpbt_fb_free(&fb);
       return GPB_EIO;
     }
     int found = 0;
@@ -339,13 +348,13 @@ static int run_headless(opts_t *o, vapp_t *app) {
       vframe_draw(app, &fb);
       char path[4096];
       snprintf(path, sizeof path, "%s/frame-%03d.png", o->frames_dir, i);
-      rc = vpng_write(path, &fb);
+      rc = headless_png(path, &fb);
       fprintf(stderr, "\rgpubuddy-view: frame %d/%d%s", i + 1, o->count,
               app->disconnected ? " (disconnected)" : "");
     }
     fprintf(stderr, "\ngpubuddy-view: frames are in %s/\n", o->frames_dir);
   }
-  vfb_free(&fb);
+  gpbt_fb_free(&fb);
   if (!rc && app->failed) rc = GPB_EFORMAT;
   return rc;
 }
@@ -417,7 +426,8 @@ static gpb_trace_op_t *bench_source(const opts_t *o, size_t *n, int *bad) {
   return a;
 }
 
-static void bench_frames(vapp_t *app, vfb_t *fb, int n, uint64_t ops_per_frame) {
+static void bench_frames(vapp_t *app, gpbt_fb_t *fb, int n,
+                         uint64_t ops_per_frame) {
   double *ft = malloc((size_t)n * sizeof *ft);
   if (!ft) return;
   for (int i = 0; i < n; i++) {
@@ -469,8 +479,8 @@ static int run_bench(opts_t *o) {
   } else if (open_source(o, &app)) {
     return 1;
   }
-  vfb_t fb;
-  if (vfb_init(&fb, o->w, o->h)) return 1;
+  gpbt_fb_t fb;
+  if (gpbt_fb_init(&fb, o->w, o->h)) return 1;
   vframe_layout(&app, fb.w, fb.h);
   vapp_update(&app, 0);
   const char *from = mem ? "(ops in memory)" : "(from the file)";
@@ -529,7 +539,7 @@ static int run_bench(opts_t *o) {
     }
     free(rec.ev);
   }
-  vfb_free(&fb);
+  gpbt_fb_free(&fb);
   vapp_close(&app);
   return 0;
 }

@@ -6,20 +6,22 @@
  * SDL: a source (trace replay through a virtual pool, or a live reader)
  * keeps a gpb_model_t current and calls back for every event; the block map
  * (map.c) keeps per-cell sums updated from those events; the frame
- * (frame.c) is drawn into our own 32-bit pixel buffer, which the window
+ * (frame.c) is drawn into our own 32-bit pixel buffer (gpbt_fb_t, shared
+ * with the bench's plots in tools/common/raster.h), which the window
  * (main.c) uploads to a streaming texture and headless mode writes as PNG.
  * Tests link the same files and check the buffer pixel by pixel.
  *
  * Files: map.c (layout, block map rasterizer), frame.c (panels and the
- * whole frame), font.c (text), series.c (time series), replay.c (trace and
- * pattern source), live.c (attach source), png.c (PNG writer), input.c
- * (keys and mouse), app.c (the viewer object, event plumbing), main.c
- * (options, headless, window loop, bench).
+ * whole frame), draw.c (palette), series.c (time series), replay.c (trace
+ * and pattern source), live.c (attach source), input.c (keys and mouse),
+ * app.c (the viewer object, event plumbing), main.c (options, headless,
+ * window loop, bench). Text and PNG come from tools/common.
  */
 #ifndef GPB_VIEW_H
 #define GPB_VIEW_H
 
 #include "gpubuddy.h"
+#include "raster.h" /* the pixel buffer, font and PNG writer (tools/common) */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -43,34 +45,6 @@ uint32_t vc_mix(uint32_t a, uint32_t b, double t); /* t=0: a, t=1: b */
 uint32_t vc_scale(uint32_t c, double f);
 uint32_t vc_ramp(double t);   /* 0..1 onto a blue-green-yellow ramp */
 uint32_t vc_tag(uint32_t tag); /* a distinct color per tag */
-
-/* ---------------------------------------------------------- framebuffer */
-
-typedef struct vfb {
-  uint32_t *px;
-  int w, h;
-} vfb_t;
-
-int vfb_init(vfb_t *fb, int w, int h); /* 0 or GPB_EHOSTMEM */
-void vfb_free(vfb_t *fb);
-void vfb_fill(vfb_t *fb, int x, int y, int w, int h, uint32_t c);
-void vfb_rect(vfb_t *fb, int x, int y, int w, int h, uint32_t c); /* outline */
-static inline void vfb_put(vfb_t *fb, int x, int y, uint32_t c) {
-  if ((unsigned)x < (unsigned)fb->w && (unsigned)y < (unsigned)fb->h)
-    fb->px[(size_t)y * (size_t)fb->w + (size_t)x] = c;
-}
-
-/* font.c: a 5x7 bitmap font drawn by hand for this program. Glyph cells are
- * 6x9 pixels at scale 1. Lowercase letters are drawn as capitals. Returns
- * the x after the text. */
-#define VFONT_W 6
-#define VFONT_H 9
-int vfont_draw(vfb_t *fb, int x, int y, int scale, uint32_t color,
-               const char *text);
-int vfont_width(int scale, const char *text);
-
-/* png.c: writes 8-bit RGB PNG through zlib. 0, GPB_EIO or GPB_EHOSTMEM. */
-int vpng_write(const char *path, const vfb_t *fb);
 
 /* -------------------------------------------------------------- the map */
 
@@ -277,13 +251,13 @@ void vapp_message(vapp_t *a, const char *fmt, ...)
 uint64_t vapp_pos(const vapp_t *a);
 
 /* frame.c: lays out and draws one whole frame into fb. */
-void vframe_draw(vapp_t *a, vfb_t *fb);
+void vframe_draw(vapp_t *a, gpbt_fb_t *fb);
 /* Sets the geometry for a frame of w x h and sizes the map grid. */
 void vframe_layout(vapp_t *a, int w, int h);
 /* Byte offset under pixel (x, y) of the map, its cell index in *cell;
  * UINT64_MAX when (x, y) is not over the pool. */
 uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell);
-/* Formats bytes as "1.5 MiB" into buf. */
+/* gpb_size_format ("1.5 MiB") into buf; returns buf. */
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n);
 
 /* input.c: keys and mouse, SDL-free (main.c translates SDL events). */

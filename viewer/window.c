@@ -9,7 +9,9 @@
 #include "view.h"
 
 #include <SDL.h>
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 static int sdl_key(const SDL_Keysym *k) {
@@ -36,15 +38,15 @@ static int sdl_key(const SDL_Keysym *k) {
   }
 }
 
-static void save_shot(vapp_t *app, const vfb_t *fb) {
+static void save_shot(vapp_t *app, const gpbt_fb_t *fb) {
   char path[64];
   for (int i = 0; i < 1000; i++) {
     snprintf(path, sizeof path, "gpubuddy-view-%03d.png", app->shot_count++);
     struct stat sb;
     if (stat(path, &sb) != 0) break;
   }
-  if (vpng_write(path, fb) == 0) vapp_message(app, "saved %s", path);
-  else vapp_message(app, "could not save %s", path);
+  if (gpbt_png_write(path, fb) == 0) vapp_message(app, "saved %s", path);
+  else vapp_message(app, "could not save %s: %s", path, strerror(errno));
 }
 
 int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
@@ -73,7 +75,7 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
     return 1;
   }
   SDL_Texture *tex = NULL;
-  vfb_t fb = {0};
+  gpbt_fb_t fb = {0};
   int quit = 0, rc = 0, found = 0;
   uint64_t last = gpb_now_ns();
   double sx = 1, sy = 1; /* window points to output pixels */
@@ -91,8 +93,8 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
     app->scale = scale ? scale : (sx >= 1.5 ? 2 : 1);
     if (ow != fb.w || oh != fb.h || !tex) {
       if (tex) SDL_DestroyTexture(tex);
-      vfb_free(&fb);
-      if (vfb_init(&fb, ow, oh)) {
+      gpbt_fb_free(&fb);
+      if (gpbt_fb_init(&fb, ow, oh)) {
         rc = 1;
         break;
       }
@@ -167,7 +169,7 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
   }
   SDL_StopTextInput();
   if (tex) SDL_DestroyTexture(tex);
-  vfb_free(&fb);
+  gpbt_fb_free(&fb);
   SDL_DestroyRenderer(ren);
   SDL_DestroyWindow(win);
   SDL_Quit();

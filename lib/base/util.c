@@ -7,7 +7,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -77,6 +79,34 @@ int gpb_size_parse(const char *s, size_t *out) {
     return gpb__fail(GPB_EINVAL, "size '%s' is not a whole number of bytes", s);
   *out = (size_t)bytes;
   return 0;
+}
+
+int gpb_size_format(uint64_t bytes, char *buf, size_t n) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB",
+                                     "EiB"};
+  if (!buf && n) return gpb__fail(GPB_EINVAL, "buf is NULL");
+  char tmp[GPB_SIZE_FORMAT_MAX];
+  int len;
+  if (bytes < 1024) {
+    len = snprintf(tmp, sizeof tmp, "%" PRIu64 " B", bytes);
+  } else {
+    double d = (double)bytes;
+    int u = 0;
+    while (d >= 1024 && u < 6) {
+      d /= 1024;
+      u++;
+    }
+    len = snprintf(tmp, sizeof tmp, "%.1f %s", d, unit[u]);
+    /* 1048575 B is 1023.999 KiB, which one decimal shows as 1024.0. */
+    if (u < 6 && strncmp(tmp, "1024.0", 6) == 0)
+      len = snprintf(tmp, sizeof tmp, "%.1f %s", d / 1024, unit[u + 1]);
+  }
+  if (n) {
+    size_t k = (size_t)len < n ? (size_t)len : n - 1;
+    memcpy(buf, tmp, k);
+    buf[k] = '\0';
+  }
+  return len;
 }
 
 const char *gpb_event_type_name(int type) {

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * font.c: text for gpubuddy-view, from a 5x7 bitmap font drawn by hand for
- * this program (no font files, no SDL2_ttf): every glyph is seven rows of
- * five pixels written as 'X' and '.', so the table can be read and fixed
- * by eye. A fixed bitmap font keeps rendering identical on every machine,
- * which the pixel tests rely on, and adds no dependency. Lowercase letters
- * are drawn as capitals; characters outside ASCII 32..126 draw as '?'.
+ * font.c: text for the viewer's frames and the bench's plots, from a 5x7
+ * bitmap font drawn by hand (no font files, no SDL2_ttf): every glyph is
+ * seven rows of five pixels written as 'X' and '.', so the table can be
+ * read and fixed by eye. A fixed bitmap font keeps rendering identical on
+ * every machine, which the viewer's pixel tests rely on, and adds no
+ * dependency. Lowercase letters are drawn as capitals; characters outside
+ * ASCII 32..126 draw as '?'.
  */
-#include "view.h"
+#include "raster.h"
 
 #include <string.h>
 
@@ -109,8 +110,8 @@ static void font_init(void) {
   font_ready = 1;
 }
 
-int vfont_draw(vfb_t *fb, int x, int y, int scale, uint32_t color,
-               const char *text) {
+int gpbt_font_draw(gpbt_fb_t *fb, int x, int y, int scale, uint32_t color,
+                   const char *text) {
   if (!font_ready) font_init();
   if (scale < 1) scale = 1;
   for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
@@ -120,13 +121,14 @@ int vfont_draw(vfb_t *fb, int x, int y, int scale, uint32_t color,
       if (!bits) continue;
       for (int c = 0; c < 5; c++)
         if (bits & (1u << (4 - c)))
-          vfb_fill(fb, x + c * scale, y + (r + 1) * scale, scale, scale, color);
+          gpbt_fb_fill(fb, x + c * scale, y + (r + 1) * scale, scale, scale,
+                       color);
     }
-    x += VFONT_W * scale;
+    x += GPBT_FONT_W * scale;
   }
   return x;
 }
 
-int vfont_width(int scale, const char *text) {
-  return (int)strlen(text) * VFONT_W * (scale < 1 ? 1 : scale);
+int gpbt_font_width(int scale, const char *text) {
+  return (int)strlen(text) * GPBT_FONT_W * (scale < 1 ? 1 : scale);
 }

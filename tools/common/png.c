@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * png.c: writes the frame buffer as an 8-bit RGB PNG.
+ * png.c: writes a pixel buffer as an 8-bit RGB PNG (viewer screenshots
+ * and headless frames, the bench's plots).
  *
  * A PNG is a signature and three chunks (IHDR, one IDAT holding the
  * zlib-compressed scanlines, each led by filter byte 0, and IEND), each
  * with a CRC-32. zlib, which the library needs anyway, does the deflate
- * and the CRC, so screenshots need no libpng.
+ * and the CRC, so no program needs libpng.
  */
-#include "view.h"
+#include "raster.h"
+
+#include "gpubuddy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,7 +40,7 @@ static int png_chunk(FILE *f, const char *type, const unsigned char *data,
   return 0;
 }
 
-int vpng_write(const char *path, const vfb_t *fb) {
+int gpbt_png_write(const char *path, const gpbt_fb_t *fb) {
   size_t stride = (size_t)fb->w * 3 + 1;
   size_t rawn = stride * (size_t)fb->h;
   unsigned char *raw = malloc(rawn);
@@ -46,6 +49,7 @@ int vpng_write(const char *path, const vfb_t *fb) {
   if (!raw || !z) {
     free(raw);
     free(z);
+    errno = ENOMEM;
     return GPB_EHOSTMEM;
   }
   for (int y = 0; y < fb->h; y++) {
@@ -62,13 +66,12 @@ int vpng_write(const char *path, const vfb_t *fb) {
   free(raw);
   if (rc != Z_OK) {
     free(z);
+    errno = ENOMEM; /* compress2's only failure with a compressBound buffer */
     return GPB_EHOSTMEM;
   }
   FILE *f = fopen(path, "wb");
   if (!f) {
     free(z);
-    fprintf(stderr, "gpubuddy-view: cannot write %s: %s\n", path,
-            strerror(errno));
     return GPB_EIO;
   }
   static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
@@ -81,10 +84,15 @@ int vpng_write(const char *path, const vfb_t *fb) {
   int bad = fwrite(sig, 1, 8, f) != 8 || png_chunk(f, "IHDR", ihdr, 13) ||
             png_chunk(f, "IDAT", z, (uint32_t)zn) ||
             png_chunk(f, "IEND", NULL, 0);
+  int err = bad ? errno : 0;
   free(z);
-  if (fclose(f) != 0) bad = 1;
+  /* fclose flushes: a full disk may only show here. */
+  if (fclose(f) != 0 && !bad) {
+    bad = 1;
+    err = errno;
+  }
   if (bad) {
-    fprintf(stderr, "gpubuddy-view: error writing %s\n", path);
+    errno = err ? err : EIO;
     return GPB_EIO;
   }
   return 0;
