@@ -20,6 +20,7 @@
 #include "gpubuddy.h"
 #include "json.h"
 #include "minpool.h"
+#include "idmap.h"
 #include "replay.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #define FAIL_ID (1ull << 63) /* ids of requests that failed when recorded */
+#define SLOT_FAILED (1ull << 63) /* in an id map slot's size: the alloc failed */
 
 typedef struct opts {
   const char *path;
@@ -292,12 +294,7 @@ static int scan_trace(const opts_t *o, scan_t *sc) {
   gpb_trace_reader_t *tr;
   int rc = gpb_trace_open(o->path, &tr);
   if (rc) return trace_err(NULL, o->path, rc);
-  replay_map_t m;
-  if (replay_map_init(&m)) {
-    gpb_trace_close(tr);
-    fprintf(stderr, "%s: out of memory\n", prog);
-    return -1;
-  }
+  gpbt_idmap_t m = {0}; /* id -> size, | SLOT_FAILED */
   progress_t pg = {!o->quiet, isatty(2), 0, gpb_now_ns(), 0, "scanning"};
   uint64_t live = 0, live_all = 0;
   gpb_trace_op_t op;
@@ -313,15 +310,15 @@ static int scan_trace(const opts_t *o, scan_t *sc) {
       if (failed) sc->recorded_fails++;
       if (op.size > sc->max_all) sc->max_all = op.size;
       if (!failed && op.size > sc->max_request) sc->max_request = op.size;
-      if (replay_map_find(&m, op.id)) continue; /* duplicate: replay skips */
-      replay_slot_t *s = replay_map_insert(&m, op.id);
+      int err;
+      gpbt_idslot_t *s = gpbt_idmap_claim(&m, op.id, &err);
+      if (!s && !err) continue; /* duplicate: replay skips */
       if (!s) {
         fprintf(stderr, "%s: out of memory\n", prog);
         ret = -1;
         break;
       }
-      s->size = op.size;
-      s->failed = (uint32_t)failed;
+      gpbt_idmap_commit(&m, s, op.id, op.size | (failed ? SLOT_FAILED : 0));
       live_all += op.size;
       if (live_all > sc->peak_all) sc->peak_all = live_all;
       if (!failed) {
@@ -330,11 +327,11 @@ static int scan_trace(const opts_t *o, scan_t *sc) {
       }
     } else {
       sc->frees++;
-      replay_slot_t *s = replay_map_find(&m, op.id);
+      gpbt_idslot_t *s = gpbt_idmap_find(&m, op.id);
       if (s) {
-        live_all -= s->size;
-        if (!s->failed) live -= s->size;
-        replay_map_remove(&m, s);
+        live_all -= s->val & ~SLOT_FAILED;
+        if (!(s->val & SLOT_FAILED)) live -= s->val;
+        gpbt_idmap_remove(&m, s);
       }
     }
   }
@@ -342,7 +339,7 @@ static int scan_trace(const opts_t *o, scan_t *sc) {
   if (rc < 0) ret = trace_err(tr, o->path, rc);
   if (!o->quiet && *gpb_trace_warning(tr))
     fprintf(stderr, "%s: warning: %s: %s\n", prog, o->path, gpb_trace_warning(tr));
-  replay_map_fini(&m);
+  gpbt_idmap_fini(&m);
   gpb_trace_close(tr);
   return ret;
 }
@@ -355,6 +352,45 @@ static void replay_on_signal(int sig) { replay_stop = sig; }
 static void sleep_ns(uint64_t ns) {
   struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
   while (nanosleep(&ts, &ts) && errno == EINTR && !replay_stop) {}
+}
+
+/* What a replay keeps per live id, in a dense array the id map indexes
+ * (its own slots stay 16 bytes); freed entries are chained for reuse. */
+typedef struct live_rec {
+  void *ptr;
+  uint64_t size; /* | SLOT_FAILED */
+} live_rec_t;
+
+typedef struct live {
+  live_rec_t *v;
+  uint64_t n, cap, free_head; /* free_head: index + 1, 0 = none */
+} live_t;
+
+/* The index of a new entry, or UINT64_MAX without memory. */
+static uint64_t live_put(live_t *l, void *ptr, uint64_t size) {
+  uint64_t x;
+  if (l->free_head) {
+    x = l->free_head - 1;
+    l->free_head = l->v[x].size;
+  } else {
+    if (l->n == l->cap) {
+      uint64_t cap = l->cap ? l->cap * 2 : 1024;
+      live_rec_t *v = realloc(l->v, cap * sizeof *v);
+      if (!v) return UINT64_MAX;
+      l->v = v;
+      l->cap = cap;
+    }
+    x = l->n++;
+  }
+  l->v[x] = (live_rec_t){ptr, size};
+  return x;
+}
+
+static live_rec_t live_take(live_t *l, uint64_t x) {
+  live_rec_t e = l->v[x];
+  l->v[x].size = l->free_head; /* the free chain runs through size */
+  l->free_head = x + 1;
+  return e;
 }
 
 /* One replay through a fresh pool. stop_on_fail: stop at the first failed
@@ -392,13 +428,8 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
     gpb_pool_destroy(pool);
     return trace_err(NULL, o->path, rc);
   }
-  replay_map_t m;
-  if (replay_map_init(&m)) {
-    gpb_trace_close(tr);
-    gpb_pool_destroy(pool);
-    fprintf(stderr, "%s: out of memory\n", prog);
-    return -1;
-  }
+  gpbt_idmap_t m = {0}; /* id -> index in lv */
+  live_t lv = {0};
   progress_t pg = {!o->quiet && !stop_on_fail, isatty(2), total_ops,
                    gpb_now_ns(), 0, "replaying"};
   int warned_unknown = 0, warned_dup = 0, ret = 0;
@@ -423,7 +454,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
     if (op.op == GPB_OP_ALLOC) {
       r->allocs++;
       if (op.id & FAIL_ID) r->recorded_fails++;
-      if (replay_map_find(&m, op.id)) {
+      if (gpbt_idmap_find(&m, op.id)) {
         r->dup_allocs++;
         if (!warned_dup++ && !o->quiet)
           fprintf(stderr, "%s: warning: op %" PRIu64 " allocates id 0x%" PRIx64
@@ -442,16 +473,16 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
         ret = -1;
         break;
       }
-      replay_slot_t *s = replay_map_insert(&m, op.id);
-      if (!s) {
+      int err;
+      gpbt_idslot_t *s = gpbt_idmap_claim(&m, op.id, &err);
+      uint64_t x = s ? live_put(&lv, p, op.size | (rc ? SLOT_FAILED : 0)) : 0;
+      if (!s || x == UINT64_MAX) {
         fprintf(stderr, "%s: out of memory for the id map\n", prog);
         ret = -1;
         break;
       }
-      s->ptr = p;
-      s->size = op.size;
+      gpbt_idmap_commit(&m, s, op.id, x);
       if (rc) {
-        s->failed = 1;
         r->oom++;
         if (stop_on_fail) {
           r->stopped = 1;
@@ -466,7 +497,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       }
     } else {
       r->frees++;
-      replay_slot_t *s = replay_map_find(&m, op.id);
+      gpbt_idslot_t *s = gpbt_idmap_find(&m, op.id);
       if (!s) {
         r->unknown_frees++;
         if (!warned_unknown++ && !o->quiet)
@@ -476,14 +507,14 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
                   op.id);
         continue;
       }
-      if (s->failed) {
+      live_rec_t e = live_take(&lv, s->val);
+      gpbt_idmap_remove(&m, s);
+      if (e.size & SLOT_FAILED) {
         r->skipped_frees++;
-        replay_map_remove(&m, s);
         continue;
       }
-      void *p = s->ptr;
-      live -= s->size;
-      replay_map_remove(&m, s);
+      void *p = e.ptr;
+      live -= e.size;
       uint64_t t0 = gpb_now_ns();
       rc = gpb_free(pool, p);
       replay_hist_add(&r->lat_free, gpb_now_ns() - t0);
@@ -504,7 +535,8 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
             gpb_last_error_detail());
     ret = -1;
   }
-  replay_map_fini(&m);
+  gpbt_idmap_fini(&m);
+  free(lv.v);
   gpb_trace_close(tr);
   gpb_pool_destroy(pool);
   return ret;

@@ -9,15 +9,15 @@
  * and live share one drawing path. Events carry the trace's times, so
  * ages are the trace's ages.
  *
- * Trace ops name allocations by id; a hash table (open addressing, linear
- * probing, deletion by backward shift) maps live ids to offsets. Memory
+ * Trace ops name allocations by id; the tools' id map (idmap.h) maps live
+ * ids to offsets. Memory
  * is the simulator's metadata plus one slot per live allocation: bounded
  * by the pool, not by the length of the trace. Scrubbing backwards
  * restarts from op 0 (a simulator cannot load a keyframe; ingest is fast).
  */
 #include "view.h"
 
-#include "base/base.h" /* gpb__hash64, inline: no link dependency */
+#include "idmap.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -230,105 +230,6 @@ void vops_close(vops_t *o) {
   free(o);
 }
 
-/* ---------------------------------------------------------------- id map */
-
-typedef struct rp_slot {
-  uint64_t key; /* id + 1; 0 = empty */
-  uint64_t off; /* GPB_NO_OFFSET for a size-0 allocation */
-} rp_slot_t;
-
-typedef struct rp_ids {
-  rp_slot_t *s;
-  uint64_t cap, n; /* cap a power of two */
-} rp_ids_t;
-
-/* The project's one hash (lib/base/base.h, inline): ids are often
- * addresses (multiples of 512 or 8192), which a weaker mix clusters. */
-static inline uint64_t rp_hash(uint64_t k) { return gpb__hash64(k); }
-
-static int rp_grow(rp_ids_t *t) {
-  uint64_t ncap = t->cap ? t->cap * 2 : 1024;
-  rp_slot_t *ns = calloc(ncap, sizeof *ns);
-  if (!ns) return GPB_EHOSTMEM;
-  for (uint64_t i = 0; i < t->cap; i++) {
-    if (!t->s[i].key) continue;
-    uint64_t j = rp_hash(t->s[i].key) & (ncap - 1);
-    while (ns[j].key) j = (j + 1) & (ncap - 1);
-    ns[j] = t->s[i];
-  }
-  free(t->s);
-  t->s = ns;
-  t->cap = ncap;
-  return 0;
-}
-
-/* Sizes an empty table for n live ids at once, so a replay that reaches
- * them never rehashes (each rehash at a million ids is a pass of cache
- * misses). A hint: more ids still grow it. */
-static void rp_reserve(rp_ids_t *t, uint64_t n) {
-  uint64_t cap = 1024;
-  while (cap < n + n / 3 + 1 && cap < (1ull << 40)) cap <<= 1;
-  if (t->n || cap <= t->cap) return;
-  rp_slot_t *ns = calloc(cap, sizeof *ns);
-  if (!ns) return; /* it grows on demand instead */
-  free(t->s);
-  t->s = ns;
-  t->cap = cap;
-}
-
-static rp_slot_t *rp_find(rp_ids_t *t, uint64_t id) {
-  if (!t->cap) return NULL;
-  uint64_t key = id + 1;
-  for (uint64_t j = rp_hash(key) & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
-    if (t->s[j].key == key) return &t->s[j];
-    if (!t->s[j].key) return NULL;
-  }
-}
-
-/* The slot for a new id, in one probe: NULL if the id is already live
- * (*err 0) or the table cannot grow (*err GPB_EHOSTMEM). The caller
- * calls rp_commit once the allocation succeeded, or leaves the slot. */
-static rp_slot_t *rp_claim(rp_ids_t *t, uint64_t id, int *err) {
-  *err = 0;
-  if ((t->n + 1) * 4 > t->cap * 3 && rp_grow(t)) {
-    *err = GPB_EHOSTMEM;
-    return NULL;
-  }
-  uint64_t key = id + 1;
-  uint64_t j = rp_hash(key) & (t->cap - 1);
-  for (; t->s[j].key; j = (j + 1) & (t->cap - 1))
-    if (t->s[j].key == key) return NULL;
-  return &t->s[j];
-}
-
-static void rp_commit(rp_ids_t *t, rp_slot_t *slot, uint64_t id, uint64_t off) {
-  slot->key = id + 1;
-  slot->off = off;
-  t->n++;
-}
-
-/* Removes a slot and shifts back later entries of its probe run, so no
- * tombstones accumulate over a long trace. */
-static void rp_del(rp_ids_t *t, rp_slot_t *slot) {
-  uint64_t mask = t->cap - 1, i = (uint64_t)(slot - t->s);
-  for (uint64_t j = (i + 1) & mask; t->s[j].key; j = (j + 1) & mask) {
-    uint64_t h = rp_hash(t->s[j].key) & mask;
-    /* Move j into the hole at i if its home is not in (i, j]. */
-    if (((j - h) & mask) >= ((j - i) & mask)) {
-      t->s[i] = t->s[j];
-      i = j;
-    }
-  }
-  t->s[i].key = 0;
-  t->s[i].off = 0;
-  t->n--;
-}
-
-static void rp_clear(rp_ids_t *t) {
-  if (t->s) memset(t->s, 0, t->cap * sizeof *t->s);
-  t->n = 0;
-}
-
 /* ---------------------------------------------------------------- replay */
 
 #define RP_AHEAD 16u
@@ -339,7 +240,7 @@ struct vreplay {
   gpb_config_t cfg;
   gpb_pool_info_t info;
   gpb_sim_t *sim;
-  rp_ids_t ids;
+  gpbt_idmap_t ids; /* id -> offset */
   vevent_fn fn;
   void *user;
   uint64_t pos, events, failures, unmatched, total;
@@ -391,7 +292,7 @@ int vreplay_open(vops_t *ops, const gpb_config_t *cfg, vreplay_t **out) {
 void vreplay_close(vreplay_t *r) {
   if (!r) return;
   gpb_sim_destroy(r->sim);
-  free(r->ids.s);
+  gpbt_idmap_fini(&r->ids);
   vops_close(r->ops);
   free(r);
 }
@@ -408,17 +309,16 @@ static int rp_next(vreplay_t *r, gpb_trace_op_t *op) {
     r->ahead_rc = vops_next(r->ops, a);
     if (r->ahead_rc != 1) break;
     r->ahead_n++;
-    if (r->ids.cap)
-      __builtin_prefetch(&r->ids.s[rp_hash(a->id + 1) & (r->ids.cap - 1)]);
+    gpbt_idmap_prefetch(&r->ids, a->id);
   }
   if (r->ahead_n == 0) return r->ahead_rc;
   /* Half-way along, a free's id slot has arrived: it names the block, so
    * the model's record for it can be fetched too (the second miss). */
   if (r->ahead_n > RP_HALF) {
     const gpb_trace_op_t *h = &r->ahead[(r->ahead_pos + RP_HALF) % RP_AHEAD];
-    const rp_slot_t *s;
-    if (h->op == GPB_OP_FREE && (s = rp_find(&r->ids, h->id)) != NULL)
-      gpb_sim_prefetch(r->sim, s->off);
+    const gpbt_idslot_t *s;
+    if (h->op == GPB_OP_FREE && (s = gpbt_idmap_find(&r->ids, h->id)) != NULL)
+      gpb_sim_prefetch(r->sim, s->val);
   }
   *op = r->ahead[r->ahead_pos];
   r->ahead_pos = (r->ahead_pos + 1) % RP_AHEAD;
@@ -446,7 +346,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
     done++;
     if (op.op == GPB_OP_ALLOC) {
       int err;
-      rp_slot_t *slot = rp_claim(&r->ids, op.id, &err);
+      gpbt_idslot_t *slot = gpbt_idmap_claim(&r->ids, op.id, &err);
       if (!slot) {
         if (err) {
           r->bad = 1;
@@ -468,16 +368,16 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
                  gpb_last_error_detail());
         return rc;
       } else {
-        rp_commit(&r->ids, slot, op.id, off);
+        gpbt_idmap_commit(&r->ids, slot, op.id, off);
       }
     } else if (op.op == GPB_OP_FREE) {
-      rp_slot_t *s = rp_find(&r->ids, op.id);
+      gpbt_idslot_t *s = gpbt_idmap_find(&r->ids, op.id);
       if (!s) {
         r->unmatched++; /* its allocation failed, or the trace began late */
         continue;
       }
-      uint64_t off = s->off;
-      rp_del(&r->ids, s);
+      uint64_t off = s->val;
+      gpbt_idmap_remove(&r->ids, s);
       if (off != GPB_NO_OFFSET &&
           (rc = gpb_sim_free(r->sim, off, op.time_ns)) != 0) {
         r->bad = 1;
@@ -492,7 +392,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
 
 int vreplay_restart(vreplay_t *r) {
   gpb_sim_reset(r->sim);
-  rp_clear(&r->ids);
+  gpbt_idmap_clear(&r->ids);
   r->pos = r->events = r->failures = r->unmatched = 0;
   r->at_end = r->bad = 0;
   r->ahead_pos = r->ahead_n = 0;
@@ -526,7 +426,7 @@ uint64_t vreplay_count(vreplay_t *r) {
     n = r->ops->total;
     peak = r->ops->steps; /* a pattern never holds more */
   }
-  rp_reserve(&r->ids, peak);
+  gpbt_idmap_reserve(&r->ids, peak);
   if (r->pos == 0) gpb_sim_reserve(r->sim, peak);
   return r->total = n;
 }

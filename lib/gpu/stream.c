@@ -108,7 +108,7 @@ static void stream_leave(const gpb__gpu_t *g, int saved) {
 /* --------------------------------------------------------------- lists */
 
 static uint64_t stream_hash(const gpb__gpu_t *g, uint64_t unit) {
-  return (unit * 0x9E3779B97F4A7C15ull >> 17) & g->hmask;
+  return gpb__hash64(unit) & g->hmask; /* the project's one hash */
 }
 
 static stream_pend_t *stream_lookup(const gpb__gpu_t *g, uint64_t unit) {

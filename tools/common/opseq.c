@@ -8,7 +8,7 @@
 #include "opseq.h"
 
 #include "gpubuddy.h"
-#include "replay.h"
+#include "idmap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +39,7 @@ static int seq_alloc(gpbt_seq_t *q, uint64_t size, uint32_t *slot) {
  * the reader gives each as an alloc of such an id and its free at once). */
 #define SEQ_FAIL_ID (1ull << 63)
 
-static int seq_op(gpbt_seq_t *q, replay_map_t *m, const gpb_trace_op_t *op,
+static int seq_op(gpbt_seq_t *q, gpbt_idmap_t *m, const gpb_trace_op_t *op,
                   int with_failed) {
   uint32_t slot;
   int rc;
@@ -50,25 +50,25 @@ static int seq_op(gpbt_seq_t *q, replay_map_t *m, const gpb_trace_op_t *op,
       q->zero++;
       return 0;
     }
-    if (replay_map_find(m, op->id)) { /* live already: the replay skips it */
+    gpbt_idslot_t *e = gpbt_idmap_claim(m, op->id, &rc);
+    if (!e && !rc) { /* live already: the replay skips it */
       q->dup++;
       return 0;
     }
-    replay_slot_t *e = replay_map_insert(m, op->id);
-    if (!e) return GPB_EHOSTMEM;
+    if (!e) return rc;
     if ((rc = seq_alloc(q, op->size, &slot))) return rc;
-    e->slot = slot;
+    gpbt_idmap_commit(m, e, op->id, slot);
     q->failed += (uint64_t)failed;
     return 0;
   }
   if (op->op == GPB_OP_FREE) {
-    replay_slot_t *e = replay_map_find(m, op->id);
+    gpbt_idslot_t *e = gpbt_idmap_find(m, op->id);
     if (!e) {
       q->unmatched++; /* allocated before the trace began */
       return 0;
     }
-    slot = (uint32_t)e->slot;
-    replay_map_remove(m, e);
+    slot = (uint32_t)e->val;
+    gpbt_idmap_remove(m, e);
     q->frees++;
     return gpbt_seq_push(q, 0, slot, 0);
   }
@@ -85,12 +85,7 @@ int gpbt_seq_load(const char *path, int with_failed, gpbt_seq_t *q,
              gpb_last_error_detail());
     return rc;
   }
-  replay_map_t m;
-  if (replay_map_init(&m)) {
-    gpb_trace_close(r);
-    snprintf(err, errlen, "%s: out of memory", path);
-    return GPB_EHOSTMEM;
-  }
+  gpbt_idmap_t m = {0};
   gpb_trace_op_t op;
   int rd;
   while ((rd = gpb_trace_next(r, &op)) == 1)
@@ -104,7 +99,7 @@ int gpbt_seq_load(const char *path, int with_failed, gpbt_seq_t *q,
   }
   if (rc && rc != rd) snprintf(err, errlen, "%s: out of memory", path);
   gpb_trace_close(r);
-  replay_map_fini(&m);
+  gpbt_idmap_fini(&m);
   if (rc) gpbt_seq_free(q);
   return rc;
 }

@@ -1,44 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * replay.h: the id map and latency histogram (replay-util.c) of the
- * programs that replay traces.
- *
- * An id map from trace ids to live allocations (it holds only live ones,
- * so its size follows the trace's peak live count, never its length) and a
- * log-linear latency histogram (fixed size, about 3% resolution), so a
- * replay of any length runs in bounded memory.
+ * replay.h: the latency histogram (replay-util.c) of the programs that
+ * replay traces: log-linear, fixed size, about 3% resolution, so a replay
+ * of any length runs in bounded memory. Their id map is idmap.h.
  */
 #ifndef GPB_REPLAY_H
 #define GPB_REPLAY_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef struct replay_slot {
-  uint64_t id;
-  uint64_t size;
-  void *ptr;
-  uint64_t slot;   /* opseq.c: the allocation's slot */
-  uint32_t used;   /* slot holds an entry */
-  uint32_t failed; /* the allocation failed: its free is skipped */
-} replay_slot_t;
-
-typedef struct replay_map {
-  replay_slot_t *slots;
-  size_t cap; /* power of two */
-  size_t count;
-} replay_map_t;
-
-/* 0 or -1 (no memory). */
-int replay_map_init(replay_map_t *m);
-void replay_map_fini(replay_map_t *m);
-/* The entry for id, or NULL. */
-replay_slot_t *replay_map_find(const replay_map_t *m, uint64_t id);
-/* Inserts id (absent) and returns its slot, or NULL without memory. The
- * returned pointer is valid until the next insert or remove. */
-replay_slot_t *replay_map_insert(replay_map_t *m, uint64_t id);
-/* Removes the entry `s` points to (from replay_map_find). */
-void replay_map_remove(replay_map_t *m, replay_slot_t *s);
 
 #define REPLAY_HIST_SUB 32 /* buckets per power of two */
 #define REPLAY_HIST_N (REPLAY_HIST_SUB * 62)
