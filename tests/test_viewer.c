@@ -12,7 +12,9 @@
  *    gpb_stats_t of a direct replay through a pool, also after scrubbing
  *    backwards; through a trace file too when trace files are built;
  *  - PNG: the file decodes (zlib) back to the frame's pixels;
- *  - bad input: a garbled trace stops the replay with a message.
+ *  - bad input: a garbled trace stops the replay with a message;
+ *  - grid: several pools laid out side by side, each showing its own;
+ *    a click focuses one, G comes back.
  */
 #include "testutil.h"
 #include "view.h"
@@ -521,6 +523,128 @@ static void test_font(void) {
   gpbt_fb_free(&fb);
 }
 
+/* ------------------------------------------------------------------ grid */
+
+/* A 1 MiB pool of 4 KiB blocks, `used` bytes of it allocated from the
+ * start, as a replay view run to the end. */
+static vapp_t *grid_pool(uint64_t used) {
+  gpb_trace_op_t op = op_alloc(0, used, 1);
+  vops_t *o;
+  ASSERT_OK(vops_open_array(&op, 1, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t *a = malloc(sizeof *a);
+  ASSERT(a);
+  ASSERT_OK(vapp_open_replay(a, o, &cfg));
+  ASSERT_OK(vapp_seek(a, 1));
+  a->paused = 1;
+  vapp_update(a, 0);
+  return a;
+}
+
+/* The color of the map at byte `off` of cell i: the cell's first pixel
+ * column, the row that holds that byte. */
+static uint32_t grid_px_at(const gpbt_fb_t *fb, const vapp_t *a, uint64_t off) {
+  uint64_t c = off / a->map.bpc;
+  int cx = (int)(c % (uint64_t)a->map.cols), cy = (int)(c / (uint64_t)a->map.cols);
+  return px(fb, a->map_x + cx * a->cell_px, a->map_y + cy * a->cell_px);
+}
+
+/* Three pools in a 900x500 grid: laid out without overlap, sorted by
+ * name, each map fitted to its cell and showing its own pool; clicking
+ * cell k shows pool k whole, as vframe_draw draws it; G and Esc come
+ * back; --json lists all three. */
+static void test_grid(void) {
+  vgrid_t g;
+  vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
+  /* Added out of order: the grid sorts by name. */
+  static const uint64_t sizes[3] = {256 * KIB, 512 * KIB, 128 * KIB};
+  ASSERT_OK(vgrid_add_app(&g, grid_pool(sizes[2]), "pool-c"));
+  ASSERT_OK(vgrid_add_app(&g, grid_pool(sizes[0]), "pool-a"));
+  ASSERT_OK(vgrid_add_app(&g, grid_pool(sizes[1]), "pool-b"));
+  ASSERT_EQ(g.n, 3);
+  ASSERT(!strcmp(g.cells[0].key, "pool-a") && !strcmp(g.cells[2].key, "pool-c"));
+  gpbt_fb_t fb, one;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  ASSERT_OK(gpbt_fb_init(&one, 900, 500));
+  vgrid_update(&g, 0);
+  vgrid_draw(&g, &fb);
+  ASSERT(g.cols * g.rows >= 3 && g.cols * g.rows < 6);
+  uint64_t fit[3];
+  for (int i = 0; i < 3; i++) {
+    const vcell_t *c = &g.cells[i];
+    const vapp_t *a = c->app;
+    ASSERT(c->x >= 0 && c->y >= 0 && c->x + c->w <= fb.w && c->y + c->h <= fb.h);
+    for (int j = 0; j < i; j++) {
+      const vcell_t *d = &g.cells[j];
+      ASSERT(c->x >= d->x + d->w || d->x >= c->x + c->w || c->y >= d->y + d->h ||
+             d->y >= c->y + c->h);
+    }
+    /* The whole pool fits the map, and the map sits above the text. */
+    ASSERT(a->map.start == 0 && a->map.end == 1024 * KIB);
+    ASSERT(a->map_h < c->h && a->map.cols * a->cell_px <= c->w);
+    fit[i] = a->map.bpc;
+    uint64_t used = sizes[i];
+    ASSERT_EQ(grid_px_at(&fb, a, used - 2 * a->map.bpc * (uint64_t)a->map.cols), VC_USED);
+    ASSERT_EQ(grid_px_at(&fb, a, used + 2 * a->map.bpc * (uint64_t)a->map.cols), VC_FREE);
+    /* The name is written under the map. */
+    int text = 0;
+    for (int y = a->map_y + a->map_h; y < c->y + c->h && !text; y++)
+      for (int x = c->x; x < c->x + c->w; x++)
+        if (px(&fb, x, y) == VC_TEXT) text = 1;
+    ASSERT(text);
+  }
+  /* A click between cells, or key presses other than q, stay in the grid. */
+  vgrid_button(&g, 1, 1, 1);
+  ASSERT(g.focus == NULL);
+  ASSERT_EQ(vgrid_key(&g, 'x'), 0);
+  for (int k = 0; k < 3; k++) {
+    const vcell_t *c = &g.cells[k];
+    vgrid_motion(&g, c->x + c->w / 2, c->y + c->h / 2, 0);
+    vgrid_button(&g, c->x + c->w / 2, c->y + c->h / 2, 1);
+    vgrid_button(&g, c->x + c->w / 2, c->y + c->h / 2, 0);
+    ASSERT(g.focus == c->app);
+    vgrid_draw(&g, &fb);
+    /* The focused pool is the single-pool view: the same map pixels. */
+    vframe_draw(c->app, &one);
+    for (int y = 0; y < c->app->map_h; y += 7)
+      for (int x = 0; x < c->app->map_w; x += 5)
+        ASSERT_EQ(px(&fb, x, y), px(&one, x, y));
+    ASSERT(c->app->map_w > c->w);
+    if (k == 1) { /* Esc clears a selection first, then comes back */
+      vinput_find(c->app, "0x1000");
+      ASSERT(c->app->have_sel);
+      ASSERT_EQ(vgrid_key(&g, VKEY_ESC), 0);
+      ASSERT(g.focus == c->app && !c->app->have_sel);
+      ASSERT_EQ(vgrid_key(&g, VKEY_ESC), 0);
+    } else {
+      ASSERT_EQ(vgrid_key(&g, 'g'), 0);
+    }
+    ASSERT(g.focus == NULL);
+    vgrid_draw(&g, &fb);
+    /* Back in its cell the pool is shown whole again. */
+    ASSERT_U64_EQ(c->app->map.bpc, fit[k]);
+    ASSERT_EQ(c->app->map_w, c->w);
+  }
+  ASSERT_EQ(vgrid_key(&g, 'q'), 1);
+
+  FILE *f = tmpfile();
+  ASSERT(f);
+  vgrid_json(&g, f);
+  rewind(f);
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  ASSERT(buf[0] == '[' && strstr(buf, "\n]\n"));
+  ASSERT(strstr(buf, "{\"name\":\"pool-a\",\"closed\":false,\"ops\":1,"));
+  ASSERT(strstr(buf, "\"name\":\"pool-c\""));
+  ASSERT(strstr(buf, "\"pool_size\":1048576"));
+  gpbt_fb_free(&fb);
+  gpbt_fb_free(&one);
+  vgrid_close(&g);
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -529,6 +653,7 @@ int main(void) {
   test_font();
   test_png();
   test_known_layout();
+  test_grid();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

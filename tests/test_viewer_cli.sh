@@ -1,13 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_viewer_cli.sh: gpubuddy-view's command line with no display: help,
-# bad options, a headless PNG, headless frames, and clean failures for a
-# missing trace and a missing live pool. Run from the build directory.
+# bad options, a headless PNG, headless frames, clean failures for a
+# missing trace and a missing live pool, and the grid of several live
+# pools (--all, --connect through gpubuddy-relay --all). Run from the
+# build directory.
 set -u
 view=./gpubuddy-view
 [ -x "$view" ] || { echo "SKIP: $view not built"; exit 77; }
 tmp=$(mktemp -d /tmp/test_viewer_cli.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+pids=
+trap 'kill $pids 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export SDL_VIDEODRIVER=dummy
 
@@ -86,4 +89,82 @@ for bad in "--at -5" "--at 1e3" "--find 0xzz" "--count 0"; do
   [ $rc = 2 ] || fail "'$bad' exited $rc, expected 2"
   [ "$(wc -l < "$tmp/err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/err")"
 done
+# The grid: two live pools of two processes, seen with --all and through
+# one gpubuddy-relay --all; other pools of the machine may be there too.
+churn=./samples/gpubuddy-sample-churn relay=./tools/gpubuddy-relay
+ga=vcli-a-$$ gb=vcli-b-$$
+for p in "$ga 8M" "$gb 4M"; do
+  set -- $p
+  "$churn" --backend virtual --pool-size "$2" --publish "$1" --steps 100000000 \
+    --pace-us 300 --quiet > /dev/null 2>&1 &
+  pids="$pids $!"
+done
+i=0
+while [ "$($view --list | grep -c "^vcli-[ab]-$$\$")" != 2 ] && [ $i -lt 50 ]; do
+  sleep 0.1; i=$((i + 1))
+done
+# grid_check FILE.json [relay]: both pools, with their sizes, in one array.
+grid_check() {
+  python3 - "$1" "$ga" "$gb" "${2:-}" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert isinstance(rows, list), rows
+by = {r["name"]: r for r in rows}
+for name, size in ((sys.argv[2], 8 << 20), (sys.argv[3], 4 << 20)):
+    r = by[name]
+    assert r["pool_size"] == size, r
+    assert r["closed"] is False, r
+    for k in ("ops", "total_ops", "failed_allocs", "bytes_used", "largest_free", "stats"):
+        assert k in r, (k, r)
+    if sys.argv[4]:
+        assert r["relay"] == sys.argv[4], r
+PY
+}
+$view --all --headless --png "$tmp/grid.png" --size 900x500 --json > "$tmp/all.json" 2> "$tmp/err" ||
+  fail "--all --headless exited $?: $(cat "$tmp/err")"
+grid_check "$tmp/all.json" || fail "--all --json: $(cat "$tmp/all.json")"
+python3 - "$tmp/grid.png" <<'PY' || fail "--all --png is not a 900x500 PNG"
+import struct, sys
+b = open(sys.argv[1], "rb").read(24)
+assert b[:8] == b"\x89PNG\r\n\x1a\n" and b[12:16] == b"IHDR", b
+assert struct.unpack(">II", b[16:24]) == (900, 500), struct.unpack(">II", b[16:24])
+PY
+
+"$relay" --all --listen 127.0.0.1:0 --port-file "$tmp/port" 2> "$tmp/relay.log" &
+pids="$pids $!"
+i=0
+while [ ! -s "$tmp/port" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+addr=127.0.0.1:$(cat "$tmp/port")
+# The relay finds pools within a second: retry for up to 5 s.
+i=0
+while [ $i -lt 50 ]; do
+  $view --connect "$addr" --headless --png "$tmp/r.png" --json > "$tmp/r.json" 2> "$tmp/err" &&
+    grid_check "$tmp/r.json" "$addr" 2> /dev/null && break
+  sleep 0.1; i=$((i + 1))
+done
+grid_check "$tmp/r.json" "$addr" ||
+  fail "--connect to a relay with several pools: $(cat "$tmp/r.json" "$tmp/err")"
+# A list of addresses, each naming its pool.
+$view --connect "$addr/$ga,$addr/$gb" --headless --png "$tmp/r.png" --json > "$tmp/r2.json" 2> "$tmp/err" ||
+  fail "--connect A/NAME,B/NAME exited $?: $(cat "$tmp/err")"
+grid_check "$tmp/r2.json" "$addr" || fail "--connect A/NAME,B/NAME: $(cat "$tmp/r2.json")"
+[ "$(grep -c '"name"' "$tmp/r2.json")" = 2 ] || fail "--connect A/NAME,B/NAME: not two pools"
+# One pool named: the single-pool view and its one JSON object, as ever.
+$view --connect "$addr/$ga" --headless --png "$tmp/r.png" --json > "$tmp/one.json" 2> /dev/null ||
+  fail "--connect A/NAME exited $?"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["pool_size"] == 8 << 20, j' \
+  "$tmp/one.json" || fail "--connect A/NAME: $(cat "$tmp/one.json")"
+# A bad address in the list: one line, exit 1; a hole in it: usage, exit 2.
+$view --connect "127.0.0.1:1,$addr" --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "a refused address in the list exited $rc, expected 1"
+[ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "127.0.0.1:1" "$tmp/err" ||
+  fail "a refused address in the list: $(cat "$tmp/err")"
+for bad in "--connect $addr,," "--connect ,$addr" "--all $ga" "--all --find 0x10"; do
+  $view $bad --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
+  rc=$?
+  [ $rc = 2 ] || fail "'$bad' exited $rc, expected 2"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/err")"
+done
+grep -q "(try 'gpubuddy-view --help')\$" "$tmp/err" || fail "usage error: $(cat "$tmp/err")"
 echo "test_viewer_cli: ok"

@@ -10,6 +10,7 @@
  */
 #include "view.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,12 +21,17 @@
 /* Ops replayed per update while seeking, so the window stays responsive. */
 #define APP_SEEK_CHUNK 2000000u
 
+void vmessage_set(char *msg, size_t n, uint64_t *until_ns, const char *fmt,
+                  va_list ap) {
+  vsnprintf(msg, n, fmt, ap);
+  *until_ns = gpb_now_ns() + 4000000000ull; /* shown for 4 s */
+}
+
 void vapp_message(vapp_t *a, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(a->msg, sizeof a->msg, fmt, ap);
+  vmessage_set(a->msg, sizeof a->msg, &a->msg_until_ns, fmt, ap);
   va_end(ap);
-  a->msg_until_ns = gpb_now_ns() + 4000000000ull;
 }
 
 static void app_event(const gpb_event_t *ev, void *user) {
@@ -67,33 +73,47 @@ int vapp_open_replay(vapp_t *a, vops_t *ops, const gpb_config_t *cfg) {
   return app_common(a);
 }
 
-int vapp_open_live(vapp_t *a, const char *name, const char *connect,
-                   const char *token) {
+void vapp_attach_error(const char *where, int rc) {
+  fprintf(stderr, "gpubuddy-view: cannot attach to %s: %s%s%s\n", where,
+          gpb_strerror(rc), *gpb_last_error_detail() ? ": " : "",
+          gpb_last_error_detail());
+}
+
+int vapp_open_attach(vapp_t *a, gpb_attach_t *at, const char *title) {
   memset(a, 0, sizeof *a);
   a->kind = VSRC_LIVE;
-  int rc = connect ? gpb_attach_connect(connect, token, &a->at)
-                   : gpb_attach_open(name, &a->at);
-  if (rc) {
-    fprintf(stderr, "gpubuddy-view: cannot attach to %s: %s%s%s\n",
-            connect ? connect : name, gpb_strerror(rc),
-            *gpb_last_error_detail() ? ": " : "", gpb_last_error_detail());
-    return rc;
-  }
+  a->at = at;
+  int rc;
   if ((rc = gpb_attach_info(a->at, &a->info)) != 0 ||
       !(a->model = gpb_attach_model(a->at))) {
     fprintf(stderr, "gpubuddy-view: %s: the reader has no pool state\n",
-            connect ? connect : name);
+            title);
     gpb_attach_close(a->at);
     a->at = NULL;
     return rc ? rc : GPB_EFORMAT;
   }
-  snprintf(a->title, sizeof a->title, "%s%s", connect ? "remote " : "",
-           connect ? connect : name);
+  snprintf(a->title, sizeof a->title, "%s", title);
   gpb_attach_set_hook(a->at, app_event, a);
   a->map.need_rebuild = 1;
   rc = app_common(a);
   a->map.need_rebuild = 1;
   return rc;
+}
+
+int vapp_open_live(vapp_t *a, const char *name, const char *connect,
+                   const char *token) {
+  memset(a, 0, sizeof *a);
+  gpb_attach_t *at;
+  int rc = connect ? gpb_attach_connect(connect, token, &at)
+                   : gpb_attach_open(name, &at);
+  if (rc) {
+    vapp_attach_error(connect ? connect : name, rc);
+    return rc;
+  }
+  char title[sizeof a->title];
+  snprintf(title, sizeof title, "%s%s", connect ? "remote " : "",
+           connect ? connect : name);
+  return vapp_open_attach(a, at, title);
 }
 
 void vapp_close(vapp_t *a) {
@@ -188,8 +208,27 @@ void vapp_update(vapp_t *a, double dt) {
       a->last_age_rebuild_ns = now;
     }
   }
+  vapp_sync_map(a);
+  gpb_model_stats(a->model, &a->stats);
+}
+
+void vapp_sync_map(vapp_t *a) {
   if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
   vmap_refresh(&a->map, a->model);
   vmap_colorize(&a->map);
-  gpb_model_stats(a->model, &a->stats);
+}
+
+int vapp_closed(const vapp_t *a) {
+  return a->kind == VSRC_LIVE && (a->disconnected || a->failed);
+}
+
+void vapp_json_members(const vapp_t *a, FILE *f) {
+  char buf[2048];
+  int n = gpb_stats_json(&a->stats, buf, sizeof buf);
+  fprintf(f, "\"ops\":%" PRIu64 ",\"total_ops\":%" PRIu64 ",\"pool_size\":%"
+          PRIu64 ",\"failed_allocs\":%" PRIu64 ",\"bytes_used\":%" PRIu64
+          ",\"largest_free\":%" PRIu64, vapp_pos(a), a->total_ops,
+          (uint64_t)a->info.pool_size, a->stats.failures,
+          a->stats.block_bytes, a->stats.largest_free);
+  if (n > 2 && (size_t)n < sizeof buf) fprintf(f, ",\"stats\":%s", buf);
 }

@@ -77,7 +77,7 @@ uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell) {
 
 /* ------------------------------------------------------------------ map */
 
-static void frame_map(vapp_t *a, gpbt_fb_t *fb) {
+void vframe_map(const vapp_t *a, gpbt_fb_t *fb) {
   const vmap_t *m = &a->map;
   int cp = a->cell_px;
   if (!m->ncells) {
@@ -378,8 +378,8 @@ static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
     gpbt_font_draw(fb, x + 4 * s, y + 3 * s + i * lh, s, VC_TEXT, l[i]);
 }
 
-static void frame_help(vapp_t *a, gpbt_fb_t *fb) {
-  int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
+void vframe_help(gpbt_fb_t *fb, int s) {
+  int lh = (GPBT_FONT_H + 1) * s;
   int lines = 1, w = 0, cur = 0;
   for (const char *p = vinput_keys_help; *p; p++) {
     if (*p == '\n') {
@@ -410,13 +410,11 @@ static void frame_help(vapp_t *a, gpbt_fb_t *fb) {
 void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale < 1 ? 1 : a->scale;
   vframe_layout(a, fb->w, fb->h);
-  if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
-  vmap_refresh(&a->map, a->model);
-  vmap_colorize(&a->map);
-  /* Background everywhere but the map, which frame_map covers. */
+  vapp_sync_map(a);
+  /* Background everywhere but the map, which vframe_map covers. */
   gpbt_fb_fill(fb, a->map_x + a->map_w, 0, fb->w - a->map_w, fb->h, VC_PANEL);
   gpbt_fb_fill(fb, 0, a->map_h, a->map_w, fb->h - a->map_h, VC_PANEL);
-  frame_map(a, fb);
+  vframe_map(a, fb);
 
   gpb_block_info_t hb;
   int hover = 0;
@@ -451,5 +449,5 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   if (hover) frame_hover(a, fb, &hb, a->mouse_x, a->mouse_y);
   else if (a->have_sel && !a->mouse_in)
     frame_hover(a, fb, &sb, a->map_x + a->map_w / 2, a->map_y + a->map_h / 3);
-  if (a->show_help) frame_help(a, fb);
+  if (a->show_help) vframe_help(fb, a->scale);
 }

@@ -24,6 +24,8 @@ const char *const vinput_keys_help =
     "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K)\n"
     "CLICK MAP    SELECT A BLOCK       ESC  CLEAR\n"
     "P            SAVE A PNG SCREENSHOT\n"
+    "GRID OF POOLS (--ALL, --CONNECT A,B): CLICK ONE TO WATCH IT\n"
+    "G            BACK TO THE GRID (ESC TOO, WITH NOTHING SELECTED)\n"
     "H  ?         THIS HELP            Q  QUIT";
 
 /* Parses "0x1f00", "4096", "64K", "1.5MiB": hex or gpb_size_parse. */

@@ -2,7 +2,8 @@
 /*
  * main.c: gpubuddy-view: options, then one of four loops: the window
  * (window.c, built when SDL2 is found), headless (one PNG, or a PNG every
- * K ms), --list, or --bench.
+ * K ms), --list, or --bench; on one pool, or on a grid of them (grid.c:
+ * --all, --connect A,B).
  *
  * Every mode drives the same vapp_t and draws with vframe_draw into a
  * gpbt_fb_t. Nothing here needs SDL2, so a GPU server without it still gets
@@ -26,6 +27,7 @@ typedef struct opts {
   const char *at, *find;
   uint64_t steps, seed;
   int w, h, scale, bench, headless, list, count, interval_ms, bench_frames;
+  int all;
   int color, layout;
   double speed;
   gpb_config_t cfg;
@@ -35,7 +37,11 @@ static void usage(FILE *f) {
   fprintf(f,
 "usage: gpubuddy-view NAME                 watch a live pool published as NAME\n"
 "       gpubuddy-view --list               list pools that can be attached\n"
-"       gpubuddy-view --connect HOST:PORT [--token T]   watch through gpubuddy-relay\n"
+"       gpubuddy-view --all                every pool on this machine, as a grid\n"
+"       gpubuddy-view --connect HOST:PORT[/NAME][,...] [--token T]\n"
+"                                          watch through gpubuddy-relay; a list,\n"
+"                                          or a relay serving several pools,\n"
+"                                          shows a grid of them\n"
 "       gpubuddy-view --trace FILE         replay a trace through a virtual pool\n"
 "       gpubuddy-view --pattern churn|checker|fill [--steps N] [--seed S]\n"
 "                                          replay a built-in synthetic workload\n"
@@ -45,7 +51,7 @@ static void usage(FILE *f) {
 "                     gpubuddy-replay picks: the next power of two >= 2x\n"
 "                     the trace's peak live bytes; else 256M)\n"
 "  --json             with --headless: the rendered frame's figures as one\n"
-"                     JSON object on stdout\n"
+"                     JSON object on stdout (a grid: an array, one per pool)\n"
 "  --min-block SIZE   minimum block (default 256)\n"
 "  --policy P         placement policy, as gpubuddy-replay (default buddy)\n"
 "  --speed OPS        ops per second (default: whole trace in ~20 s; 0 = max)\n"
@@ -102,6 +108,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       exit(0);
     } else if (!strcmp(a, "--list")) {
       o->list = 1;
+    } else if (!strcmp(a, "--all")) {
+      o->all = 1;
     } else if (!strcmp(a, "--headless")) {
       o->headless = 1;
     } else if (!strcmp(a, "--bench")) {
@@ -198,10 +206,25 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     }
 #undef NEXT
   }
-  int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern;
+  int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern + o->all;
   if (!o->list && sources != 1 && !(o->bench && sources == 0)) {
-    fprintf(stderr, "gpubuddy-view: give one of NAME, --connect, --trace, "
-                    "--pattern (see --help)\n");
+    fprintf(stderr, "gpubuddy-view: give one of NAME, --all, --connect, "
+                    "--trace, --pattern (try 'gpubuddy-view --help')\n");
+    return -1;
+  }
+  if (o->connect) {
+    /* "a,,b" or a trailing comma: a list with a hole is a typo. */
+    const char *c = o->connect;
+    size_t n = strlen(c);
+    if (!n || c[0] == ',' || c[n - 1] == ',' || strstr(c, ",,")) {
+      fprintf(stderr, "gpubuddy-view: --connect '%s': an empty address in "
+              "the list (try 'gpubuddy-view --help')\n", c);
+      return -1;
+    }
+  }
+  if (o->find && (o->all || (o->connect && strchr(o->connect, ',')))) {
+    fprintf(stderr, "gpubuddy-view: --find needs a single pool (try "
+            "'gpubuddy-view --help')\n");
     return -1;
   }
   if (o->at && strcmp(o->at, "end") &&
@@ -245,6 +268,9 @@ static int open_ops(const opts_t *o, vops_t **ops) {
   return rc;
 }
 
+/* open_source: the relay at --connect HOST:PORT serves several pools. */
+#define OPEN_SEVERAL 1
+
 static int open_source(opts_t *o, vapp_t *app) {
   int rc;
   if (o->trace || o->pattern) {
@@ -254,6 +280,19 @@ static int open_source(opts_t *o, vapp_t *app) {
     if (rc) return rc;
     snprintf(app->title, sizeof app->title, "%s", o->trace ? o->trace : o->pattern);
     if (o->speed >= 0) app->speed = o->speed;
+  } else if (o->connect && !strchr(o->connect, '/')) {
+    /* One relay, no pool named: its one pool as ever, or, when it
+     * refuses for serving several (GPB_EINVAL), the grid of them. */
+    gpb_attach_t *at;
+    rc = gpb_attach_connect(o->connect, o->token, &at);
+    if (rc == GPB_EINVAL) return OPEN_SEVERAL;
+    if (rc) {
+      vapp_attach_error(o->connect, rc);
+      return rc;
+    }
+    char title[sizeof app->title];
+    snprintf(title, sizeof title, "remote %s", o->connect);
+    if ((rc = vapp_open_attach(app, at, title))) return rc;
   } else {
     rc = vapp_open_live(app, o->name, o->connect, o->token);
     if (rc) return rc;
@@ -284,16 +323,25 @@ static void catch_up(vapp_t *app) {
   }
 }
 
+/* Headless mode draws one pool (app) or a grid (grid; app NULL). */
+static void headless_update(vapp_t *app, vgrid_t *grid, double dt) {
+  if (!grid) {
+    vapp_update(app, dt);
+    return;
+  }
+  vgrid_update(grid, dt);
+  for (int i = 0; i < grid->n; i++) catch_up(grid->cells[i].app);
+}
+
+static void headless_draw(vapp_t *app, vgrid_t *grid, gpbt_fb_t *fb) {
+  if (grid) vgrid_draw(grid, fb);
+  else vframe_draw(app, fb);
+}
+
 /* --json: the figures of the frame just rendered, for scripts. */
 static void print_json(const vapp_t *app) {
-  char buf[2048];
-  int n = gpb_stats_json(&app->stats, buf, sizeof buf);
-  printf("{\"ops\":%" PRIu64 ",\"total_ops\":%" PRIu64 ",\"pool_size\":%"
-         PRIu64 ",\"failed_allocs\":%" PRIu64 ",\"bytes_used\":%" PRIu64
-         ",\"largest_free\":%" PRIu64, vapp_pos(app), app->total_ops,
-         (uint64_t)app->info.pool_size, app->stats.failures,
-         app->stats.block_bytes, app->stats.largest_free);
-  if (n > 2 && (size_t)n < sizeof buf) printf(",\"stats\":%s", buf);
+  putchar('{');
+  vapp_json_members(app, stdout);
   printf("}\n");
 }
 
@@ -306,13 +354,18 @@ static int headless_png(const char *path, const gpbt_fb_t *fb) {
   return rc;
 }
 
-static int run_headless(opts_t *o, vapp_t *app) {
+static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
   gpbt_fb_t fb;
   if (gpbt_fb_init(&fb, o->w, o->h)) return GPB_EHOSTMEM;
-  app->scale = o->scale ? o->scale : 1;
-  vframe_layout(app, fb.w, fb.h);
+  if (grid) {
+    grid->scale = o->scale ? o->scale : 1;
+    vgrid_layout(grid, fb.w, fb.h);
+  } else {
+    app->scale = o->scale ? o->scale : 1;
+    vframe_layout(app, fb.w, fb.h);
+  }
   int rc = 0;
-  if (app->kind == VSRC_REPLAY && (o->png || o->at)) {
+  if (app && app->kind == VSRC_REPLAY && (o->png || o->at)) {
     uint64_t at = UINT64_MAX - 1;
     if (o->at && strcmp(o->at, "end")) {
       char *end;
@@ -327,9 +380,13 @@ static int run_headless(opts_t *o, vapp_t *app) {
     app->paused = 1;
   }
   if (o->png) {
-    catch_up(app);
-    apply_find(o, app);
-    vframe_draw(app, &fb);
+    if (grid) {
+      headless_update(app, grid, 0);
+    } else {
+      catch_up(app);
+      apply_find(o, app);
+    }
+    headless_draw(app, grid, &fb);
     rc = headless_png(o->png, &fb);
     if (!rc) fprintf(stderr, "gpubuddy-view: wrote %s\n", o->png);
   } else {
@@ -342,21 +399,63 @@ static int run_headless(opts_t *o, vapp_t *app) {
     int found = 0;
     for (int i = 0; i < o->count && !rc; i++) {
       if (i) sleep_ms(o->interval_ms);
-      vapp_update(app, o->interval_ms / 1000.0);
-      catch_up(app);
-      if (!found) apply_find(o, app), found = 1;
-      vframe_draw(app, &fb);
+      headless_update(app, grid, o->interval_ms / 1000.0);
+      if (!grid) {
+        catch_up(app);
+        if (!found) apply_find(o, app), found = 1;
+      }
+      headless_draw(app, grid, &fb);
       char path[4096];
       snprintf(path, sizeof path, "%s/frame-%03d.png", o->frames_dir, i);
       rc = headless_png(path, &fb);
       fprintf(stderr, "\rgpubuddy-view: frame %d/%d%s", i + 1, o->count,
-              app->disconnected ? " (disconnected)" : "");
+              app && app->disconnected ? " (disconnected)" : "");
     }
     fprintf(stderr, "\ngpubuddy-view: frames are in %s/\n", o->frames_dir);
   }
   gpbt_fb_free(&fb);
-  if (!rc && app->failed) rc = GPB_EFORMAT;
+  if (!rc && app && app->failed) rc = GPB_EFORMAT;
   return rc;
+}
+
+/* The window on one pool or a grid; a build without SDL2 says how to
+ * render instead. */
+static int run_window(const opts_t *o, vapp_t *app, vgrid_t *grid) {
+#ifdef GPB_HAVE_SDL2_WINDOW
+  return vwindow_run(app, grid, o->w, o->h, o->scale, grid ? NULL : o->find);
+#else
+  (void)o, (void)app, (void)grid;
+  fprintf(stderr, "gpubuddy-view: this build has no window (SDL2 was not "
+                  "found when it was configured)\n"
+                  "  render headless instead: --headless --png out.png, or "
+                  "--headless --frames DIR\n");
+  return 1;
+#endif
+}
+
+/* --all, --connect A,B, or one relay with several pools: the grid. */
+static int run_grid(opts_t *o) {
+  vgrid_t g;
+  vgrid_init(&g, o->token, (vcolor_mode_t)o->color, (vlayout_t)o->layout);
+  int rc = 0;
+  if (o->all) {
+    rc = vgrid_add_all(&g);
+  } else {
+    char *list = strdup(o->connect), *save = NULL;
+    if (!list) rc = GPB_EHOSTMEM;
+    for (char *a = list ? strtok_r(list, ",", &save) : NULL; a && !rc;
+         a = strtok_r(NULL, ",", &save))
+      rc = vgrid_add_connect(&g, a);
+    free(list);
+  }
+  if (!rc && o->headless) {
+    rc = run_headless(o, NULL, &g);
+    if (o->json && !rc) vgrid_json(&g, stdout);
+  } else if (!rc) {
+    rc = run_window(o, NULL, &g);
+  }
+  vgrid_close(&g);
+  return rc ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------ bench */
@@ -556,6 +655,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (o.bench) return run_bench(&o);
+  if (o.all || (o.connect && strchr(o.connect, ','))) return run_grid(&o);
   vapp_t app;
   if (o.trace && !o.pool_size_given && strcmp(o.trace, "-")) {
     /* Size the pool from the trace, as gpubuddy-replay does: a fixed 256
@@ -567,21 +667,14 @@ int main(int argc, char **argv) {
       gpbt_seq_free(&q);
     } /* else open_source reports the trace's error */
   }
-  if (open_source(&o, &app)) return 1;
-  int rc;
+  int rc = open_source(&o, &app);
+  if (rc == OPEN_SEVERAL) return run_grid(&o);
+  if (rc) return 1;
   if (o.headless) {
-    rc = run_headless(&o, &app);
+    rc = run_headless(&o, &app, NULL);
     if (o.json && !rc) print_json(&app);
   } else {
-#ifdef GPB_HAVE_SDL2_WINDOW
-    rc = vwindow_run(&app, o.w, o.h, o.scale, o.find);
-#else
-    fprintf(stderr, "gpubuddy-view: this build has no window (SDL2 was not "
-                    "found when it was configured)\n"
-                    "  render headless instead: --headless --png out.png, or "
-                    "--headless --frames DIR\n");
-    rc = 1;
-#endif
+    rc = run_window(&o, &app, NULL);
   }
   vapp_close(&app);
   return rc ? 1 : 0;

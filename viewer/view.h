@@ -14,8 +14,9 @@
  * Files: map.c (layout, block map rasterizer), frame.c (panels and the
  * whole frame), draw.c (palette), series.c (time series), replay.c (trace
  * and pattern source), live.c (attach source), input.c (keys and mouse),
- * app.c (the viewer object, event plumbing), main.c (options, headless,
- * window loop, bench). Text and PNG come from tools/common.
+ * app.c (the viewer object, event plumbing), grid.c (many pools at once),
+ * main.c (options, headless, bench), window.c (the SDL2 window). Text and
+ * PNG come from tools/common.
  */
 #ifndef GPB_VIEW_H
 #define GPB_VIEW_H
@@ -23,8 +24,10 @@
 #include "gpubuddy.h"
 #include "raster.h" /* the pixel buffer, font and PNG writer (tools/common) */
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------- colors */
 
@@ -234,13 +237,18 @@ typedef struct vapp {
   int tl_x, tl_y, tl_w, tl_h; /* timeline */
   int want_shot;
   char shot_dir[256];
-  int shot_count;
 } vapp_t;
 
 /* app.c */
 int vapp_open_replay(vapp_t *a, vops_t *ops, const gpb_config_t *cfg);
+/* Attaches to pool `name`, or through a relay at `connect`; says why not
+ * on stderr. */
 int vapp_open_live(vapp_t *a, const char *name, const char *connect,
                    const char *token);
+/* A live view of an attached reader; takes `at` (closed on failure). */
+int vapp_open_attach(vapp_t *a, gpb_attach_t *at, const char *title);
+/* "gpubuddy-view: cannot attach to WHERE: why" on stderr, one line. */
+void vapp_attach_error(const char *where, int rc);
 void vapp_close(vapp_t *a);
 /* Brings the source forward by dt seconds of wall time; seeks; polls. */
 void vapp_update(vapp_t *a, double dt);
@@ -248,10 +256,23 @@ void vapp_update(vapp_t *a, double dt);
 int vapp_seek(vapp_t *a, uint64_t n);
 void vapp_message(vapp_t *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The status-line message of an app or a grid: text, and until when. */
+void vmessage_set(char *msg, size_t n, uint64_t *until_ns, const char *fmt,
+                  va_list ap) __attribute__((format(printf, 4, 0)));
 uint64_t vapp_pos(const vapp_t *a);
+/* Brings the map's sums and colors up to the model (before drawing it). */
+void vapp_sync_map(vapp_t *a);
+/* A live source whose pool is gone or whose stream broke. */
+int vapp_closed(const vapp_t *a);
+/* The --json figures as object members, no braces: "ops":..,"stats":{..}. */
+void vapp_json_members(const vapp_t *a, FILE *f);
 
 /* frame.c: lays out and draws one whole frame into fb. */
 void vframe_draw(vapp_t *a, gpbt_fb_t *fb);
+/* Draws the block map into the rectangle map_x, map_y, map_w, map_h. */
+void vframe_map(const vapp_t *a, gpbt_fb_t *fb);
+/* The keys help box, centered. */
+void vframe_help(gpbt_fb_t *fb, int scale);
 /* Sets the geometry for a frame of w x h and sizes the map grid. */
 void vframe_layout(vapp_t *a, int w, int h);
 /* Byte offset under pixel (x, y) of the map, its cell index in *cell;
@@ -278,8 +299,89 @@ void vinput_find(vapp_t *a, const char *where);
 int vinput_parse_where(const char *s, uint64_t *out);
 extern const char *const vinput_keys_help;
 
-/* window.c (SDL2 builds only): runs the window until the user quits;
- * scale 0 picks 2 on HiDPI outputs, else 1. find: as --find, or NULL. */
-int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find);
+/* ------------------------------------------------------------- the grid */
+
+/* grid.c: many live pools at once (--all, --connect A,B), each a vapp_t of
+ * its own drawn as a small block map with its headline figures; a click
+ * focuses one (the whole single-pool view), G goes back. Pools are found
+ * again once a second, so new ones join; a closed one stays greyed. */
+#define VGRID_MAX 256                 /* pools shown at most */
+#define VGRID_SCAN_NS 1000000000ull   /* look for pools this often */
+#define VGRID_KEEP_NS 30000000000ull  /* a found pool stays this long closed */
+#define VGRID_BACKOFF_NS 10000000000ull /* after a relay did not answer */
+
+typedef struct vcell {
+  vapp_t *app;          /* owned */
+  char key[GPB_NAME_MAX + 320]; /* local pool name, or HOST:PORT/NAME */
+  int name_at;          /* the pool's name: key + name_at */
+  int named;            /* the user named it (HOST:PORT/NAME): kept closed */
+  uint64_t closed_ns;   /* first seen closed; 0 while open */
+  int x, y, w, h;       /* the cell in the last grid frame */
+} vcell_t;
+
+typedef struct vrelay {
+  char addr[300];       /* HOST:PORT whose pool list is read */
+  uint64_t next_ns;     /* when to read it again */
+} vrelay_t;
+
+typedef struct vgrid {
+  vcell_t *cells;       /* sorted by key */
+  int n, cap;
+  vapp_t *focus;        /* the pool shown whole; NULL: the grid */
+  int all;              /* --all: this machine's pools */
+  vrelay_t *relays;
+  int nrelays;
+  const char *token;
+  vcolor_mode_t color;
+  vlayout_t layout;
+  uint64_t next_scan_ns;
+  char title[128];
+  char msg[256];
+  uint64_t msg_until_ns;
+  int scale;
+  int mouse_x, mouse_y, mouse_in;
+  int show_help, want_shot;
+  int cols, rows;       /* the last layout */
+} vgrid_t;
+
+void vgrid_init(vgrid_t *g, const char *token, vcolor_mode_t color,
+                vlayout_t layout);
+void vgrid_close(vgrid_t *g);
+/* Every pool published on this machine, now and later. Says why not on
+ * stderr. */
+int vgrid_add_all(vgrid_t *g);
+/* HOST:PORT/NAME: that pool; HOST:PORT: every pool its relay serves, now
+ * and later. Says why not on stderr, one line. */
+int vgrid_add_connect(vgrid_t *g, const char *addr);
+/* Adds an opened view under `key` and takes it (malloc'd; tests). */
+int vgrid_add_app(vgrid_t *g, vapp_t *app, const char *key);
+void vgrid_message(vgrid_t *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Looks for pools when due; brings every pool forward; drops pools found
+ * by a scan that have been closed for VGRID_KEEP_NS. */
+void vgrid_update(vgrid_t *g, double dt);
+/* Sets each cell's rectangle and sizes its map for a frame of w x h. */
+void vgrid_layout(vgrid_t *g, int w, int h);
+/* The grid, or the focused pool's whole view. */
+void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb);
+/* The cell under (x, y) in the last layout, or -1. */
+int vgrid_cell_at(const vgrid_t *g, int x, int y);
+/* Input as input.c's: in the grid a click focuses a pool; focused, all
+ * goes to that pool but G (and Esc with nothing to clear), which come
+ * back. vgrid_key returns 1 when the app should quit. */
+int vgrid_key(vgrid_t *g, int key);
+void vgrid_text(vgrid_t *g, const char *utf8);
+void vgrid_wheel(vgrid_t *g, int x, int y, int dy);
+void vgrid_button(vgrid_t *g, int x, int y, int down);
+void vgrid_motion(vgrid_t *g, int x, int y, int buttons);
+/* --json: one array, an object per pool: name, relay (remote ones),
+ * closed, then the single-pool figures. */
+void vgrid_json(const vgrid_t *g, FILE *f);
+
+/* window.c (SDL2 builds only): runs the window until the user quits, on
+ * one pool (app) or a grid (grid; app NULL); scale 0 picks 2 on HiDPI
+ * outputs, else 1. find: as --find, or NULL. */
+int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
+                const char *find);
 
 #endif /* GPB_VIEW_H */

@@ -38,18 +38,21 @@ static int sdl_key(const SDL_Keysym *k) {
   }
 }
 
-static void save_shot(vapp_t *app, const gpbt_fb_t *fb) {
+/* Writes the frame to the first free gpubuddy-view-NNN.png; what
+ * happened goes into msg for the status line. */
+static void save_shot(int *count, const gpbt_fb_t *fb, char *msg, size_t n) {
   char path[64];
   for (int i = 0; i < 1000; i++) {
-    snprintf(path, sizeof path, "gpubuddy-view-%03d.png", app->shot_count++);
+    snprintf(path, sizeof path, "gpubuddy-view-%03d.png", (*count)++);
     struct stat sb;
     if (stat(path, &sb) != 0) break;
   }
-  if (gpbt_png_write(path, fb) == 0) vapp_message(app, "saved %s", path);
-  else vapp_message(app, "could not save %s: %s", path, strerror(errno));
+  if (gpbt_png_write(path, fb) == 0) snprintf(msg, n, "saved %s", path);
+  else snprintf(msg, n, "could not save %s: %s", path, strerror(errno));
 }
 
-int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
+int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
+                const char *find) {
   if (SDL_Init(SDL_INIT_VIDEO) != 0) {
     fprintf(stderr, "gpubuddy-view: cannot open a display: %s\n"
                     "  (no display? try --headless --png out.png)\n",
@@ -57,7 +60,8 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
     return 1;
   }
   char title[200];
-  snprintf(title, sizeof title, "gpubuddy-view: %s", app->title);
+  snprintf(title, sizeof title, "gpubuddy-view: %s",
+           grid ? grid->title : app->title);
   SDL_Window *win = SDL_CreateWindow(title, SDL_WINDOWPOS_UNDEFINED,
                                      SDL_WINDOWPOS_UNDEFINED, w, h,
                                      SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
@@ -76,7 +80,7 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
   }
   SDL_Texture *tex = NULL;
   gpbt_fb_t fb = {0};
-  int quit = 0, rc = 0, found = 0;
+  int quit = 0, rc = 0, found = 0, shots = 0;
   uint64_t last = gpb_now_ns();
   double sx = 1, sy = 1; /* window points to output pixels */
   SDL_StartTextInput();
@@ -90,7 +94,9 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
     SDL_GetWindowSize(win, &ww, &wh);
     sx = ww ? (double)ow / ww : 1;
     sy = wh ? (double)oh / wh : 1;
-    app->scale = scale ? scale : (sx >= 1.5 ? 2 : 1);
+    int ui = scale ? scale : (sx >= 1.5 ? 2 : 1);
+    if (grid) grid->scale = ui;
+    else app->scale = ui;
     if (ow != fb.w || oh != fb.h || !tex) {
       if (tex) SDL_DestroyTexture(tex);
       gpbt_fb_free(&fb);
@@ -105,10 +111,13 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
         rc = 1;
         break;
       }
-      vframe_layout(app, fb.w, fb.h);
+      if (grid) vgrid_layout(grid, fb.w, fb.h);
+      else vframe_layout(app, fb.w, fb.h);
     }
     SDL_Event e;
     while (SDL_PollEvent(&e)) {
+      /* In a grid, the focused pool is the app, until G leaves it. */
+      vapp_t *cur = grid ? grid->focus : app;
       switch (e.type) {
       case SDL_QUIT:
         quit = 1;
@@ -116,32 +125,46 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
       case SDL_KEYDOWN: {
         int k = sdl_key(&e.key.keysym);
         /* Printable keys arrive as text while the search prompt is open. */
-        if (app->searching && k >= 32 && k < 127) break;
-        if (k && vinput_key(app, k)) quit = 1;
+        if (cur && cur->searching && k >= 32 && k < 127) break;
+        if (k && (grid ? vgrid_key(grid, k) : vinput_key(app, k))) quit = 1;
         break;
       }
       case SDL_TEXTINPUT:
-        vinput_text(app, e.text.text);
+        if (grid) vgrid_text(grid, e.text.text);
+        else vinput_text(app, e.text.text);
         break;
       case SDL_MOUSEMOTION:
-        vinput_motion(app, (int)(e.motion.x * sx), (int)(e.motion.y * sy),
-                      (int)e.motion.state);
+        if (grid)
+          vgrid_motion(grid, (int)(e.motion.x * sx), (int)(e.motion.y * sy),
+                       (int)e.motion.state);
+        else
+          vinput_motion(app, (int)(e.motion.x * sx), (int)(e.motion.y * sy),
+                        (int)e.motion.state);
         break;
       case SDL_MOUSEBUTTONDOWN:
       case SDL_MOUSEBUTTONUP:
-        if (e.button.button == SDL_BUTTON_LEFT)
+        if (e.button.button != SDL_BUTTON_LEFT) break;
+        if (grid)
+          vgrid_button(grid, (int)(e.button.x * sx), (int)(e.button.y * sy),
+                       e.type == SDL_MOUSEBUTTONDOWN);
+        else
           vinput_button(app, (int)(e.button.x * sx), (int)(e.button.y * sy),
                         e.type == SDL_MOUSEBUTTONDOWN);
         break;
       case SDL_MOUSEWHEEL: {
         int mx, my;
         SDL_GetMouseState(&mx, &my);
-        if (e.wheel.y)
+        if (e.wheel.y && grid)
+          vgrid_wheel(grid, (int)(mx * sx), (int)(my * sy), e.wheel.y);
+        else if (e.wheel.y)
           vinput_wheel(app, (int)(mx * sx), (int)(my * sy), e.wheel.y);
         break;
       }
       case SDL_WINDOWEVENT:
-        if (e.window.event == SDL_WINDOWEVENT_LEAVE) app->mouse_in = 0;
+        if (e.window.event == SDL_WINDOWEVENT_LEAVE) {
+          if (grid) grid->mouse_in = 0;
+          if (cur) cur->mouse_in = 0;
+        }
         break;
       default:
         break;
@@ -151,13 +174,27 @@ int vwindow_run(vapp_t *app, int w, int h, int scale, const char *find) {
     double dt = (double)(now - last) / 1e9;
     last = now;
     if (dt > 0.25) dt = 0.25;
-    vapp_update(app, dt);
-    if (!found && find) vinput_find(app, find);
-    found = 1;
-    vframe_draw(app, &fb);
-    if (app->want_shot) {
-      app->want_shot = 0;
-      save_shot(app, &fb);
+    if (grid) {
+      vgrid_update(grid, dt);
+      vgrid_draw(grid, &fb);
+    } else {
+      vapp_update(app, dt);
+      if (!found && find) vinput_find(app, find);
+      found = 1;
+      vframe_draw(app, &fb);
+    }
+    /* p: in the grid, or in the pool it shows. */
+    vapp_t *cur = grid ? grid->focus : app;
+    if (cur && cur->want_shot) {
+      char msg[256];
+      cur->want_shot = 0;
+      save_shot(&shots, &fb, msg, sizeof msg);
+      vapp_message(cur, "%s", msg);
+    } else if (grid && grid->want_shot) {
+      char msg[256];
+      grid->want_shot = 0;
+      save_shot(&shots, &fb, msg, sizeof msg);
+      vgrid_message(grid, "%s", msg);
     }
     if (SDL_UpdateTexture(tex, NULL, fb.px, fb.w * (int)sizeof *fb.px) != 0 ||
         SDL_RenderCopy(ren, tex, NULL, NULL) != 0) {
