@@ -139,6 +139,15 @@ typedef struct gpb_config {
  * no allocation later stalls on a page fault; with this flag, as always
  * for the virtual backend, creation takes under a millisecond. */
 #define GPB_CFG_LAZY_META 0x4u
+/* Device and pinned pools with one arena: while every allocation and
+ * gpb_free_async has named one stream, an async free returns the block at
+ * once, with no CUDA event (work queued on that stream later runs after
+ * the work before the free; PyTorch's allocator relies on the same).
+ * The first call naming a second stream records one event on the first
+ * stream, and every other stream waits for it (cudaStreamWaitEvent, no
+ * host wait) until it has completed; from then on async frees are
+ * stream-ordered as without the flag. The PyTorch entry points set it. */
+#define GPB_CFG_SOLO_STREAM 0x8u
 
 /* Fills the defaults. Environment is only consulted by gpb_pool_create. */
 GPB_API void gpb_config_init(gpb_config_t *cfg);

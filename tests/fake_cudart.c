@@ -156,4 +156,23 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   return cudaSuccess;
 }
 
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t e,
+                                unsigned flags) {
+  struct CUstream_st *s = fake_resolve(stream);
+  fake_check_dev(e);
+  if (flags || s->device != e->device) return cudaErrorInvalidResourceHandle;
+  fake_counts.waits++;
+  fake_counts.wait_stream = s;
+  fake_counts.wait_on = e->s;
+  fake_counts.wait_ticket = e->ticket;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  struct CUstream_st *s = fake_resolve(stream);
+  fake_counts.stream_syncs++;
+  s->done = s->queued;
+  return cudaSuccess;
+}
+
 void fake_set_device(int device) { fake_cur = device; }

@@ -19,6 +19,12 @@ typedef struct fake_counts {
   uint64_t event_creates, event_destroys, records, queries, syncs;
   uint64_t wrong_device; /* event used with another device current */
   uint64_t set_device;
+  uint64_t waits;        /* cudaStreamWaitEvent */
+  uint64_t stream_syncs; /* cudaStreamSynchronize */
+  /* The last cudaStreamWaitEvent: the waiting stream, and the stream and
+   * work ticket of the event it waits for. */
+  void *wait_stream, *wait_on;
+  uint64_t wait_ticket;
 } fake_counts_t;
 
 void fake_cuda_setup(int ndev, size_t free_bytes);

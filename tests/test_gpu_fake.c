@@ -33,12 +33,14 @@ static void on_event(const gpb_event_t *ev, void *user) {
                 gpb_event_type_name(ev->type), gpb_last_error_detail());
 }
 
+static unsigned make_flags; /* added to the next pools' cfg.flags */
+
 static gpb_pool_t *make_pool_arenas(int device, size_t size,
                                     gpb_policy_t policy, uint32_t arenas,
                                     watch_t *w) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
-  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.flags = GPB_CFG_NO_ENV | make_flags;
   cfg.backend = GPB_BACKEND_DEVICE;
   cfg.device = device;
   cfg.pool_size = size;
@@ -157,6 +159,70 @@ static void test_basic(void) {
   ASSERT_ERR(gpb_free_async(p, (char *)a - 1, s0), GPB_EFOREIGN);
   check_pool(p, &w);
   finish_pool(p, &w);
+}
+
+/* GPB_CFG_SOLO_STREAM: async frees on the only stream return at once,
+ * with no event; a second stream gets a fence on the first, waits for it
+ * (never the host) until it completes, and async frees take events from
+ * then on. Not with arenas. */
+static void test_solo(void) {
+  watch_t w;
+  make_flags = GPB_CFG_SOLO_STREAM;
+  gpb_pool_t *p = make_pool(0, 1 << 20, GPB_POLICY_BESTFIT, &w);
+  void *s0 = fake_stream_create(0), *s1 = fake_stream_create(0);
+  gpb_stats_t st;
+  void *a, *b, *c, *d;
+  uint64_t records = fake_counts.records, syncs = fake_counts.syncs;
+  ASSERT_OK(gpb_alloc_ex(p, 4000, 0, 0, s0, &a));
+  fake_stream_enqueue(s0);
+  ASSERT_OK(gpb_free_async(p, a, s0));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 0);
+  ASSERT_U64_EQ(st.frees, 1);
+  ASSERT_U64_EQ(fake_counts.records, records); /* no event */
+  ASSERT_ERR(gpb_free_async(p, a, s0), GPB_EDOUBLEFREE);
+  ASSERT_OK(gpb_alloc_ex(p, 4000, 0, 0, s0, &b));
+  ASSERT(b == a); /* same stream: its work is ordered after the free */
+  check_pool(p, &w);
+
+  /* A second stream: one fence on s0 at its work so far, s1 waits on it. */
+  uint64_t ticket = fake_stream_enqueue(s0);
+  uint64_t waits = fake_counts.waits;
+  ASSERT_OK(gpb_alloc_ex(p, 4000, 0, 0, s1, &c));
+  ASSERT_U64_EQ(fake_counts.records, records + 1);
+  ASSERT_U64_EQ(fake_counts.waits, waits + 1);
+  ASSERT(fake_counts.wait_stream == s1 && fake_counts.wait_on == s0);
+  ASSERT_U64_EQ(fake_counts.wait_ticket, ticket);
+  ASSERT_U64_EQ(fake_counts.syncs, syncs); /* the host never waited */
+  /* From now on async frees are stream-ordered. */
+  ASSERT_OK(gpb_free_async(p, b, s0));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 2);
+  ASSERT_OK(gpb_alloc_ex(p, 100, 0, 0, s1, &d)); /* fence still running */
+  ASSERT_U64_EQ(fake_counts.waits, waits + 2);
+  fake_stream_finish(s0);
+  ASSERT_OK(gpb_free_async(p, d, s1));
+  ASSERT_OK(gpb_alloc_ex(p, 100, 0, 0, s1, &d)); /* done: dropped, no wait */
+  ASSERT_U64_EQ(fake_counts.waits, waits + 2);
+  ASSERT_OK(gpb_free(p, d));
+  ASSERT_OK(gpb_free(p, c));
+  ASSERT_OK(gpb_pool_drain(p));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 0);
+  check_pool(p, &w);
+  finish_pool(p, &w);
+
+  /* With arenas the flag does nothing: the free waits for s0's work. */
+  p = make_pool_arenas(0, 4 << 20, GPB_POLICY_BUDDY, 2, &w);
+  ASSERT_OK(gpb_alloc_ex(p, 4000, 0, 0, s0, &a));
+  fake_stream_enqueue(s0);
+  ASSERT_OK(gpb_free_async(p, a, s0));
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  ASSERT_U64_EQ(st.live_allocs, 1);
+  fake_stream_finish(s0);
+  ASSERT_OK(gpb_pool_drain(p));
+  finish_pool(p, &w);
+  make_flags = 0;
 }
 
 /* Out of memory: done frees come back first; waiting is the last resort,
@@ -378,7 +444,7 @@ static void test_torch(void) {
   gpb_torch_free(b, 2 << 20, 0, s0);
   gpb_torch_free(NULL, 0, 0, s0);
   ASSERT_OK(gpb_torch_stats(0, &st));
-  ASSERT_U64_EQ(st.live_allocs, 2); /* pending on s0 */
+  ASSERT_U64_EQ(st.live_allocs, 0); /* one stream: back at once */
   ASSERT_OK(gpb_torch_drain(0));
   ASSERT_OK(gpb_torch_stats(0, &st));
   uint64_t m, f, fr;
@@ -450,6 +516,7 @@ int main(void) {
   fake_cuda_setup(4, (size_t)64 << 20);
   fake_set_device(1); /* the caller works on another device */
   test_basic();
+  test_solo();
   test_oom();
   test_reap();
   test_devices();

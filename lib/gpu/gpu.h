@@ -25,6 +25,8 @@ GPB__HIDDEN int gpb__gpu_open(gpb_backend_t backend, int device, void *base,
  * pool drains it before a request finally fails. *out NULL for NULL. */
 GPB__HIDDEN int gpb__gpu_open_child(const gpb__gpu_t *parent,
                                     gpb__gpu_t **out);
+/* GPB_CFG_SOLO_STREAM for a pool's own state (not an arena's). NULL-safe. */
+GPB__HIDDEN void gpb__gpu_set_solo(gpb__gpu_t *g);
 /* Drops pending frees without emitting events (the pool dies with them),
  * destroys the events and unregisters the NVTX heap. NULL-safe. Call
  * before the backend releases the memory. */

@@ -28,6 +28,13 @@
  * allocation followed by ALLOC for the new one on the same range (no
  * merges in between: the state after is the state before).
  *
+ * GPB_CFG_SOLO_STREAM: while one stream is all the pool has been given,
+ * an async free is a plain free (the reuse rule covers every later
+ * allocation). When a second stream shows up, blocks freed that way may
+ * still be in use by work queued on the first, so one event (the fence)
+ * is recorded there, every other stream is made to wait for it until it
+ * completes, and async frees take the event path from then on.
+ *
  * When an allocation finds no block (GPB_ENOMEM), every stream's pending
  * blocks whose events are done are returned and the allocation retried;
  * only if it still fails does it wait (cudaEventSynchronize) for the
@@ -86,6 +93,10 @@ struct gpb__gpu {
   void *emit_ctx;
   int child; /* an arena's: the heap is its pool's, and out of memory it
                 asks the pool for room instead of waiting */
+  /* GPB_CFG_SOLO_STREAM: 0 off, 1 no stream yet, 2 one (solo), 3 more. */
+  int solo_state;
+  void *solo;
+  cudaEvent_t fence; /* recorded on solo when the second stream came */
 };
 
 /* ------------------------------------------------------------- devices */
@@ -313,6 +324,7 @@ void gpb__gpu_close(gpb__gpu_t *g) {
     }
   }
   for (uint32_t i = 0; i < g->nevs; i++) cudaEventDestroy(g->evs[i]);
+  if (g->fence) cudaEventDestroy(g->fence);
   for (stream_pend_t *e = g->spare, *nx; e; e = nx) {
     nx = e->hnext;
     free(e);
@@ -323,6 +335,52 @@ void gpb__gpu_close(gpb__gpu_t *g) {
   free(g->q);
   free(g->hash);
   free(g);
+}
+
+void gpb__gpu_set_solo(gpb__gpu_t *g) {
+  if (g && !g->child) g->solo_state = 1;
+}
+
+/* Notes the stream of an allocation or async free: 1 while it is the only
+ * one so far. A second stream ends that: the fence goes on the first, or
+ * when no event can be had, the first is waited for once, here. */
+static int stream_solo(gpb__gpu_t *g, void *stream) {
+  if (g->solo_state == 1) {
+    g->solo = stream;
+    g->solo_state = 2;
+  }
+  if (g->solo_state != 2) return 0;
+  if (stream == g->solo) return 1;
+  g->solo_state = 3;
+  int saved = stream_enter(g);
+  cudaEvent_t ev = NULL;
+  if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventRecord(ev, (cudaStream_t)g->solo) != cudaSuccess) {
+    cudaGetLastError();
+    if (ev) cudaEventDestroy(ev);
+    ev = NULL;
+    cudaStreamSynchronize((cudaStream_t)g->solo);
+    cudaGetLastError();
+  }
+  g->fence = ev;
+  stream_leave(g, saved);
+  return 0;
+}
+
+/* Work on `stream` is about to use a block: it runs after the fence,
+ * which is dropped once it has completed. */
+static void stream_fence(gpb__gpu_t *g, void *stream) {
+  if (!g->fence || stream == g->solo) return;
+  int saved = stream_enter(g);
+  if (cudaEventQuery(g->fence) == cudaSuccess) {
+    cudaEventDestroy(g->fence);
+    g->fence = NULL;
+  } else if (cudaStreamWaitEvent((cudaStream_t)stream, g->fence, 0) !=
+             cudaSuccess) {
+    cudaEventSynchronize(g->fence); /* cannot order it: wait here */
+  }
+  cudaGetLastError();
+  stream_leave(g, saved);
 }
 
 int gpb__gpu_pending(const gpb__gpu_t *g, uint64_t unit) {
@@ -419,6 +477,7 @@ int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
                    uint32_t align_order, uint32_t tag, void *stream,
                    uint64_t time_ns, uint64_t *unit) {
   int rc;
+  if (g->solo_state && !stream_solo(g, stream)) stream_fence(g, stream);
   if (g->npending == 0) {
     rc = gpb__buddy_alloc(core, requested, align_order, tag,
                           (uint64_t)(uintptr_t)stream, time_ns, unit);
@@ -461,6 +520,7 @@ int gpb__gpu_free(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t off,
   int aligned = (off & ((1ull << core->min_shift) - 1)) == 0;
   int saved = -2; /* -2: the device was not switched */
   int rc = 0;
+  if (async && g->solo_state && stream_solo(g, stream)) async = 0;
   if (g->npending) {
     saved = stream_enter(g);
     stream_reap(g, core, REAP_QUERIES, REAP_STREAMS);
@@ -566,6 +626,7 @@ int gpb__gpu_open_child(const gpb__gpu_t *parent, gpb__gpu_t **out) {
   *out = NULL;
   return 0;
 }
+void gpb__gpu_set_solo(gpb__gpu_t *g) { (void)g; }
 void gpb__gpu_close(gpb__gpu_t *g) { (void)g; }
 int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
                    uint32_t align_order, uint32_t tag, void *stream,

