@@ -17,6 +17,7 @@ if [ ! -x "$work/build/tools/gpubuddy-stat" ] || [ "$tarball" -nt "$work/stamp" 
   touch "$work/stamp"
 fi
 export PYTHONPATH="$work/site" GPB_STAT="$work/build/tools/gpubuddy-stat"
+export GPB_VIEW="$work/build/gpubuddy-view"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 n=$(nvidia-smi -L | wc -l)
 if [ "$n" -lt 2 ]; then export BACKEND=gloo; n=2; fi
@@ -34,6 +35,10 @@ done
 kill $relay 2>/dev/null
 grep -c '^gpubuddy_pool_size_bytes{pool="ddp' "$out/fleet-metrics.txt" 2>/dev/null | sed 's/^/pools in the metrics: /'
 cat "$out/fleet-stat-all.txt" 2>/dev/null
+python3 -c 'import json,sys
+g = json.load(open(sys.argv[1]))
+if isinstance(g, dict): sys.exit("viewer grid: %s" % g)
+for p in g: s = p.get("stats", {}); print("grid:", p.get("name"), "used", s.get("used_bytes"), "live", s.get("live_allocs"))' "$out/fleet-grid.json" || true
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]

@@ -4,7 +4,7 @@
 # PyTorch comparison (samples/torch/memory_compare.py): builds the newest
 # `make dist` tarball carried in .gpu/ (no libtool needed there), installs
 # the Python package from it with one offline pip command, then runs
-# PHASE (base, or caps) with its results in OUT. ARGS go to the phase.
+# PHASE (base, caps or steps) with its results in OUT. ARGS go to the phase.
 set -eu
 out=$1
 phase=$2

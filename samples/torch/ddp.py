@@ -9,7 +9,9 @@ allocator and compares the losses).
 With gpubuddy each rank publishes its pool as ddp.rRANK.DEVICE; at step
 10 each rank reads its own pool live with `gpubuddy-stat --json` (the
 GPB_STAT environment variable names the program) and writes what it
-saw to OUT/stat-RANK.json. Rank 0 writes the losses to
+saw to OUT/stat-RANK.json; at step 15 rank 0 takes the fleet: gpubuddy-stat
+--all, the relay's metrics and the viewer's grid (GPB_VIEW), as
+OUT/fleet-*. Rank 0 writes the losses to
 OUT/losses-ALLOCATOR.json. BACKEND=gloo runs two ranks on one GPU."""
 import json
 import os
@@ -62,6 +64,19 @@ def main():
                                stdout=subprocess.PIPE, universal_newlines=True)
             with open(os.path.join(out, "fleet-stat-all.txt"), "w") as f:
                 f.write(p.stdout)
+            # The same pools as the viewer's grid, headless: a PNG and the
+            # figures of each pool (GPB_VIEW names the program).
+            view = os.environ.get("GPB_VIEW")
+            if view:
+                png = os.path.join(out, "fleet-grid.png")
+                p = subprocess.run([view, "--all", "--headless", "--png", png,
+                                    "--json"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE,
+                                   universal_newlines=True)
+                with open(os.path.join(out, "fleet-grid.json"), "w") as f:
+                    f.write(p.stdout if p.returncode == 0 else
+                            json.dumps({"rc": p.returncode,
+                                        "stderr": p.stderr.strip()}))
             url = os.environ.get("GPB_METRICS_URL")
             if url:
                 import urllib.request

@@ -5,6 +5,7 @@ workloads, side by side on one GPU (issue: PyTorch, first class).
 
     memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
     memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null]
+    memory_compare.py steps --out DIR [--runs 3]
 
 base: each workload runs twice under PyTorch's allocator and twice under
 gpubuddy (a large pool, its trace recorded), in turn: the losses must be
@@ -15,7 +16,11 @@ fraction) or pool size (gpubuddy) on a 128 MiB grid with which the
 workload still runs, each try a fresh process (workloads.py); tries run
 several at a time when their caps fit on the GPU together. It searches
 between peak live bytes and a size known to run, k sizes a round.
-Writes DIR/base.json, DIR/caps.json and DIR/memory.md.
+steps: step time alone, nothing traced: each workload runs --runs times
+under each allocator, in turn (default, gpubuddy, default, ...), with
+more steps than base (resnet 30, gpt 20, infer 60); each pair gives the
+ratio of gpubuddy's median step to PyTorch's.
+Writes DIR/base.json, DIR/caps.json, DIR/steps.json and DIR/memory.md.
 """
 import argparse
 import json
@@ -89,6 +94,27 @@ def base(a):
             "errors": [x["error"] for x in d + g if x.get("error")],
         }
     with open(os.path.join(a.out, "base.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    return res
+
+
+def steps(a):
+    n = {"resnet": 30, "gpt": 20, "infer": 60}
+    res = {}
+    for w in a.workloads:
+        r = {"default": [], "gpubuddy": [], "ratio": []}
+        for i in range(a.runs):
+            pair = {}
+            for alloc in ("default", "gpubuddy"):
+                x = result(run(w, alloc, steps=n.get(w, 0)))
+                pair[alloc] = med(x.get("step_ms")) if x["ok"] else None
+                r[alloc].append(pair[alloc])
+            if pair["default"] and pair["gpubuddy"]:
+                r["ratio"].append(round(pair["gpubuddy"] / pair["default"], 4))
+            print("%s run %d: PyTorch %s ms, gpubuddy %s ms" % (
+                w, i, pair["default"], pair["gpubuddy"]), file=sys.stderr, flush=True)
+        res[w] = r
+    with open(os.path.join(a.out, "steps.json"), "w") as f:
         json.dump(res, f, indent=1)
     return res
 
@@ -187,18 +213,21 @@ def table(out, b, c):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["base", "caps"])
+    ap.add_argument("phase", choices=["base", "caps", "steps"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--replay", help="gpubuddy-replay (base: predicts the pool)")
     ap.add_argument("--workloads", default="resnet,gpt,infer")
     ap.add_argument("--allocators", default="default,expandable,gpubuddy,gpubuddy-null")
     ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     a.workloads = a.workloads.split(",")
     a.allocators = a.allocators.split(",")
     os.makedirs(a.out, exist_ok=True)
     if a.phase == "base":
         json.dump(base(a), sys.stdout, indent=1)
+    elif a.phase == "steps":
+        json.dump(steps(a), sys.stdout, indent=1)
     else:
         caps(a)
     return 0
