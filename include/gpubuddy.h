@@ -148,6 +148,15 @@ typedef struct gpb_config {
  * host wait) until it has completed; from then on async frees are
  * stream-ordered as without the flag. The PyTorch entry points set it. */
 #define GPB_CFG_SOLO_STREAM 0x8u
+/* Device pools: pool_size is the device memory the pool may hold, and
+ * blocks are placed in an address range four times larger
+ * (cuMemAddressReserve) with memory mapped, 2 MiB at a time, only under
+ * live blocks; a range freed keeps its memory until another needs it.
+ * Holes left between live blocks then cost no memory. Mapping a new
+ * range takes microseconds, and when the budget is spent the pool waits
+ * once for the device (cudaDeviceSynchronize) before moving idle memory.
+ * No arenas. gpb_pool_memory says what is held. See docs/DESIGN.md. */
+#define GPB_CFG_VMM 0x20u
 
 /* Fills the defaults. Environment is only consulted by gpb_pool_create. */
 GPB_API void gpb_config_init(gpb_config_t *cfg);
@@ -235,6 +244,10 @@ typedef struct gpb_pool_info {
                               for a live reader); 0 when unknown (relayed) */
 } gpb_pool_info_t;
 GPB_API int gpb_pool_info(const gpb_pool_t *pool, gpb_pool_info_t *out);
+/* Bytes of memory the pool holds now and may hold: for a GPB_CFG_VMM pool
+ * what is mapped and its budget, for a virtual pool 0, else pool_size. */
+GPB_API int gpb_pool_memory(const gpb_pool_t *pool, uint64_t *held,
+                            uint64_t *limit);
 
 /* ------------------------------------------------------------------- stats */
 

@@ -25,6 +25,10 @@ typedef struct fake_counts {
    * work ticket of the event it waits for. */
   void *wait_stream, *wait_on;
   uint64_t wait_ticket;
+  /* Driver VMM: pages made and live, maps, unmaps, unmaps made while some
+   * stream still had work queued (a bug), cudaDeviceSynchronize calls. */
+  uint64_t vmm_creates, vmm_pages, vmm_maps, vmm_unmaps, vmm_unsafe_unmaps;
+  uint64_t device_syncs;
 } fake_counts_t;
 
 void fake_cuda_setup(int ndev, size_t free_bytes);
@@ -40,4 +44,7 @@ void fake_stream_finish(void *stream);
 uint64_t fake_stream_done(void *stream);
 int fake_current_device(void);
 void fake_set_device(int device);
+/* VMM: 1 when every byte of [addr, addr+len) is mapped; bytes mapped. */
+int fake_vmm_mapped(uint64_t addr, uint64_t len);
+uint64_t fake_vmm_mapped_bytes(void);
 #endif

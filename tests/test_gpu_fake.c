@@ -511,6 +511,110 @@ static void test_torch(void) {
   /* The torch pools live until exit, like PyTorch's allocator. */
 }
 
+/* GPB_CFG_VMM: random allocations and frees (async behind queued work,
+ * on one stream or two) into a pool whose budget is a quarter of its
+ * address range. After every step each live allocation lies on mapped
+ * memory, the pool holds what the fake has mapped and never more than
+ * its budget, nothing was unmapped under queued work, and the pool's
+ * checker (granule counts included) and the model agree; a failure
+ * happens only with the budget spent or no block free. */
+static void test_vmm(uint64_t *rng, gpb_policy_t policy, int solo) {
+  enum { N = 64 };
+  const size_t budget = (size_t)16 << 20;
+  watch_t w;
+  make_flags = GPB_CFG_VMM | (solo ? GPB_CFG_SOLO_STREAM : 0);
+  gpb_pool_t *p = make_pool(0, budget, policy, &w);
+  make_flags = 0;
+  uint64_t held, limit;
+  ASSERT_OK(gpb_pool_memory(p, &held, &limit));
+  ASSERT_U64_EQ(held, 0);
+  ASSERT_U64_EQ(limit, budget);
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(p, &info));
+  ASSERT_U64_EQ(info.pool_size, 4 * budget);
+  void *s[2] = {fake_stream_create(0), solo ? NULL : fake_stream_create(0)};
+  if (!s[1]) s[1] = s[0];
+  void *live[N] = {0};
+  size_t sz[N] = {0};
+  uint64_t fails = 0, unmaps0 = fake_counts.vmm_unmaps;
+  for (int step = 0; step < 3000; step++) {
+    int i = (int)rng_below(rng, N);
+    void *st = s[rng_below(rng, 2)];
+    if (live[i]) {
+      fake_stream_enqueue(st); /* work that may still use the block */
+      if (rng_below(rng, 4)) ASSERT_OK(gpb_free_async(p, live[i], st));
+      else ASSERT_OK(gpb_free(p, live[i]));
+      live[i] = NULL;
+      if (rng_below(rng, 8) == 0) fake_stream_finish(st);
+    } else {
+      size_t n = rng_below(rng, 3) ? 256 + rng_below(rng, 256 << 10)
+                                   : rng_below(rng, 3u << 20) + 1;
+      int rc = gpb_alloc_ex(p, n, 0, 0, st, &live[i]);
+      if (rc == GPB_ENOMEM) {
+        gpb_stats_t st2;
+        ASSERT_OK(gpb_pool_stats(p, &st2));
+        ASSERT_OK(gpb_pool_memory(p, &held, &limit));
+        if (held < limit && st2.largest_free >= n)
+          FAILF("step %d: %zu bytes failed with %llu of %llu held and a "
+                "free block of %llu", step, n, (unsigned long long)held,
+                (unsigned long long)limit,
+                (unsigned long long)st2.largest_free);
+        fails++;
+      } else {
+        ASSERT_OK(rc);
+        ASSERT_OK(gpb_usable_size(p, live[i], &sz[i]));
+      }
+    }
+    for (int j = 0; j < N; j++)
+      if (live[j] && !fake_vmm_mapped((uint64_t)(uintptr_t)live[j], sz[j]))
+        FAILF("step %d: allocation %p (%zu bytes) is not on mapped memory",
+              step, live[j], sz[j]);
+    ASSERT_OK(gpb_pool_memory(p, &held, &limit));
+    ASSERT(held <= limit);
+    ASSERT_U64_EQ(held, fake_vmm_mapped_bytes());
+    ASSERT_U64_EQ(fake_counts.vmm_unsafe_unmaps, 0);
+    check_pool(p, &w);
+  }
+  /* The budget was spent and idle pages moved, or the test tested less. */
+  ASSERT(fake_counts.vmm_unmaps > unmaps0);
+  printf("vmm (%s, %s): %llu failed allocations, %llu maps, %llu unmaps, "
+         "%llu device syncs\n", gpb_policy_name(policy),
+         solo ? "one stream" : "two streams", (unsigned long long)fails,
+         (unsigned long long)fake_counts.vmm_maps,
+         (unsigned long long)fake_counts.vmm_unmaps,
+         (unsigned long long)fake_counts.device_syncs);
+  for (int j = 0; j < N; j++) ASSERT_OK(gpb_free(p, live[j]));
+  gpb_pool_destroy(p);
+  gpb_model_destroy(w.model);
+  ASSERT_U64_EQ(fake_counts.vmm_pages, 0); /* every page released */
+  ASSERT_EQ(fake_current_device(), 1);
+}
+
+/* GPB_CFG_VMM refuses what it cannot do. */
+static void test_vmm_args(void) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.flags = GPB_CFG_NO_ENV | GPB_CFG_VMM;
+  cfg.backend = GPB_BACKEND_HOST;
+  cfg.pool_size = 1 << 20;
+  gpb_pool_t *p;
+  ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
+  ASSERT(p == NULL);
+  cfg.backend = GPB_BACKEND_DEVICE;
+  cfg.arenas = 4;
+  ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
+  /* A plain pool holds all of itself. */
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.arenas = 1;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  uint64_t held, limit;
+  ASSERT_OK(gpb_pool_memory(p, &held, &limit));
+  ASSERT_U64_EQ(held, 1 << 20);
+  ASSERT_U64_EQ(limit, 1 << 20);
+  gpb_pool_destroy(p);
+  ASSERT_ERR(gpb_pool_memory(NULL, &held, &limit), GPB_EINVAL);
+}
+
 int main(void) {
   uint64_t rng = test_seed();
   fake_cuda_setup(4, (size_t)64 << 20);
@@ -521,6 +625,10 @@ int main(void) {
   test_reap();
   test_devices();
   for (int r = 0; r < 6; r++) test_stress(&rng);
+  test_vmm_args();
+  test_vmm(&rng, GPB_POLICY_BESTFIT, 1);
+  test_vmm(&rng, GPB_POLICY_BUDDY, 0);
+  test_vmm(&rng, GPB_POLICY_TRIM, 1);
   ASSERT_U64_EQ(fake_counts.event_creates, fake_counts.event_destroys);
   test_torch();
   printf("fake: %" PRIu64 " events made, %" PRIu64 " records, %" PRIu64

@@ -61,6 +61,22 @@ GPB__HIDDEN void gpb__nvtx_heap_close(void *heap);
 GPB__HIDDEN void gpb__nvtx_region_add(void *heap, void *ptr, size_t size);
 GPB__HIDDEN void gpb__nvtx_region_remove(void *heap, void *ptr);
 
+/* GPB_CFG_VMM (vmm.c): `virt` bytes of address space at *base, with at
+ * most `phys` bytes of device memory mapped, a granule at a time, under
+ * the ranges in use. use() maps what [off, off+len) lacks (GPB_ENOMEM
+ * when the budget is spent even after unmapping idle granules, which
+ * waits for the device); unuse() ends a use (the pages stay mapped until
+ * needed elsewhere). The caller serializes. */
+typedef struct gpb__vmm gpb__vmm_t;
+GPB__HIDDEN int gpb__vmm_open(int device, size_t virt, size_t phys,
+                              void **base, gpb__vmm_t **out);
+GPB__HIDDEN void gpb__vmm_close(gpb__vmm_t *v);
+GPB__HIDDEN int gpb__vmm_use(gpb__vmm_t *v, uint64_t off, uint64_t len);
+GPB__HIDDEN void gpb__vmm_unuse(gpb__vmm_t *v, uint64_t off, uint64_t len);
+GPB__HIDDEN void gpb__vmm_usage(const gpb__vmm_t *v, uint64_t *mapped,
+                                uint64_t *limit);
+GPB__HIDDEN int gpb__vmm_check(const gpb__vmm_t *v);
+
 /* CUDA backends (backend-cuda.c): reserve one range and release it;
  * nothing else. */
 GPB__HIDDEN int gpb__cuda_usable(int device);

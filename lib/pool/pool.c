@@ -96,6 +96,10 @@ static int pool_reserve(gpb_pool_t *p, const gpb_config_t *cfg) {
                              (void **)&p->base);
   }
   case GPB_BACKEND_DEVICE:
+    if (p->vmm_limit)
+      return gpb__vmm_open(cfg->device, size, p->vmm_limit,
+                           (void **)&p->base, &p->vmm);
+    /* fall through */
   case GPB_BACKEND_PINNED:
     return gpb__cuda_reserve(p->info.backend, cfg->device, size,
                              (void **)&p->base);
@@ -113,7 +117,12 @@ static void pool_release(gpb_pool_t *p) {
     break;
   case GPB_BACKEND_DEVICE:
   case GPB_BACKEND_PINNED:
-    gpb__cuda_release(p->info.backend, p->info.device, p->base);
+    if (p->vmm) {
+      gpb__vmm_close(p->vmm);
+      p->vmm = NULL;
+    } else {
+      gpb__cuda_release(p->info.backend, p->info.device, p->base);
+    }
     break;
   default:
     break;
@@ -173,7 +182,8 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
       return rc;
     /* The environment asks for arenas where they can be had; only a
      * program that asks itself gets an error for a bestfit pool. */
-    if (cfg.policy == GPB_POLICY_BESTFIT && cfg_in->arenas == 1)
+    if ((cfg.policy == GPB_POLICY_BESTFIT || (cfg.flags & GPB_CFG_VMM)) &&
+        cfg_in->arenas == 1)
       cfg.arenas = 1;
   }
   if (cfg.arenas > 64)
@@ -182,11 +192,27 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     return gpb__fail(GPB_EINVAL, "name must be 1 to %d characters",
                      GPB_NAME_MAX - 1);
 
-  gpb_pool_t *p = calloc(1, sizeof *p);
-  if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the pool");
   if (cfg.backend == GPB_BACKEND_AUTO)
     cfg.backend = gpb__cuda_usable(cfg.device) ? GPB_BACKEND_DEVICE
                                                : GPB_BACKEND_HOST;
+  size_t vmm_limit = 0;
+  if (cfg.flags & GPB_CFG_VMM) {
+    if (cfg.backend != GPB_BACKEND_DEVICE)
+      return gpb__fail(GPB_EINVAL, "GPB_CFG_VMM needs the device backend");
+    if (cfg.arenas != 1)
+      return gpb__fail(GPB_EINVAL, "GPB_CFG_VMM pools have no arenas");
+    if (cfg.pool_size > SIZE_MAX / GPB__VMM_SPAN)
+      return gpb__fail(GPB_EINVAL, "pool_size %zu is too large", cfg.pool_size);
+    /* pool_size is the physical budget; blocks are placed in an address
+     * range GPB__VMM_SPAN times larger, whole granules of 2 MiB. */
+    vmm_limit = cfg.pool_size;
+    cfg.pool_size = (cfg.pool_size * GPB__VMM_SPAN + (2u << 20) - 1) &
+                    ~(size_t)((2u << 20) - 1);
+  }
+
+  gpb_pool_t *p = calloc(1, sizeof *p);
+  if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the pool");
+  p->vmm_limit = vmm_limit;
   uint32_t shift = (uint32_t)__builtin_ctzll(cfg.min_block);
   p->info.pool_size = cfg.pool_size;
   p->info.min_block = cfg.min_block;
@@ -275,6 +301,18 @@ void gpb_pool_destroy(gpb_pool_t *p) {
   free(p);
 }
 
+/* VMM pools: maps the granules of the allocation at `unit`, or gives it
+ * back (stream-ordered: it may be a block reused from a pending free) and
+ * fails. Pool's lock held. */
+static int pool_vmm_use(gpb_pool_t *p, uint64_t unit, void *stream) {
+  const gpb__arec_t *r = gpb__atab_find(&p->core.atab, unit);
+  if (!r) return 0;
+  uint32_t sh = p->core.min_shift;
+  int rc = gpb__vmm_use(p->vmm, unit << sh, r->units << sh);
+  if (rc) gpb__pool_core_free(p, &p->core, p->gpu, unit << sh, stream, 1);
+  return rc;
+}
+
 int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
                  void *stream, void **out) {
   if (!p || !out) return gpb__fail(GPB_EINVAL, "pool or out is NULL");
@@ -302,6 +340,7 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
     gpb__pool_stamp(p);
     rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag,
                               stream, p->now, &unit);
+    if (rc == 0 && p->vmm) rc = pool_vmm_use(p, unit, stream);
     pthread_mutex_unlock(&p->lock);
   }
   if (rc) return rc;
@@ -361,7 +400,18 @@ static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
   } else {
     pthread_mutex_lock(&p->lock);
     gpb__pool_stamp(p);
+    uint64_t units = 0;
+    if (p->vmm) { /* what the free will release, before it does */
+      const gpb__arec_t *r =
+          (off & (p->info.min_block - 1)) ||
+                  gpb__gpu_pending(p->gpu, off >> p->core.min_shift)
+              ? NULL
+              : gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
+      units = r ? r->units : 0;
+    }
     rc = gpb__pool_core_free(p, &p->core, p->gpu, off, stream, async);
+    if (rc == 0 && units)
+      gpb__vmm_unuse(p->vmm, off, units << p->core.min_shift);
     pthread_mutex_unlock(&p->lock);
   }
   if (rc == 0 && p->debug >= 2) rc = gpb_pool_check(p);
@@ -448,8 +498,24 @@ int gpb_pool_check(const gpb_pool_t *cp) {
                    (unsigned long long)live);
   if (rc == 0 && s.free_bytes + s.block_bytes != p->info.managed_size)
     rc = gpb__fail(GPB_ECORRUPT, "stats: free + used bytes != managed size");
+  if (rc == 0 && p->vmm) rc = gpb__vmm_check(p->vmm);
   gpb__pool_unlock_all(p);
   return rc;
+}
+
+int gpb_pool_memory(const gpb_pool_t *cp, uint64_t *held, uint64_t *limit) {
+  gpb_pool_t *p = (gpb_pool_t *)cp;
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  uint64_t h = p->info.backend == GPB_BACKEND_VIRTUAL ? 0 : p->info.pool_size;
+  uint64_t l = h;
+  if (p->vmm) {
+    pthread_mutex_lock(&p->lock);
+    gpb__vmm_usage(p->vmm, &h, &l);
+    pthread_mutex_unlock(&p->lock);
+  }
+  if (held) *held = h;
+  if (limit) *limit = l;
+  return 0;
 }
 
 int gpb_pool_info(const gpb_pool_t *p, gpb_pool_info_t *out) {

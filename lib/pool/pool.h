@@ -20,6 +20,8 @@
 #include <stdatomic.h>
 
 #define GPB__MAX_ARENAS 64
+/* GPB_CFG_VMM: the address range is this many times the budget. */
+#define GPB__VMM_SPAN 4u
 
 /* A per-thread sub-allocator: a core over the pool's whole unit range
  * whose roots are superblocks the pool's core lent it. Aligned so that
@@ -53,6 +55,8 @@ struct gpb_pool {
   gpb_trace_writer_t *trace;
   char env_trace[256]; /* the trace's path when GPB_TRACE started it */
   gpb__gpu_t *gpu; /* device/pinned pools: async frees, NVTX (stream.c) */
+  gpb__vmm_t *vmm;    /* GPB_CFG_VMM: pages under live blocks (vmm.c) */
+  size_t vmm_limit;   /* GPB_CFG_VMM: the physical budget; 0 without */
   /* Arenas (arena.c); narenas is 1 and the rest unused without them. */
   uint32_t narenas;
   uint32_t sb_order;    /* a superblock is 2^sb_order units */

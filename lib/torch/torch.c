@@ -98,6 +98,13 @@ static int torch_create(int device, gpb_pool_t **out) {
   cfg.flags |= GPB_CFG_SOLO_STREAM;
   int rc = torch_pool_size(device, &cfg.pool_size);
   if (rc) return rc;
+  const char *v = getenv("GPB_TORCH_VMM");
+  if (v && *v && strcmp(v, "0")) {
+    if (strcmp(v, "1"))
+      return gpb__fail(GPB_EINVAL, "GPB_TORCH_VMM=%s: expected 0 or 1", v);
+    /* Memory only under live blocks: the pool's holes cost none. */
+    cfg.flags |= GPB_CFG_VMM;
+  }
   const char *e = getenv("GPB_TORCH_MIN_BLOCK");
   if (e && *e && (rc = gpb_size_parse(e, &cfg.min_block)))
     return gpb__fail(rc, "GPB_TORCH_MIN_BLOCK=%s is not a size", e);
@@ -222,6 +229,17 @@ int gpb_torch_explain(int device, size_t size, char *buf, size_t len) {
   int rc = gpb_pool_stats(p, &s);
   if (rc == 0) rc = gpb_pool_info(p, &in);
   if (rc) return rc;
+  uint64_t held, limit;
+  if (gpb_pool_memory(p, &held, &limit) == 0 && limit != in.pool_size)
+    return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes on "
+                    "device %d: %llu of the pool's %llu bytes of memory are "
+                    "mapped under live blocks (largest free range %llu "
+                    "bytes, policy %s, GPB_TORCH_VMM). Set a larger "
+                    "pool_size in gpubuddy.torch.enable() or "
+                    "GPB_TORCH_POOL_SIZE.", size, device,
+                    (unsigned long long)held, (unsigned long long)limit,
+                    (unsigned long long)s.largest_free,
+                    gpb_policy_name(in.policy));
   return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes on device "
                   "%d: %llu bytes free in the pool, the largest free block "
                   "%llu bytes (pool of %llu bytes, policy %s). Set a larger "

@@ -26,7 +26,7 @@ _POLICIES = ("buddy", "trim", "bestfit")
 _state = {"enabled": False, "alloc": None}
 
 
-def _configure(pool_size, policy, publish, min_block, trace):
+def _configure(pool_size, policy, publish, min_block, trace, vmm=False):
     """Sets the GPB_TORCH_* variables the library reads when it makes each
     device's pool (at that device's first allocation)."""
     env = {}
@@ -51,6 +51,7 @@ def _configure(pool_size, policy, publish, min_block, trace):
         env["GPB_TORCH_PUBLISH"] = publish if rank is None else "%s.r%s" % (publish, rank)
     if trace:
         env["GPB_TORCH_TRACE"] = trace
+    env["GPB_TORCH_VMM"] = "1" if vmm else "0"
     os.environ.update(env)
 
 
@@ -85,7 +86,7 @@ def _allocator(oom_error):
 
 
 def enable(pool_size=None, policy=None, publish=None, min_block=None,
-           trace=None, oom_error=True):
+           trace=None, oom_error=True, vmm=False):
     """Makes gpubuddy PyTorch's CUDA allocator, for every device.
 
     Call it before the first CUDA allocation. pool_size: bytes per device,
@@ -95,14 +96,17 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
     under (gpubuddy-stat, gpubuddy-view) as NAME.DEVICE, or NAME.rRANK.DEVICE
     under torchrun. trace: record each device's pool to PATH.DEVICE.
     oom_error=False uses the plain C entry points, which return NULL when
-    the pool is exhausted instead of raising OutOfMemoryError.
+    the pool is exhausted instead of raising OutOfMemoryError. vmm=True:
+    pool_size is the memory the pool may hold, mapped 2 MiB at a time only
+    under live blocks of an address range four times larger, so holes
+    between blocks cost no memory (GPB_CFG_VMM).
     """
     if _state["enabled"]:
         raise GpubuddyError("gpubuddy.torch.enable() was already called")
     if not _torch.cuda.is_available():
         raise GpubuddyError("gpubuddy.torch.enable(): PyTorch sees no CUDA "
                             "device (torch.cuda.is_available() is False)")
-    _configure(pool_size, policy, publish, min_block, trace)
+    _configure(pool_size, policy, publish, min_block, trace, vmm)
     alloc = _allocator(oom_error)
     try:
         _torch.cuda.memory.change_current_allocator(alloc)

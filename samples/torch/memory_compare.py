@@ -4,8 +4,8 @@
 workloads, side by side on one GPU (issue: PyTorch, first class).
 
     memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
-    memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null]
-    memory_compare.py steps --out DIR [--runs 3]
+    memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null,gpubuddy-vmm]
+    memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy-vmm]
 
 base: each workload runs twice under PyTorch's allocator and twice under
 gpubuddy (a large pool, its trace recorded), in turn: the losses must be
@@ -102,17 +102,18 @@ def steps(a):
     n = {"resnet": 30, "gpt": 20, "infer": 60}
     res = {}
     for w in a.workloads:
-        r = {"default": [], "gpubuddy": [], "ratio": []}
+        r = {"default": [], a.versus: [], "ratio": []}
         for i in range(a.runs):
             pair = {}
-            for alloc in ("default", "gpubuddy"):
+            for alloc in ("default", a.versus):
                 x = result(run(w, alloc, steps=n.get(w, 0)))
                 pair[alloc] = med(x.get("step_ms")) if x["ok"] else None
                 r[alloc].append(pair[alloc])
-            if pair["default"] and pair["gpubuddy"]:
-                r["ratio"].append(round(pair["gpubuddy"] / pair["default"], 4))
-            print("%s run %d: PyTorch %s ms, gpubuddy %s ms" % (
-                w, i, pair["default"], pair["gpubuddy"]), file=sys.stderr, flush=True)
+            if pair["default"] and pair[a.versus]:
+                r["ratio"].append(round(pair[a.versus] / pair["default"], 4))
+            print("%s run %d: PyTorch %s ms, %s %s ms" % (
+                w, i, pair["default"], a.versus, pair[a.versus]),
+                file=sys.stderr, flush=True)
         res[w] = r
     with open(os.path.join(a.out, "steps.json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -187,7 +188,7 @@ def gib(x):
 
 
 def table(out, b, c):
-    cols = [x for x in ("default", "expandable", "gpubuddy", "gpubuddy-null")
+    cols = [x for x in ("default", "expandable", "gpubuddy", "gpubuddy-null", "gpubuddy-vmm")
             if any(x in c.get(w, {}) for w in b)]
     lines = ["Smallest cap or pool that runs (128 MiB grid), %s, %s" % (c["gpu"], c["date"]),
              "", "| workload | peak live | " + " | ".join(cols) + " | losses equal | step ms PyTorch / gpubuddy |",
@@ -220,6 +221,8 @@ def main():
     ap.add_argument("--allocators", default="default,expandable,gpubuddy,gpubuddy-null")
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--versus", default="gpubuddy",
+                    help="steps: the allocator timed against PyTorch's")
     a = ap.parse_args()
     a.workloads = a.workloads.split(",")
     a.allocators = a.allocators.split(",")

@@ -13,7 +13,8 @@ their configurations with random weights: nothing is downloaded.
 
 ALLOCATOR: default (PyTorch's caching allocator), expandable (the same
 with expandable_segments:True), gpubuddy (gpubuddy.torch.enable, which
-raises OutOfMemoryError), gpubuddy-null (the plain C entry points, which
+raises OutOfMemoryError), gpubuddy-vmm (the same with vmm=True: memory
+mapped only under live blocks), gpubuddy-null (the plain C entry points, which
 return NULL on exhaustion). --cap is PyTorch's per-process cap
 (set_per_process_memory_fraction) or gpubuddy's pool size.
 
@@ -78,7 +79,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("workload", choices=["resnet", "gpt", "infer"])
     ap.add_argument("allocator", choices=["default", "expandable", "gpubuddy",
-                                          "gpubuddy-null"])
+                                          "gpubuddy-null", "gpubuddy-vmm"])
     ap.add_argument("--cap", type=int, default=0, help="bytes (0: none)")
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--trace", help="gpubuddy: record the pool's trace here")
@@ -94,7 +95,8 @@ def main():
     if a.allocator.startswith("gpubuddy"):
         import gpubuddy.torch as gt
         gt.enable(pool_size=a.cap or "90%", policy=a.policy, trace=a.trace,
-                  oom_error=a.allocator == "gpubuddy")
+                  oom_error=a.allocator != "gpubuddy-null",
+                  vmm=a.allocator == "gpubuddy-vmm")
     dev = torch.device("cuda", 0)
     if a.cap and not a.allocator.startswith("gpubuddy"):
         total = torch.cuda.get_device_properties(0).total_memory
