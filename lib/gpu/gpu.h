@@ -14,7 +14,8 @@
 
 typedef struct gpb__gpu gpb__gpu_t;
 
-/* Per-pool GPU state for a pool of `size` bytes at `base` on `device`.
+/* Per-pool GPU state for a pool of `size` bytes at `base` on `device`
+ * (size 0: no NVTX heap, for address space that is not all mapped).
  * *out is NULL (and 0 returned) for backends that need none, or when the
  * library was built without CUDA. */
 GPB__HIDDEN int gpb__gpu_open(gpb_backend_t backend, int device, void *base,

@@ -293,9 +293,11 @@ int gpb__gpu_open(gpb_backend_t backend, int device, void *base, size_t size,
   gpb__gpu_t *g;
   int rc = stream_new(device, base, &g);
   if (rc) return rc;
-  int saved = stream_enter(g);
-  g->heap = gpb__nvtx_heap_open(base, size);
-  stream_leave(g, saved);
+  if (size) { /* 0: a GPB_CFG_VMM range, which NVTX refuses as a heap */
+    int saved = stream_enter(g);
+    g->heap = gpb__nvtx_heap_open(base, size);
+    stream_leave(g, saved);
+  }
   *out = g;
   return 0;
 }

@@ -252,7 +252,8 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   pthread_mutex_init(&p->lock, NULL);
   p->narenas = 1;
   if ((rc = gpb__gpu_open(p->info.backend, p->info.device, p->base,
-                          (size_t)p->info.pool_size, &p->gpu)) ||
+                          p->vmm ? 0 : (size_t)p->info.pool_size,
+                          &p->gpu)) ||
       (rc = gpb__arenas_open(p, cfg.arenas))) {
     gpb_pool_destroy(p);
     return rc;
