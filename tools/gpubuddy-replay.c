@@ -15,12 +15,19 @@
  * trace once and tries every pool size from the peak upward on a grid
  * (tools/common/minpool.h says why it does not bisect), stopping each
  * probe at its first failure.
+ *
+ * --explain-oom says why each failed allocation failed (the first N of
+ * them): the replay's live records then also carry trace ids and times,
+ * found by block offset, and at a failure the pool's blocks are walked
+ * into tools/common/oom.c's search for the cheapest window the request
+ * could have used.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
 #include "json.h"
 #include "minpool.h"
 #include "idmap.h"
+#include "oom.h"
 #include "replay.h"
 
 #include <errno.h>
@@ -47,7 +54,11 @@ typedef struct opts {
   uint64_t resolution; /* find-min-pool grid; 0: 1/1024 of the peak */
   const char *publish;
   double speed; /* 0: as fast as possible */
+  uint64_t explain; /* --explain-oom: failures to explain per run (UINT64_MAX:
+                       all); 0: none */
 } opts_t;
+
+#define EXPLAIN_DEFAULT 10
 
 /* What a first pass learns about a trace. */
 typedef struct scan {
@@ -67,6 +78,8 @@ typedef struct result {
   replay_hist_t lat_alloc, lat_free;
   double total_s;
   int stopped; /* stopped at the first failure (probe) */
+  gpbt_oom_t *why; /* --explain-oom: the first failures, explained */
+  size_t nwhy;
 } result_t;
 
 static const char *prog = "gpubuddy-replay";
@@ -102,6 +115,14 @@ static void usage(FILE *f) {
 "  --publish NAME    publish the replay's pool live under NAME (for the viewer)\n"
 "  --speed X         pace ops by the trace's timestamps, X times real time\n"
 "                    (default: as fast as possible)\n"
+"  --explain-oom[=N] explain the first N failed allocations of each run\n"
+"                    (default 10; all for every one): op and trace id,\n"
+"                    bytes requested and the block it needed, bytes free and\n"
+"                    the largest free block, and the cheapest window of the\n"
+"                    needed size (of the aligned ones; bestfit: any run):\n"
+"                    the one holding the fewest live bytes, with its live\n"
+"                    blocks (offset, size, requested, age, tag, trace id),\n"
+"                    which freed or moved would have let it succeed\n"
 "  --json            machine-readable output (one key per line)\n"
 "  --quiet           no progress or warnings on stderr\n"
 "  --help            this text\n"
@@ -115,12 +136,6 @@ static void usage(FILE *f) {
 }
 
 /* ------------------------------------------------------------ output */
-
-static void human_ns(char *buf, size_t cap, uint64_t ns) {
-  if (ns < 10000) snprintf(buf, cap, "%" PRIu64 " ns", ns);
-  else if (ns < 10000000) snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
-  else snprintf(buf, cap, "%.1f ms", (double)ns / 1e6);
-}
 
 static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0; }
 
@@ -143,9 +158,9 @@ static void print_frag_line(const char *label, const gpb_stats_t *s) {
 
 static void print_lat(const char *label, const replay_hist_t *h) {
   char a[32], b[32], c[32];
-  human_ns(a, sizeof a, replay_hist_quantile(h, 0.5));
-  human_ns(b, sizeof b, replay_hist_quantile(h, 0.99));
-  human_ns(c, sizeof c, h->max);
+  gpbt_ns_format(a, sizeof a, replay_hist_quantile(h, 0.5));
+  gpbt_ns_format(b, sizeof b, replay_hist_quantile(h, 0.99));
+  gpbt_ns_format(c, sizeof c, h->max);
   printf("  %-6s median %s, p99 %s, max %s (%" PRIu64 " ops)\n", label, a, b,
          c, h->count);
 }
@@ -175,6 +190,14 @@ static void print_text(const opts_t *o, const result_t *r) {
     printf(" (%" PRIu64 " requests had failed in the recording)",
            r->recorded_fails);
   printf("\n");
+  if (o->explain && r->nwhy) {
+    if (r->nwhy < r->oom)
+      printf("why (the first %zu of %" PRIu64 "; --explain-oom=all explains "
+             "every one):\n", r->nwhy, r->oom);
+    else
+      printf("why:\n");
+    for (size_t i = 0; i < r->nwhy; i++) gpbt_oom_print(stdout, &r->why[i], "  ");
+  }
   if (r->unknown_frees || r->dup_allocs)
     printf("trace anomalies: %" PRIu64 " frees of unknown ids, %" PRIu64
            " allocs of ids already live (skipped)\n",
@@ -244,6 +267,14 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
   printf(",\n");
   json_lat("alloc_latency", &r->lat_alloc, 0);
   json_lat("free_latency", &r->lat_free, 0);
+  if (o->explain) {
+    printf("      \"oom_explained\": [");
+    for (size_t i = 0; i < r->nwhy; i++) {
+      printf("%s\n        ", i ? "," : "");
+      gpbt_oom_json(stdout, &r->why[i], "        ");
+    }
+    printf("%s],\n", r->nwhy ? "\n      " : "");
+  }
   printf("      \"total_s\": %.6f\n", r->total_s);
   printf("    }%s\n", last ? "" : ",");
 }
@@ -355,19 +386,32 @@ static void sleep_ns(uint64_t ns) {
 }
 
 /* What a replay keeps per live id, in a dense array the id map indexes
- * (its own slots stay 16 bytes); freed entries are chained for reuse. */
+ * (its own slots stay 16 bytes); freed entries are chained for reuse.
+ * With --explain-oom (names set) each entry also gets a trace id and time
+ * in a second array beside the first, and a map from block offsets to
+ * entries, so that a failure can name the blocks in its way. */
 typedef struct live_rec {
   void *ptr;
   uint64_t size; /* | SLOT_FAILED */
 } live_rec_t;
 
+typedef struct live_who {
+  uint64_t id; /* trace id, without FAIL_ID */
+  uint64_t time_ns;
+} live_who_t;
+
 typedef struct live {
   live_rec_t *v;
   uint64_t n, cap, free_head; /* free_head: index + 1, 0 = none */
+  int names;                  /* keep who and offs */
+  live_who_t *who;            /* beside v */
+  gpbt_idmap_t offs;          /* offset from base -> index in v */
+  const char *base;           /* the pool's */
 } live_t;
 
 /* The index of a new entry, or UINT64_MAX without memory. */
-static uint64_t live_put(live_t *l, void *ptr, uint64_t size) {
+static uint64_t live_put(live_t *l, void *ptr, uint64_t size,
+                         const gpb_trace_op_t *op) {
   uint64_t x;
   if (l->free_head) {
     x = l->free_head - 1;
@@ -378,9 +422,22 @@ static uint64_t live_put(live_t *l, void *ptr, uint64_t size) {
       live_rec_t *v = realloc(l->v, cap * sizeof *v);
       if (!v) return UINT64_MAX;
       l->v = v;
+      if (l->names) {
+        live_who_t *w = realloc(l->who, cap * sizeof *w);
+        if (!w) return UINT64_MAX;
+        l->who = w;
+      }
       l->cap = cap;
     }
     x = l->n++;
+  }
+  if (l->names && ptr) {
+    int err;
+    gpbt_idslot_t *s =
+        gpbt_idmap_claim(&l->offs, (uint64_t)((char *)ptr - l->base), &err);
+    if (!s) return UINT64_MAX; /* no memory (offsets of live blocks differ) */
+    gpbt_idmap_commit(&l->offs, s, (uint64_t)((char *)ptr - l->base), x);
+    l->who[x] = (live_who_t){op->id & ~FAIL_ID, op->time_ns};
   }
   l->v[x] = (live_rec_t){ptr, size};
   return x;
@@ -388,9 +445,71 @@ static uint64_t live_put(live_t *l, void *ptr, uint64_t size) {
 
 static live_rec_t live_take(live_t *l, uint64_t x) {
   live_rec_t e = l->v[x];
+  if (l->names && e.ptr) {
+    gpbt_idslot_t *s =
+        gpbt_idmap_find(&l->offs, (uint64_t)((char *)e.ptr - l->base));
+    if (s) gpbt_idmap_remove(&l->offs, s);
+  }
   l->v[x].size = l->free_head; /* the free chain runs through size */
   l->free_head = x + 1;
   return e;
+}
+
+static void live_fini(live_t *l) {
+  free(l->v);
+  free(l->who);
+  gpbt_idmap_fini(&l->offs);
+}
+
+/* --explain-oom's namer: the trace id and trace time of the allocation at
+ * a block offset (user: the live_t). */
+static void replay_oom_name(void *user, gpbt_oom_alloc_t *a) {
+  const live_t *l = user;
+  const gpbt_idslot_t *s = gpbt_idmap_find(&l->offs, a->offset);
+  a->time_ns = s ? l->who[s->val].time_ns : 0;
+  a->id = s ? l->who[s->val].id : 0;
+  a->has_id = s != NULL;
+}
+
+/* Explains the failed alloc `op` (the pool unchanged since) into r->why.
+ * 0, or -1 after printing an error. */
+static int replay_explain(const gpb_pool_t *pool, live_t *lv,
+                          gpbt_oom_map_t *om, const gpb_trace_op_t *op,
+                          result_t *r) {
+  gpbt_oom_t *w = realloc(r->why, (r->nwhy + 1) * sizeof *w);
+  if (!w) {
+    fprintf(stderr, "%s: out of memory for --explain-oom\n", prog);
+    return -1;
+  }
+  r->why = w;
+  w = &r->why[r->nwhy];
+  memset(w, 0, sizeof *w);
+  int rc = gpbt_oom_map_pool(om, pool, replay_oom_name, lv);
+  if (!rc) rc = gpbt_oom_explain(om, r->policy, op->size, w);
+  if (rc) {
+    gpbt_oom_free(w);
+    fprintf(stderr, "%s: op %" PRIu64 ": --explain-oom: %s: %s\n", prog,
+            op->seq, gpb_err_name(rc), gpb_last_error_detail());
+    return -1;
+  }
+  w->op = op->seq;
+  w->id = op->id & ~FAIL_ID;
+  w->time_ns = op->time_ns;
+  w->tag = op->tag;
+  r->nwhy++;
+  return 0;
+}
+
+static void result_free(result_t *r) {
+  for (size_t i = 0; i < r->nwhy; i++) gpbt_oom_free(&r->why[i]);
+  free(r->why);
+  r->why = NULL;
+  r->nwhy = 0;
+}
+
+static void results_free(result_t *res, int n) {
+  for (int i = 0; i < n; i++) result_free(&res[i]);
+  free(res);
 }
 
 /* One replay through a fresh pool. stop_on_fail: stop at the first failed
@@ -430,6 +549,10 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   }
   gpbt_idmap_t m = {0}; /* id -> index in lv */
   live_t lv = {0};
+  lv.names = o->explain > 0;
+  lv.base = info.base;
+  gpbt_oom_map_t om;
+  gpbt_oom_map_init(&om);
   progress_t pg = {!o->quiet && !stop_on_fail, isatty(2), total_ops,
                    gpb_now_ns(), 0, "replaying"};
   int warned_unknown = 0, warned_dup = 0, ret = 0;
@@ -475,7 +598,8 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       }
       int err;
       gpbt_idslot_t *s = gpbt_idmap_claim(&m, op.id, &err);
-      uint64_t x = s ? live_put(&lv, p, op.size | (rc ? SLOT_FAILED : 0)) : 0;
+      uint64_t x =
+          s ? live_put(&lv, p, op.size | (rc ? SLOT_FAILED : 0), &op) : 0;
       if (!s || x == UINT64_MAX) {
         fprintf(stderr, "%s: out of memory for the id map\n", prog);
         ret = -1;
@@ -484,6 +608,10 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       gpbt_idmap_commit(&m, s, op.id, x);
       if (rc) {
         r->oom++;
+        if (r->nwhy < o->explain && replay_explain(pool, &lv, &om, &op, r)) {
+          ret = -1;
+          break;
+        }
         if (stop_on_fail) {
           r->stopped = 1;
           break;
@@ -536,7 +664,8 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
     ret = -1;
   }
   gpbt_idmap_fini(&m);
-  free(lv.v);
+  live_fini(&lv);
+  gpbt_oom_map_fini(&om);
   gpb_trace_close(tr);
   gpb_pool_destroy(pool);
   return ret;
@@ -591,6 +720,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       {"resolution", required_argument, 0, 'R'},
       {"publish", required_argument, 0, 'P'},
       {"speed", required_argument, 0, 'S'},
+      {"explain-oom", optional_argument, 0, 'O'},
       {"json", no_argument, 0, 'j'},
       {"quiet", no_argument, 0, 'q'},
       {"help", no_argument, 0, 'h'},
@@ -664,6 +794,23 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       }
       break;
     }
+    case 'O':
+      if (!optarg) {
+        o->explain = EXPLAIN_DEFAULT;
+      } else if (!strcmp(optarg, "all")) {
+        o->explain = UINT64_MAX;
+      } else {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(optarg, &end, 10);
+        if (errno || end == optarg || *end || optarg[0] == '-' || n == 0) {
+          fprintf(stderr, "%s: bad --explain-oom '%s': a count >= 1 or all "
+                  "(try '%s --help')\n", prog, optarg, prog);
+          return 2;
+        }
+        o->explain = n;
+      }
+      break;
     case 'j': o->json = 1; break;
     case 'q': o->quiet = 1; break;
     case 'h': usage(stdout); exit(0);
@@ -735,7 +882,7 @@ int main(int argc, char **argv) {
     char err[512];
     if ((rc = gpbt_seq_load(o.path, 1, &q, err, sizeof err))) {
       fprintf(stderr, "%s: %s\n", prog, err);
-      free(res);
+      results_free(res, npol);
       return 1;
     }
   }
@@ -744,7 +891,7 @@ int main(int argc, char **argv) {
     if (o.find_min) {
       if (find_min_pool(&o, pols[i], &q, &mp[i])) {
         gpbt_seq_free(&q);
-        free(res);
+        results_free(res, npol);
         return 1;
       }
       minp[i] = mp[i].size;
@@ -752,14 +899,14 @@ int main(int argc, char **argv) {
     }
     if (replay_run(&o, size, pols[i], 0, scanned ? sc.ops : 0, &res[i])) {
       gpbt_seq_free(&q);
-      free(res);
+      results_free(res, npol);
       return 1;
     }
     if (replay_stop) {
       fprintf(stderr, "%s: interrupted by signal %d after %" PRIu64 " ops\n",
               prog, (int)replay_stop, res[i].ops);
       gpbt_seq_free(&q);
-      free(res);
+      results_free(res, npol);
       return 1;
     }
   }
@@ -833,6 +980,6 @@ int main(int argc, char **argv) {
                "measures each policy's smallest pool; buddy is the fastest)\n");
     }
   }
-  free(res);
+  results_free(res, npol);
   return 0;
 }

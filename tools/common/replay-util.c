@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * replay-util.c: the latency histogram of the programs that replay
- * traces. It keeps REPLAY_HIST_SUB linear buckets per power of two of
- * nanoseconds, exact below REPLAY_HIST_SUB ns.
+ * replay-util.c: the latency histogram and duration formatter of the
+ * programs that replay traces. The histogram keeps REPLAY_HIST_SUB linear
+ * buckets per power of two of nanoseconds, exact below REPLAY_HIST_SUB ns.
  */
 #include "replay.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,4 +48,11 @@ uint64_t replay_hist_quantile(const replay_hist_t *h, double q) {
     }
   }
   return h->max;
+}
+
+void gpbt_ns_format(char *buf, size_t cap, uint64_t ns) {
+  if (ns < 10000) snprintf(buf, cap, "%" PRIu64 " ns", ns);
+  else if (ns < 10000000) snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
+  else if (ns < 10000000000ull) snprintf(buf, cap, "%.1f ms", (double)ns / 1e6);
+  else snprintf(buf, cap, "%.1f s", (double)ns / 1e9);
 }

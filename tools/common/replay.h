@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * replay.h: the latency histogram (replay-util.c) of the programs that
- * replay traces: log-linear, fixed size, about 3% resolution, so a replay
- * of any length runs in bounded memory. Their id map is idmap.h.
+ * replay.h: the latency histogram and duration formatter (replay-util.c)
+ * of the programs that replay traces. The histogram is log-linear, fixed
+ * size, about 3% resolution, so a replay of any length runs in bounded
+ * memory. Their id map is idmap.h.
  */
 #ifndef GPB_REPLAY_H
 #define GPB_REPLAY_H
@@ -21,5 +22,9 @@ typedef struct replay_hist {
 void replay_hist_add(replay_hist_t *h, uint64_t ns);
 /* The q-quantile (0..1) within a bucket's width; 0 when empty. */
 uint64_t replay_hist_quantile(const replay_hist_t *h, double q);
+
+/* A duration for people: "850 ns" below 10 us, "12.3 us" below 10 ms,
+ * "4.5 ms" below 10 s, else "12.0 s". Like snprintf into buf. */
+void gpbt_ns_format(char *buf, size_t cap, uint64_t ns);
 
 #endif
