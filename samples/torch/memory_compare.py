@@ -5,6 +5,7 @@ workloads, side by side on one GPU (issue: PyTorch, first class).
 
     memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
     memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null,gpubuddy-vmm]
+    memory_compare.py caps --out DIR --grid 32 --near COARSE/caps.json
     memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy-vmm]
 
 base: each workload runs twice under PyTorch's allocator and twice under
@@ -120,14 +121,16 @@ def steps(a):
     return res
 
 
-def search(w, alloc, lo, hi, par, gpu_bytes):
-    """Smallest multiple of G in (lo, hi] that runs; hi must run (or is
-    checked first). Returns (size, tries)."""
+def search(w, alloc, lo, hi, par, gpu_bytes, G=G, hi_runs=False):
+    """Smallest multiple of G in (lo, hi] that runs; hi must run (checked
+    first unless hi_runs). Returns (size, tries)."""
     tries = []
     lo = lo // G * G
     hi = -(-hi // G) * G
-    x = result(run(w, alloc, cap=hi))
-    tries.append((hi, x["ok"], x.get("error")))
+    x = {"ok": True}
+    if not hi_runs:
+        x = result(run(w, alloc, cap=hi))
+        tries.append((hi, x["ok"], x.get("error")))
     while not x["ok"]:  # the known-good end fails: widen
         lo, hi = hi, hi + max(G, hi // 4)
         if hi > gpu_bytes:
@@ -162,18 +165,29 @@ def caps(a):
     with open(os.path.join(a.out, "base.json")) as f:
         b = json.load(f)
     res = {"gpu": name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    grid = a.grid << 20
+    near = {}
+    if a.near:
+        with open(a.near) as f:
+            near = json.load(f)
+    res["grid"] = grid
     for w in a.workloads:
         if w not in b:
             continue
         peak = b[w]["peak_live"]
         res[w] = {"peak_live": peak}
         for alloc in a.allocators:
-            if alloc.startswith("gpubuddy"):
-                hi = (b[w]["predicted_min_pool"] or int(peak * 1.3)) + G
+            old = near.get(w, {}).get(alloc, {}).get("min")
+            lo = peak
+            if old:  # a coarser search ran it at old and failed a step below
+                hi, lo = old, max(peak, old - near.get("grid", G))
+            elif alloc.startswith("gpubuddy"):
+                hi = (b[w]["predicted_min_pool"] or int(peak * 1.3)) + grid
             else:
-                hi = max(b[w]["peak_reserved"], peak + G)
+                hi = max(b[w]["peak_reserved"], peak + grid)
             t0 = time.time()
-            size, tries = search(w, alloc, peak, hi, a.parallel, gpu)
+            size, tries = search(w, alloc, lo, hi, a.parallel, gpu, grid,
+                                 hi_runs=bool(old))
             res[w][alloc] = {"min": size, "tries": tries,
                              "seconds": round(time.time() - t0, 1)}
             print("%s %s: %s" % (w, alloc, size), file=sys.stderr, flush=True)
@@ -190,7 +204,8 @@ def gib(x):
 def table(out, b, c):
     cols = [x for x in ("default", "expandable", "gpubuddy", "gpubuddy-null", "gpubuddy-vmm")
             if any(x in c.get(w, {}) for w in b)]
-    lines = ["Smallest cap or pool that runs (128 MiB grid), %s, %s" % (c["gpu"], c["date"]),
+    lines = ["Smallest cap or pool that runs (%d MiB grid), %s, %s" % (
+                 c.get("grid", G) >> 20, c["gpu"], c["date"]),
              "", "| workload | peak live | " + " | ".join(cols) + " | losses equal | step ms PyTorch / gpubuddy |",
              "|---" * (len(cols) + 4) + "|"]
     for w in b:
@@ -221,6 +236,10 @@ def main():
     ap.add_argument("--allocators", default="default,expandable,gpubuddy,gpubuddy-null")
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--grid", type=int, default=128,
+                    help="caps: the search's step in MiB")
+    ap.add_argument("--near", help="caps: a coarser run's caps.json; each "
+                    "search starts from its result, one coarse step down")
     ap.add_argument("--versus", default="gpubuddy",
                     help="steps: the allocator timed against PyTorch's")
     a = ap.parse_args()
