@@ -5,7 +5,8 @@
 #    the tool with the same config to the same stats (plain, .gz, stdin);
 #  - the RMM CSV fixture replays with the expected counts;
 #  - --policy all, --find-min-pool (the size found works, one min_block
-#    less fails), --speed, warnings, bad input and usage errors.
+#    less fails), --speed, warnings, bad input and usage errors;
+#  - the peak of 2 MiB pages under live blocks on a hand-worked trace.
 # Run by make check from the build directory.
 set -u
 srcdir=${srcdir:-.}
@@ -127,6 +128,16 @@ i=0; while [ ! -e /dev/shm/gpubuddy.$pub ] && [ $i -lt 50 ]; do sleep 0.1; i=$((
 [ -e /dev/shm/gpubuddy.$pub ] || fail "--publish made no segment"
 kill -TERM $rp; wait $rp 2>/dev/null
 [ ! -e /dev/shm/gpubuddy.$pub ] || { rm -f /dev/shm/gpubuddy.$pub; fail "SIGTERM left /dev/shm/gpubuddy.$pub behind"; }
+
+# 8. Pages under live blocks (what a GPB_CFG_VMM pool would map), buddy
+# in 16 MiB: a [0,1M) and c [1M,2M) share granule 0, b [2M,4M) is granule
+# 1; with b freed, d (3 MiB, a 4 MiB block at 4M) takes granules 2 and 3:
+# three granules at the peak, 6 MiB.
+printf '# gpubuddy-trace v1\n1 0 alloc 0xa 1048576 0 0x0\n2 1 alloc 0xb 2097152 0 0x0\n3 2 alloc 0xc 1048576 0 0x0\n4 3 free 0xb 0 0 0x0\n5 4 alloc 0xd 3145728 0 0x0\n6 5 free 0xa 0 0 0x0\n' > "$tmp/pages.trace"
+$replay --json --quiet --pool-size 16M "$tmp/pages.trace" > "$tmp/pages.json" || fail "pages replay exited $?"
+expect "$tmp/pages.json" peak_page_bytes 6291456
+$replay --quiet --pool-size 16M "$tmp/pages.trace" | grep -q 'peak 2 MiB pages in use: 6.0 MiB (6291456, ' ||
+  fail "the text report lacks the pages line"
 
 # 7. Errors: bad traces name the line; usage errors exit 2.
 printf '# gpubuddy-trace v1\n1 0 alloc 0x10 64 0 0\n2 0 alloc 0x20 -5 0 0\n' > "$tmp/bad.trace"

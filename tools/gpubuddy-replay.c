@@ -28,6 +28,7 @@
 #include "minpool.h"
 #include "idmap.h"
 #include "oom.h"
+#include "pages.h"
 #include "replay.h"
 
 #include <errno.h>
@@ -80,6 +81,7 @@ typedef struct result {
   int stopped; /* stopped at the first failure (probe) */
   gpbt_oom_t *why; /* --explain-oom: the first failures, explained */
   size_t nwhy;
+  uint64_t vmm_peak; /* bytes a GPB_CFG_VMM pool would map at most */
 } result_t;
 
 static const char *prog = "gpubuddy-replay";
@@ -89,7 +91,8 @@ static void usage(FILE *f) {
 "usage: %s [options] TRACE\n"
 "\n"
 "Replays an allocation trace through a gpubuddy pool and reports events,\n"
-"peak live bytes, peak bytes in blocks, internal and external fragmentation\n"
+"peak live bytes, peak bytes in blocks, peak 2 MiB pages under live blocks\n"
+"(what a GPB_CFG_VMM pool would hold), internal and external fragmentation\n"
 "(at the peak and at the end), failed allocations (OOM), per-op latency\n"
 "(median, p99, max) and total time.\n"
 "\n"
@@ -182,6 +185,10 @@ static void print_text(const opts_t *o, const result_t *r) {
   printf("peak bytes in blocks:    %s (%" PRIu64 ", %.3fx served)\n",
          b, r->at_end.block_peak,
          ratio(r->at_end.block_peak, r->at_end.requested_peak));
+  gpb_size_format(r->vmm_peak, a, sizeof a);
+  printf("peak 2 MiB pages in use: %s (%" PRIu64 ", %.3fx served; the "
+         "memory a GPB_CFG_VMM pool needs with this placement)\n", a,
+         r->vmm_peak, ratio(r->vmm_peak, r->at_end.requested_peak));
   printf("fragmentation:\n");
   print_frag_line("at peak", &r->at_peak);
   print_frag_line("at end", &r->at_end);
@@ -257,6 +264,7 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
   printf("      \"merges\": %" PRIu64 ",\n", e->merges);
   printf("      \"peak_live_bytes\": %" PRIu64 ",\n", e->requested_peak);
   printf("      \"peak_block_bytes\": %" PRIu64 ",\n", e->block_peak);
+  printf("      \"peak_page_bytes\": %" PRIu64 ",\n", r->vmm_peak);
   printf("      \"failed_allocs\": %" PRIu64 ",\n", r->oom);
   printf("      \"recorded_failures\": %" PRIu64 ",\n", r->recorded_fails);
   printf("      \"unknown_frees\": %" PRIu64 ",\n", r->unknown_frees);
@@ -553,6 +561,13 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   lv.base = info.base;
   gpbt_oom_map_t om;
   gpbt_oom_map_init(&om);
+  gpbt_pages_t pages;
+  if (gpbt_pages_init(&pages, info.managed_size)) {
+    fprintf(stderr, "%s: out of memory for the page counts\n", prog);
+    gpb_trace_close(tr);
+    gpb_pool_destroy(pool);
+    return -1;
+  }
   progress_t pg = {!o->quiet && !stop_on_fail, isatty(2), total_ops,
                    gpb_now_ns(), 0, "replaying"};
   int warned_unknown = 0, warned_dup = 0, ret = 0;
@@ -618,6 +633,10 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
         }
         continue;
       }
+      size_t usable;
+      if (p && gpb_usable_size(pool, p, &usable) == 0)
+        gpbt_pages_use(&pages, (uint64_t)((char *)p - (char *)info.base),
+                       usable);
       live += op.size;
       if (live > r->peak_live) {
         r->peak_live = live;
@@ -643,9 +662,14 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       }
       void *p = e.ptr;
       live -= e.size;
+      size_t usable = 0;
+      if (p && gpb_usable_size(pool, p, &usable)) usable = 0;
       uint64_t t0 = gpb_now_ns();
       rc = gpb_free(pool, p);
       replay_hist_add(&r->lat_free, gpb_now_ns() - t0);
+      if (!rc && usable)
+        gpbt_pages_unuse(&pages, (uint64_t)((char *)p - (char *)info.base),
+                         usable);
       if (rc) {
         fprintf(stderr, "%s: op %" PRIu64 ": free: %s: %s\n", prog, op.seq,
                 gpb_err_name(rc), gpb_last_error_detail());
@@ -663,6 +687,8 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
             gpb_last_error_detail());
     ret = -1;
   }
+  r->vmm_peak = gpbt_pages_peak(&pages);
+  gpbt_pages_fini(&pages);
   gpbt_idmap_fini(&m);
   live_fini(&lv);
   gpbt_oom_map_fini(&om);
