@@ -14,15 +14,17 @@
 #ifdef GPB_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-/* Makes `dev` current and returns the caller's device for device_leave. */
-static int device_enter(int dev) {
+int gpb__cuda_enter(int dev) {
   int saved = -1;
-  if (cudaGetDevice(&saved) != cudaSuccess) cudaGetLastError();
+  if (cudaGetDevice(&saved) != cudaSuccess) {
+    cudaGetLastError();
+    saved = -1; /* nothing to restore */
+  }
   if (saved != dev) cudaSetDevice(dev);
   return saved;
 }
 
-static void device_leave(int saved, int dev) {
+void gpb__cuda_leave(int saved, int dev) {
   if (saved >= 0 && saved != dev) cudaSetDevice(saved);
 }
 
@@ -54,7 +56,7 @@ int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
     return gpb__fail(GPB_ENOCUDA, "device %d does not exist (%d present)",
                      device, n);
   int rc = 0;
-  int saved = device_enter(device);
+  int saved = gpb__cuda_enter(device);
   {
     if (kind == GPB_BACKEND_DEVICE) {
       size_t free_b = 0, total_b = 0;
@@ -83,17 +85,17 @@ int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
       }
     }
   }
-  device_leave(saved, device);
+  gpb__cuda_leave(saved, device);
   return rc;
 }
 
 void gpb__cuda_release(gpb_backend_t kind, int device, void *base) {
-  int saved = device_enter(device);
+  int saved = gpb__cuda_enter(device);
   if (kind == GPB_BACKEND_DEVICE)
     cudaFree(base);
   else
     cudaFreeHost(base);
-  device_leave(saved, device);
+  gpb__cuda_leave(saved, device);
 }
 
 #else /* !GPB_HAVE_CUDA */

@@ -84,5 +84,9 @@ GPB__HIDDEN int gpb__cuda_usable(int device);
 GPB__HIDDEN int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
                                   void **base);
 GPB__HIDDEN void gpb__cuda_release(gpb_backend_t kind, int device, void *base);
+/* CUDA builds: makes `dev` current and returns the caller's device, which
+ * gpb__cuda_leave restores (the caller's current device never changes). */
+GPB__HIDDEN int gpb__cuda_enter(int dev);
+GPB__HIDDEN void gpb__cuda_leave(int saved, int dev);
 
 #endif /* GPB_GPU_H */

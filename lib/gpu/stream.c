@@ -102,18 +102,10 @@ struct gpb__gpu {
 /* ------------------------------------------------------------- devices */
 
 /* Makes the pool's device current; returns the caller's for stream_leave. */
-static int stream_enter(const gpb__gpu_t *g) {
-  int cur = -1;
-  if (cudaGetDevice(&cur) != cudaSuccess) {
-    cudaGetLastError();
-    cur = -1;
-  }
-  if (cur != g->device) cudaSetDevice(g->device);
-  return cur;
-}
+static int stream_enter(const gpb__gpu_t *g) { return gpb__cuda_enter(g->device); }
 
 static void stream_leave(const gpb__gpu_t *g, int saved) {
-  if (saved >= 0 && saved != g->device) cudaSetDevice(saved);
+  gpb__cuda_leave(saved, g->device);
 }
 
 /* --------------------------------------------------------------- lists */

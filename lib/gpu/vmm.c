@@ -85,17 +85,6 @@ static int vmm_cu(CUresult r, const char *what, size_t n) {
                    "%s(%zu): CUDA driver error %d", what, n, (int)r);
 }
 
-static int vmm_enter(int dev) {
-  int saved = -1;
-  if (cudaGetDevice(&saved) != cudaSuccess) cudaGetLastError();
-  if (saved != dev) cudaSetDevice(dev);
-  return saved;
-}
-
-static void vmm_leave(int saved, int dev) {
-  if (saved >= 0 && saved != dev) cudaSetDevice(saved);
-}
-
 int gpb__vmm_open(int device, size_t virt, size_t phys, void **base,
                   gpb__vmm_t **out) {
   *out = NULL;
@@ -103,7 +92,7 @@ int gpb__vmm_open(int device, size_t virt, size_t phys, void **base,
   if (!v) return gpb__fail(GPB_EHOSTMEM, "out of host memory");
   v->device = device;
   int rc = 0;
-  int saved = vmm_enter(device);
+  int saved = gpb__cuda_enter(device);
   if ((rc = vmm_sym("cuMemAddressReserve", (void **)&v->reserve)) ||
       (rc = vmm_sym("cuMemAddressFree", (void **)&v->afree)) ||
       (rc = vmm_sym("cuMemCreate", (void **)&v->create)) ||
@@ -150,7 +139,7 @@ int gpb__vmm_open(int device, size_t virt, size_t phys, void **base,
     goto out;
   *base = (void *)(uintptr_t)v->base;
 out:
-  vmm_leave(saved, device);
+  gpb__cuda_leave(saved, device);
   if (rc) {
     gpb__vmm_close(v);
     return rc;
@@ -161,7 +150,7 @@ out:
 
 void gpb__vmm_close(gpb__vmm_t *v) {
   if (!v) return;
-  int saved = vmm_enter(v->device);
+  int saved = gpb__cuda_enter(v->device);
   if (v->base) {
     if (v->nmade) cudaDeviceSynchronize(); /* no kernel still on a page */
     for (uint64_t i = 0; i < v->ngran && v->page; i++) {
@@ -173,7 +162,7 @@ void gpb__vmm_close(gpb__vmm_t *v) {
   }
   for (uint64_t i = 0; i < v->nspare; i++) v->release(v->spare[i]);
   cudaGetLastError();
-  vmm_leave(saved, v->device);
+  gpb__cuda_leave(saved, v->device);
   free(v->users);
   free(v->page);
   free(v->spare);
@@ -236,14 +225,14 @@ int gpb__vmm_use(gpb__vmm_t *v, uint64_t off, uint64_t len) {
       v->nidle--;
       continue;
     }
-    if (saved == -2) saved = vmm_enter(v->device);
+    if (saved == -2) saved = gpb__cuda_enter(v->device);
     if ((rc = vmm_map_one(v, i)) != 0) {
       v->users[i]--;
       break;
     }
   }
   if (rc && i > first) gpb__vmm_unuse(v, first << v->gshift, (i - first) << v->gshift);
-  if (saved != -2) vmm_leave(saved, v->device);
+  if (saved != -2) gpb__cuda_leave(saved, v->device);
   return rc;
 }
 
