@@ -8,7 +8,9 @@
 # BUILDDIR is where `make` ran (default: ./build, else the current
 # directory). Environment:
 #   DEMO_SAMPLE=kvcache|churn|cnn|checkerboard   workload (default kvcache)
-#   DEMO_STEPS=N       workload steps (default 200000 windowed, 20000 headless)
+#   DEMO_STEPS=N       workload steps (default 200000 windowed; headless, it
+#                      runs until the frames are taken, so every frame shows
+#                      it live, then it is stopped)
 #   DEMO_PACE_US=N     microseconds between steps (default 200)
 #   DEMO_OUT=DIR       headless frames go here (default ./demo-out)
 #   DEMO_FRAMES=N      headless frames to write (default 20, every 500 ms)
@@ -38,20 +40,28 @@ if [ $windowed = 1 ] && "$view" --version | grep -q "headless only"; then
        "apt-get install libsdl2-dev, then configure again); rendering headless" >&2
   windowed=0
 fi
-if [ $windowed = 1 ]; then steps=${DEMO_STEPS:-200000}; else steps=${DEMO_STEPS:-20000}; fi
+# Headless, 20000 steps ended before the frames did: the last ones were
+# DISCONNECTED over the pool the sample emptied as it exited.
+if [ $windowed = 1 ]; then steps=${DEMO_STEPS:-200000}; else steps=${DEMO_STEPS:-1000000000}; fi
 pace=${DEMO_PACE_US:-200}
 name=demo-$$
 pid=
 
+# The sample stops on SIGTERM as at its last step: it frees its blocks
+# and unpublishes the pool; wait for that.
 cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null || true; fi
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT INT TERM
 
 out=${DEMO_OUT:-demo-out}
 mkdir -p "$out"
 log=$out/sample.log
-echo "demo: starting $sample_name ($steps steps, ${pace} us apart), published as $name; its log: $log" >&2
+if [ -n "${DEMO_STEPS:-}" ] || [ $windowed = 1 ]; then what="$steps steps"; else what="until the frames are taken"; fi
+echo "demo: starting $sample_name ($what, ${pace} us apart), published as $name; its log: $log" >&2
 "$sample" --backend "${DEMO_BACKEND:-auto}" --publish "$name" --steps "$steps" \
   --pace-us "$pace" --quiet >"$log" 2>&1 &
 pid=$!

@@ -28,6 +28,40 @@ $view --pattern checker --steps 3000 --pool-size 4M --headless \
   fail "headless render failed: $(cat "$tmp/err")"
 head -c 8 "$tmp/a.png" | od -An -c | grep -q "P   N   G" || fail "not a PNG"
 
+# --tree --color order colors the tree by order (it drew state colors):
+# the map (left of the 250-pixel panel, above the status lines) has no
+# pixel of the state mode's used blue, which --color state has plenty of.
+# png_count FILE RRGGBB: pixels of that color in the map area.
+png_count() {
+  python3 - "$1" "$2" <<'PY'
+import struct, sys, zlib
+b = open(sys.argv[1], "rb").read()
+w, h = struct.unpack(">II", b[16:24])
+i, data = 8, b""
+while i < len(b):
+    n, t = struct.unpack(">I4s", b[i:i + 8])
+    if t == b"IDAT":
+        data += b[i + 8:i + 8 + n]
+    i += 12 + n
+raw = zlib.decompress(data)
+want = bytes.fromhex(sys.argv[2])
+n = 0
+for y in range(h - 40):
+    row = raw[y * (3 * w + 1) + 1:(y + 1) * (3 * w + 1)]
+    n += sum(1 for x in range(w - 250) if row[3 * x:3 * x + 3] == want)
+print(n)
+PY
+}
+for mode in order state; do
+  $view --pattern churn --headless --png "$tmp/tree-$mode.png" --tree \
+    --color $mode --size 640x400 2>"$tmp/err" ||
+    fail "--tree --color $mode failed: $(cat "$tmp/err")"
+done
+[ "$(png_count "$tmp/tree-state.png" 3b82f6)" -gt 100 ] ||
+  fail "--tree --color state draws no used blocks"
+n=$(png_count "$tmp/tree-order.png" 3b82f6)
+[ "$n" = 0 ] || fail "--tree --color order: $n pixels in state colors"
+
 $view --pattern churn --steps 2000 --speed 1000 --headless --frames "$tmp/fr" \
   --count 3 --interval-ms 10 --size 600x300 2>"$tmp/err" ||
   fail "headless frames failed: $(cat "$tmp/err")"
@@ -50,6 +84,24 @@ if ! grep -q "^#define GPB_HAVE_SDL2_WINDOW 1" ./config.h 2>/dev/null; then
   [ $? -eq 1 ] || fail "a build with no window does not exit 1 without --headless"
   grep -q "no window" "$tmp/err" && grep -q -- "--headless" "$tmp/err" ||
     fail "no clear message for a build with no window: $(cat "$tmp/err")"
+fi
+
+# A window whose replay is over sleeps until an event, redrawing at most
+# 4 times a second (it drew every frame, 60 a second with vsync and as
+# many as the CPU allowed under SDL's dummy driver). The test hook quits
+# after N ms and counts the frames drawn.
+if grep -q "^#define GPB_HAVE_SDL2_WINDOW 1" ./config.h 2>/dev/null; then
+  GPB_VIEW_TEST_QUIT_MS=1500 $view --pattern churn --steps 100 --speed 0 \
+    --size 320x200 2>"$tmp/err" || fail "the window failed: $(cat "$tmp/err")"
+  n=$(sed -n 's/^gpubuddy-view: \([0-9]*\) frames in .*/\1/p' "$tmp/err")
+  [ -n "$n" ] && [ "$n" -ge 2 ] && [ "$n" -le 12 ] ||
+    fail "a finished replay drew '$n' frames in 1.5 s, expected 2..12: $(cat "$tmp/err")"
+  # Playing, it draws every frame: the count is real.
+  GPB_VIEW_TEST_QUIT_MS=500 $view --pattern churn --steps 100000 --speed 10 \
+    --size 320x200 2>"$tmp/err" || fail "the window failed: $(cat "$tmp/err")"
+  n=$(sed -n 's/^gpubuddy-view: \([0-9]*\) frames in .*/\1/p' "$tmp/err")
+  [ -n "$n" ] && [ "$n" -gt 12 ] ||
+    fail "a playing replay drew '$n' frames in 0.5 s: $(cat "$tmp/err")"
 fi
 
 # Benchmark mode, small: every line it promises, and a trace written by a
@@ -103,6 +155,22 @@ i=0
 while [ "$($view --list | grep -c "^vcli-[ab]-$$\$")" != 2 ] && [ $i -lt 50 ]; do
   sleep 0.1; i=$((i + 1))
 done
+# --frames on a pool whose program exits stops there: the frames after it
+# all showed DISCONNECTED over the pool the program emptied as it exited.
+gx=vcli-x-$$
+"$churn" --backend virtual --pool-size 4M --publish "$gx" --steps 1000 \
+  --pace-us 1000 --quiet > /dev/null 2>&1 &
+xpid=$!
+pids="$pids $xpid"
+i=0
+until $view --list | grep -qx "$gx" || [ $i -ge 50 ]; do sleep 0.02; i=$((i + 1)); done
+$view "$gx" --headless --frames "$tmp/fx" --count 40 --interval-ms 100 \
+  --size 320x200 2> "$tmp/err" || fail "--frames on $gx exited $?: $(cat "$tmp/err")"
+grep -q "program exited" "$tmp/err" || fail "--frames went on past the exit: $(cat "$tmp/err")"
+grep -q "(disconnected)" "$tmp/err" && fail "--frames wrote a DISCONNECTED frame: $(cat "$tmp/err")"
+[ -f "$tmp/fx/frame-000.png" ] && [ ! -f "$tmp/fx/frame-039.png" ] ||
+  fail "--frames: $(ls "$tmp/fx")"
+wait $xpid
 # grid_check FILE.json [relay]: both pools, with their sizes, in one array.
 grid_check() {
   python3 - "$1" "$ga" "$gb" "${2:-}" <<'PY'

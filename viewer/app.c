@@ -20,6 +20,9 @@
 #define APP_BULK_OPS 200000u
 /* Ops replayed per update while seeking, so the window stays responsive. */
 #define APP_SEEK_CHUNK 2000000u
+/* Playing spends at most this much of a 60 fps frame (16.7 ms) stepping:
+ * --speed 0 ran 1e6 ops a frame, which took the window to 3-5 fps. */
+#define APP_STEP_BUDGET_NS 8000000ull
 
 void vmessage_set(char *msg, size_t n, uint64_t *until_ns, const char *fmt,
                   va_list ap) {
@@ -140,6 +143,22 @@ static void app_run(vapp_t *a, uint64_t n) {
   }
 }
 
+/* Runs up to n ops in chunks of VAPP_STEP_CHUNK, reading the clock once
+ * per chunk, until the step budget is spent; the rest is dropped, so a
+ * replay too fast for the machine falls behind instead of the window. */
+static void app_play(vapp_t *a, uint64_t n) {
+  uint64_t budget = a->step_budget_ns ? a->step_budget_ns : APP_STEP_BUDGET_NS;
+  uint64_t t0 = gpb_now_ns(), done = 0;
+  /* A long run rebuilds the map once, as app_run does for one big step. */
+  if (n > APP_BULK_OPS) a->map.need_rebuild = 1;
+  while (done < n && !a->failed && !vreplay_at_end(a->rp)) {
+    uint64_t k = n - done < VAPP_STEP_CHUNK ? n - done : VAPP_STEP_CHUNK;
+    app_run(a, k);
+    done += k;
+    if (gpb_now_ns() - t0 >= budget) break;
+  }
+}
+
 static void app_seek_some(vapp_t *a, uint64_t chunk) {
   uint64_t pos = vreplay_pos(a->rp);
   if (a->seek_to < pos) {
@@ -176,10 +195,10 @@ void vapp_update(vapp_t *a, double dt) {
     if (a->seek_to != UINT64_MAX) {
       app_seek_some(a, APP_SEEK_CHUNK);
     } else if (!a->paused && !vreplay_at_end(a->rp) && !a->failed) {
-      double want = a->speed > 0 ? a->speed * dt + a->carry : 1e6;
-      uint64_t n = (uint64_t)want;
+      double want = a->speed > 0 ? a->speed * dt + a->carry : 0;
+      uint64_t n = a->speed > 0 ? (uint64_t)want : UINT64_MAX;
       a->carry = a->speed > 0 ? want - (double)n : 0;
-      app_run(a, n);
+      app_play(a, n);
     }
   } else if (!a->paused && !a->disconnected && !a->failed) {
     int rc = gpb_attach_poll(a->at);

@@ -44,6 +44,12 @@ uint32_t vc_ramp(double t) {
   return vc_mix(stops[i], stops[i + 1], x - i);
 }
 
+uint32_t vc_free_of(uint32_t c) {
+  /* Darkening (vc_scale) took the dark end of the ramp into the
+   * background; mixing toward a mid grey keeps it well above it. */
+  return vc_mix(c, 0xFF6B7280u, 0.6);
+}
+
 uint32_t vc_tag(uint32_t tag) {
   static const uint32_t pal[16] = {
       0xFF3B82F6u, 0xFFEF4444u, 0xFF10B981u, 0xFFF59E0Bu,

@@ -24,6 +24,20 @@ const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
   return buf;
 }
 
+const char *vfmt_tail(const char *s, size_t max, char *buf, size_t n) {
+  size_t len = strlen(s);
+  if (max >= n) max = n - 1;
+  if (len <= max) {
+    snprintf(buf, n, "%s", s);
+  } else if (max < 3) {
+    snprintf(buf, n, "%.*s", (int)max, "...");
+  } else {
+    /* The end of a path is the file name: keep it, cut the directories. */
+    snprintf(buf, n, "...%s", s + len - (max - 3));
+  }
+  return buf;
+}
+
 void vframe_layout(vapp_t *a, int w, int h) {
   int s = a->scale < 1 ? 1 : a->scale;
   int line = (GPBT_FONT_H + 3) * s;
@@ -184,7 +198,10 @@ static void frame_stats(vapp_t *a, frame_pen_t *p) {
   double pct = st->managed_bytes ? 100.0 * (double)st->block_bytes /
                                        (double)st->managed_bytes : 0;
   pen_line(p, VC_TEXT, "%s", a->kind == VSRC_LIVE ? "LIVE" : "REPLAY");
-  pen_line(p, VC_DIM, "%.38s", a->title);
+  char t[sizeof a->title];
+  pen_line(p, VC_DIM, "%s",
+           vfmt_tail(a->title, (size_t)(p->w / (GPBT_FONT_W * p->s)), t,
+                     sizeof t));
   pen_line(p, VC_DIM, "POOL %s  MIN %s", vfmt_bytes(st->managed_bytes, b1, 32),
            vfmt_bytes(st->min_block, b2, 32));
   p->y += p->s * 3;
@@ -321,7 +338,9 @@ static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
   snprintf(line, sizeof line, "%s%s  %s  CELL %s  %s %s  H: KEYS", state, speed,
            pos, vfmt_bytes(a->map.bpc, b1, 32),
            a->map.layout == VLAYOUT_TREE ? "TREE" : "MAP",
-           a->map.layout == VLAYOUT_TREE ? "" : frame_color_names[a->map.color]);
+           frame_color_names[a->map.layout == VLAYOUT_TREE
+                                 ? vmap_tree_color(a->map.color)
+                                 : a->map.color]);
   uint32_t col = a->failed || a->disconnected ? VC_ALERT : VC_TEXT;
   if (a->searching) {
     snprintf(line, sizeof line, "FIND ADDRESS OR OFFSET: %s_", a->search);

@@ -278,7 +278,8 @@ static int open_source(opts_t *o, vapp_t *app) {
     if ((rc = open_ops(o, &ops))) return rc;
     rc = vapp_open_replay(app, ops, &o->cfg);
     if (rc) return rc;
-    snprintf(app->title, sizeof app->title, "%s", o->trace ? o->trace : o->pattern);
+    vfmt_tail(o->trace ? o->trace : o->pattern, sizeof app->title - 1,
+              app->title, sizeof app->title);
     if (o->speed >= 0) app->speed = o->speed;
   } else if (o->connect && !strchr(o->connect, '/')) {
     /* One relay, no pool named: its one pool as ever, or, when it
@@ -403,6 +404,15 @@ static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
       if (!grid) {
         catch_up(app);
         if (!found) apply_find(o, app), found = 1;
+      }
+      /* A program tears its pool down as it exits: more frames would all
+       * show that empty pool, DISCONNECTED. The last one written is the
+       * last live state. */
+      if (!grid && app->disconnected && i > 0) {
+        fprintf(stderr, "\ngpubuddy-view: the pool's program exited: "
+                        "stopped after %d frame%s, the last live state", i,
+                i == 1 ? "" : "s");
+        break;
       }
       headless_draw(app, grid, &fb);
       char path[4096];

@@ -551,7 +551,8 @@ static uint32_t map_cell_color(const vmap_t *m, uint64_t c) {
   case VCOLOR_ORDER: {
     double avg = (double)m->ordsum[c] / (double)bytes;
     double t = m->norders > 1 ? avg / (double)(m->norders - 1) : 0;
-    col = vc_scale(vc_ramp(t), 0.45 + 0.55 * uf);
+    uint32_t oc = vc_ramp(t);
+    col = vc_mix(vc_free_of(oc), oc, uf);
     break;
   }
   case VCOLOR_TAG:
@@ -580,7 +581,14 @@ static uint32_t map_cell_color(const vmap_t *m, uint64_t c) {
   return col;
 }
 
+/* Tree rows keep bytes per order, not per allocation, so only state and
+ * order colors apply there; tag and age show as state. */
+vcolor_mode_t vmap_tree_color(vcolor_mode_t c) {
+  return c == VCOLOR_ORDER ? VCOLOR_ORDER : VCOLOR_STATE;
+}
+
 static void map_tree_colorize(vmap_t *m) {
+  int by_order = vmap_tree_color(m->color) == VCOLOR_ORDER;
   for (int c = 0; c < m->cols; c++) {
     uint64_t cs = m->start + (uint64_t)c * m->bpc;
     uint64_t below = 0;
@@ -592,7 +600,12 @@ static void map_tree_colorize(vmap_t *m) {
       }
       uint64_t f = m->tfree[i], u = m->tused[i];
       uint64_t rest = f + u + below < m->bpc ? m->bpc - f - u - below : 0;
-      uint32_t col = map_blend3(VC_USED, u, VC_FREE, f, VC_SPLIT, below);
+      uint32_t uc = VC_USED, fc = VC_FREE;
+      if (by_order) {
+        uc = vc_ramp(m->norders > 1 ? (double)k / (m->norders - 1) : 0);
+        fc = vc_free_of(uc);
+      }
+      uint32_t col = map_blend3(uc, u, fc, f, VC_SPLIT, below);
       col = map_blend3(col, f + u + below, VC_BG, rest, VC_BG, 0);
       uint64_t bs = m->min_block << k;
       /* A block of this order starts inside this column. */

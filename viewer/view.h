@@ -33,7 +33,9 @@
 
 /* Pixels are 0xAARRGGBB with alpha always 0xFF (SDL_PIXELFORMAT_ARGB8888). */
 #define VC_BG 0xFF101418u     /* outside the pool, panel background */
-#define VC_FREE 0xFF2A3A2Cu   /* free block */
+/* Free must stand out from VC_BG (empty tree rows, outside the pool) and
+ * from every used color: tests/test_viewer.c checks the distances. */
+#define VC_FREE 0xFF33774Au   /* free block */
 #define VC_USED 0xFF3B82F6u   /* used block, requested bytes */
 #define VC_WASTE 0xFFF59E0Bu  /* used block, bytes past the request */
 #define VC_SPLIT 0xFF303846u  /* buddy tree: node split into smaller blocks */
@@ -48,6 +50,9 @@ uint32_t vc_mix(uint32_t a, uint32_t b, double t); /* t=0: a, t=1: b */
 uint32_t vc_scale(uint32_t c, double f);
 uint32_t vc_ramp(double t);   /* 0..1 onto a blue-green-yellow ramp */
 uint32_t vc_tag(uint32_t tag); /* a distinct color per tag */
+/* A free block in a mode that colors blocks by c (order): c greyed, so
+ * free and used of one color differ and neither sinks into VC_BG. */
+uint32_t vc_free_of(uint32_t c);
 
 /* -------------------------------------------------------------- the map */
 
@@ -123,6 +128,8 @@ void vmap_rebuild(vmap_t *m, const gpb_model_t *model);
 #define VMAP_WIDE 64
 /* Rebuilds stale chunks from the model; call before vmap_colorize. */
 void vmap_refresh(vmap_t *m, const gpb_model_t *model);
+/* The mode the tree layout draws for mode c (state for tag and age). */
+vcolor_mode_t vmap_tree_color(vcolor_mode_t c);
 /* Recomputes colors of changed cells (all after a rebuild). */
 void vmap_colorize(vmap_t *m);
 /* Byte offset shown at cell (cx, cy) of the grid; UINT64_MAX if none. */
@@ -203,6 +210,9 @@ uint64_t vreplay_failures(const vreplay_t *r);
 
 typedef enum vsrc_kind { VSRC_REPLAY = 1, VSRC_LIVE } vsrc_kind_t;
 
+/* Playing steps this many ops between looks at the clock. */
+#define VAPP_STEP_CHUNK 4096u
+
 typedef struct vapp {
   vsrc_kind_t kind;
   vreplay_t *rp;          /* replay */
@@ -220,6 +230,7 @@ typedef struct vapp {
   uint64_t msg_until_ns;
   double speed;           /* replay: ops per second; 0 = as fast as possible */
   double carry;           /* fractional ops owed */
+  uint64_t step_budget_ns; /* replay: stepping time per update; 0 = 8 ms */
   uint64_t total_ops;     /* 0 = unknown */
   uint64_t seek_to;       /* replay: UINT64_MAX = none */
   uint64_t last_age_rebuild_ns;
@@ -250,7 +261,8 @@ int vapp_open_attach(vapp_t *a, gpb_attach_t *at, const char *title);
 /* "gpubuddy-view: cannot attach to WHERE: why" on stderr, one line. */
 void vapp_attach_error(const char *where, int rc);
 void vapp_close(vapp_t *a);
-/* Brings the source forward by dt seconds of wall time; seeks; polls. */
+/* Brings the source forward by dt seconds of wall time; seeks; polls.
+ * Playing steps for at most step_budget_ns (at --speed 0, that long). */
 void vapp_update(vapp_t *a, double dt);
 /* Replays up to op `n` at full speed (backwards restarts). */
 int vapp_seek(vapp_t *a, uint64_t n);
@@ -278,6 +290,9 @@ void vframe_layout(vapp_t *a, int w, int h);
 /* Byte offset under pixel (x, y) of the map, its cell index in *cell;
  * UINT64_MAX when (x, y) is not over the pool. */
 uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell);
+/* s in at most max characters (and n - 1) into buf, cut at its start
+ * with a leading "..." so a path keeps its file name; returns buf. */
+const char *vfmt_tail(const char *s, size_t max, char *buf, size_t n);
 /* gpb_size_format ("1.5 MiB") into buf; returns buf. */
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n);
 

@@ -4,13 +4,20 @@
  * vframe_draw fills to a streaming texture and turns SDL events into
  * input.c's keys and mouse calls, so every other mode builds without SDL2.
  * The window is sized in the renderer's output pixels, so HiDPI screens
- * get full resolution and a UI scale of 2.
+ * get full resolution and a UI scale of 2. While nothing can change (a
+ * paused or finished replay, a paused or closed live view) it sleeps
+ * until an event, redrawing a few times a second at most.
+ *
+ * GPB_VIEW_TEST_QUIT_MS=N (tests): quit after N ms and say on stderr how
+ * many frames were drawn.
  */
 #include "view.h"
 
 #include <SDL.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -36,6 +43,19 @@ static int sdl_key(const SDL_Keysym *k) {
     if (k->sym >= 32 && k->sym < 127) return (int)k->sym;
     return VKEY_NONE;
   }
+}
+
+/* Longest sleep when idle: a status message still times out on time. */
+#define WINDOW_IDLE_MS 250
+
+/* Nothing changes until an event comes: the replay is paused, at its end
+ * or stopped, or the live view is paused or closed, and no seek or
+ * screenshot is pending. A grid looks for new pools, so it never is. */
+static int window_idle(const vapp_t *a) {
+  if (a->seek_to != UINT64_MAX || a->want_shot) return 0;
+  if (a->kind == VSRC_REPLAY)
+    return a->paused || a->failed || vreplay_at_end(a->rp);
+  return a->paused || a->disconnected || a->failed;
 }
 
 /* Writes the frame to the first free gpubuddy-view-NNN.png; what
@@ -81,10 +101,17 @@ int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
   SDL_Texture *tex = NULL;
   gpbt_fb_t fb = {0};
   int quit = 0, rc = 0, found = 0, shots = 0;
-  uint64_t last = gpb_now_ns();
+  uint64_t last = gpb_now_ns(), t0 = last, frames = 0, quit_ns = 0;
+  const char *qe = getenv("GPB_VIEW_TEST_QUIT_MS");
+  if (qe && *qe) quit_ns = strtoull(qe, NULL, 10) * 1000000ull;
   double sx = 1, sy = 1; /* window points to output pixels */
   SDL_StartTextInput();
   while (!quit) {
+    if (quit_ns && gpb_now_ns() - t0 >= quit_ns) break;
+    /* Idle: sleep until an event (it stays queued for the loop below).
+     * Redrawing 60 times a second took 36-50% of a core. */
+    if (frames && !grid && window_idle(app))
+      SDL_WaitEventTimeout(NULL, WINDOW_IDLE_MS);
     int ow, oh, ww, wh;
     if (SDL_GetRendererOutputSize(ren, &ow, &oh) != 0) {
       fprintf(stderr, "gpubuddy-view: SDL_GetRendererOutputSize: %s\n", SDL_GetError());
@@ -203,7 +230,11 @@ int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
       break;
     }
     SDL_RenderPresent(ren);
+    frames++;
   }
+  if (quit_ns)
+    fprintf(stderr, "gpubuddy-view: %" PRIu64 " frames in %" PRIu64 " ms\n",
+            frames, (uint64_t)((gpb_now_ns() - t0) / 1000000u));
   SDL_StopTextInput();
   if (tex) SDL_DestroyTexture(tex);
   gpbt_fb_free(&fb);
