@@ -246,7 +246,8 @@ static void test_free_contrast(void) {
 
 /* --speed 0 steps for a time budget per update, not a fixed 1e6 ops
  * (which took the window to 3-5 fps): with a budget of 1 ns an update
- * runs one chunk, and with the default one it returns in about 8 ms. */
+ * runs one chunk, and with the default one (8 ms) ten updates do not
+ * reach the end of 3M ops. */
 static void test_full_speed(void) {
   vops_t *o;
   ASSERT_OK(vops_open_pattern("churn", 3000000, 256u << 20, 256, 1, &o));
@@ -273,10 +274,8 @@ static void test_full_speed(void) {
     double ms = (double)(gpb_now_ns() - t0) / 1e6;
     if (ms > worst) worst = ms;
   }
-  /* 8 ms of stepping, one chunk past it, a map rebuild and a frame; loose
-   * for a loaded machine (the old 1e6 ops took 150-300 ms). */
-  if (worst > 80)
-    FAILF("an update and frame at --speed 0 took %.1f ms", worst);
+  /* No bound on time here (a sanitizer build is 10x slower; speed is for
+   * bench/): the budget must stop each update well before the end. */
   ASSERT(vapp_pos(&a) > pos && vapp_pos(&a) < a.total_ops);
   printf("full speed: %" PRIu64 " ops in 11 updates, slowest %.1f ms\n",
          vapp_pos(&a), worst);
