@@ -15,6 +15,10 @@
  * trace once and tries every pool size from the peak upward on a grid
  * (tools/common/minpool.h says why it does not bisect), stopping each
  * probe at its first failure.
+ *
+ * --top-sites ranks the trace's call sites (topsites.h): the bytes each
+ * held when live bytes peaked, and the allocations that failed, each
+ * with the frames the trace defined for it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
@@ -22,6 +26,7 @@
 #include "minpool.h"
 #include "idmap.h"
 #include "replay.h"
+#include "topsites.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -47,6 +52,7 @@ typedef struct opts {
   uint64_t resolution; /* find-min-pool grid; 0: 1/1024 of the peak */
   const char *publish;
   double speed; /* 0: as fast as possible */
+  uint32_t top_sites; /* --top-sites: rows per ranking, 0 off */
 } opts_t;
 
 /* What a first pass learns about a trace. */
@@ -67,6 +73,11 @@ typedef struct result {
   replay_hist_t lat_alloc, lat_free;
   double total_s;
   int stopped; /* stopped at the first failure (probe) */
+  /* --top-sites: the rankings, each row's frames (NULL: none defined) */
+  gpbt_site_row_t *top_peak, *top_fail;
+  char **text_peak, **text_fail;
+  size_t ntop_peak, ntop_fail, sites_peak, sites_fail;
+  int any_site; /* the trace named a call site */
 } result_t;
 
 static const char *prog = "gpubuddy-replay";
@@ -102,6 +113,10 @@ static void usage(FILE *f) {
 "  --publish NAME    publish the replay's pool live under NAME (for the viewer)\n"
 "  --speed X         pace ops by the trace's timestamps, X times real time\n"
 "                    (default: as fast as possible)\n"
+"  --top-sites[=N]   the N call sites (default 10) holding the most bytes\n"
+"                    when live bytes peaked, and the sites of failed\n"
+"                    allocations, each with its frames (traces recorded\n"
+"                    with GPB_CALLSITES=DEPTH carry call sites)\n"
 "  --json            machine-readable output (one key per line)\n"
 "  --quiet           no progress or warnings on stderr\n"
 "  --help            this text\n"
@@ -186,6 +201,79 @@ static void print_text(const opts_t *o, const result_t *r) {
          r->total_s > 0 ? (double)r->ops / r->total_s : 0);
 }
 
+/* One ranking of --top-sites: each site's figures, then its frames, one
+ * a line ("MODULE+0xOFFSET SYMBOL", innermost first). */
+static void print_sites(const char *head, const gpbt_site_row_t *rows,
+                        char *const *text, size_t n, size_t total,
+                        uint64_t all_bytes, int failed) {
+  printf("%s (top %zu of %zu site%s):\n", head, n, total,
+         total == 1 ? "" : "s");
+  for (size_t i = 0; i < n; i++) {
+    const gpbt_site_row_t *w = &rows[i];
+    char a[32], who[32];
+    gpb_size_format(w->bytes, a, sizeof a);
+    if (w->site) snprintf(who, sizeof who, "site %u", w->site);
+    else snprintf(who, sizeof who, "no call site");
+    if (failed)
+      printf("  %2zu. %" PRIu64 " failure%s, %s asked; %s\n", i + 1, w->n,
+             w->n == 1 ? "" : "s", a, who);
+    else
+      printf("  %2zu. %s (%.1f%%) in %" PRIu64 " allocation%s; %s\n", i + 1,
+             a, 100 * ratio(w->bytes, all_bytes), w->n, w->n == 1 ? "" : "s",
+             who);
+    if (!w->site) continue;
+    const char *t = text[i];
+    if (!t) {
+      printf("        (not defined in the trace)\n");
+      continue;
+    }
+    while (*t) {
+      size_t k = strcspn(t, ";");
+      printf("        %.*s\n", (int)k, t);
+      t += k + (t[k] == ';');
+    }
+  }
+}
+
+static void print_top_sites(const result_t *r) {
+  if (!r->any_site) {
+    printf("call sites: the trace names none (record it with "
+           "GPB_CALLSITES=DEPTH or GPB_CFG_CALLSITES)\n");
+    return;
+  }
+  char a[32];
+  gpb_size_format(r->peak_live, a, sizeof a);
+  char head[96];
+  snprintf(head, sizeof head, "call sites at peak live bytes, %s", a);
+  print_sites(head, r->top_peak, r->text_peak, r->ntop_peak, r->sites_peak,
+              r->peak_live, 0);
+  if (r->oom)
+    print_sites("call sites of failed allocations", r->top_fail,
+                r->text_fail, r->ntop_fail, r->sites_fail, 0, 1);
+  printf("  (frames innermost first: MODULE+0xOFFSET [SYMBOL]; "
+         "addr2line -e MODULE OFFSET names the line)\n");
+}
+
+static void json_sites(const char *key, const gpbt_site_row_t *rows,
+                       char *const *text, size_t n, int failed) {
+  printf("      \"%s\": [", key);
+  for (size_t i = 0; i < n; i++) {
+    gpbt_json_t j = {stdout, ", ", 0};
+    printf("%s\n        {", i ? "," : "");
+    gpbt_json_put_u64(&j, "site", rows[i].site);
+    gpbt_json_put_u64(&j, failed ? "failures" : "allocs", rows[i].n);
+    gpbt_json_put_u64(&j, "bytes", rows[i].bytes);
+    if (text[i]) {
+      gpbt_json_put_str(&j, "frames", text[i]);
+    } else {
+      gpbt_json_key(&j, "frames");
+      printf("null");
+    }
+    printf("}");
+  }
+  printf("%s],\n", n ? "\n      " : "");
+}
+
 static void json_stats(const char *key, const gpb_stats_t *s) {
   printf("      \"%s\": {\n", key);
   printf("        \"requested_bytes\": %" PRIu64 ",\n", s->requested_bytes);
@@ -244,6 +332,13 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
   printf(",\n");
   json_lat("alloc_latency", &r->lat_alloc, 0);
   json_lat("free_latency", &r->lat_free, 0);
+  if (o->top_sites) {
+    printf("      \"sites_named\": %s,\n", r->any_site ? "true" : "false");
+    json_sites("top_sites_at_peak", r->top_peak, r->text_peak, r->ntop_peak,
+               0);
+    json_sites("top_sites_failed", r->top_fail, r->text_fail, r->ntop_fail,
+               1);
+  }
   printf("      \"total_s\": %.6f\n", r->total_s);
   printf("    }%s\n", last ? "" : ",");
 }
@@ -359,6 +454,7 @@ static void sleep_ns(uint64_t ns) {
 typedef struct live_rec {
   void *ptr;
   uint64_t size; /* | SLOT_FAILED */
+  uint32_t site; /* the allocation's call site (--top-sites) */
 } live_rec_t;
 
 typedef struct live {
@@ -367,7 +463,7 @@ typedef struct live {
 } live_t;
 
 /* The index of a new entry, or UINT64_MAX without memory. */
-static uint64_t live_put(live_t *l, void *ptr, uint64_t size) {
+static uint64_t live_put(live_t *l, void *ptr, uint64_t size, uint32_t site) {
   uint64_t x;
   if (l->free_head) {
     x = l->free_head - 1;
@@ -382,7 +478,7 @@ static uint64_t live_put(live_t *l, void *ptr, uint64_t size) {
     }
     x = l->n++;
   }
-  l->v[x] = (live_rec_t){ptr, size};
+  l->v[x] = (live_rec_t){ptr, size, site};
   return x;
 }
 
@@ -391,6 +487,47 @@ static live_rec_t live_take(live_t *l, uint64_t x) {
   l->v[x].size = l->free_head; /* the free chain runs through size */
   l->free_head = x + 1;
   return e;
+}
+
+/* The rankings of --top-sites into r, with copies of the frames the
+ * reader holds (they die with it). 0, or -1 without memory. */
+static int top_sites_take(const opts_t *o, const gpbt_sites_t *st,
+                          gpb_trace_reader_t *tr, result_t *r) {
+  size_t n = o->top_sites;
+  r->any_site = st->max_site != 0;
+  r->top_peak = calloc(n, sizeof *r->top_peak);
+  r->top_fail = calloc(n, sizeof *r->top_fail);
+  r->text_peak = calloc(n, sizeof *r->text_peak);
+  r->text_fail = calloc(n, sizeof *r->text_fail);
+  if (!r->top_peak || !r->top_fail || !r->text_peak || !r->text_fail)
+    return -1;
+  r->ntop_peak = gpbt_sites_top(st, 0, r->top_peak, n, &r->sites_peak);
+  r->ntop_fail = gpbt_sites_top(st, 1, r->top_fail, n, &r->sites_fail);
+  for (int f = 0; f < 2; f++) {
+    const gpbt_site_row_t *rows = f ? r->top_fail : r->top_peak;
+    char **text = f ? r->text_fail : r->text_peak;
+    for (size_t i = 0; i < (f ? r->ntop_fail : r->ntop_peak); i++) {
+      const char *t = rows[i].site ? gpb_trace_site(tr, rows[i].site) : NULL;
+      if (t && !(text[i] = strdup(t))) return -1;
+    }
+  }
+  return 0;
+}
+
+static void result_free(result_t *r) {
+  for (size_t i = 0; r->text_peak && i < r->ntop_peak; i++)
+    free(r->text_peak[i]);
+  for (size_t i = 0; r->text_fail && i < r->ntop_fail; i++)
+    free(r->text_fail[i]);
+  free(r->text_peak);
+  free(r->text_fail);
+  free(r->top_peak);
+  free(r->top_fail);
+}
+
+static void results_free(result_t *res, int n) {
+  for (int i = 0; i < n; i++) result_free(&res[i]);
+  free(res);
 }
 
 /* One replay through a fresh pool. stop_on_fail: stop at the first failed
@@ -430,6 +567,13 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   }
   gpbt_idmap_t m = {0}; /* id -> index in lv */
   live_t lv = {0};
+  gpbt_sites_t st = {0};
+  if (o->top_sites && gpbt_sites_init(&st)) {
+    fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
+    gpb_trace_close(tr);
+    gpb_pool_destroy(pool);
+    return -1;
+  }
   progress_t pg = {!o->quiet && !stop_on_fail, isatty(2), total_ops,
                    gpb_now_ns(), 0, "replaying"};
   int warned_unknown = 0, warned_dup = 0, ret = 0;
@@ -475,7 +619,8 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       }
       int err;
       gpbt_idslot_t *s = gpbt_idmap_claim(&m, op.id, &err);
-      uint64_t x = s ? live_put(&lv, p, op.size | (rc ? SLOT_FAILED : 0)) : 0;
+      uint64_t x =
+          s ? live_put(&lv, p, op.size | (rc ? SLOT_FAILED : 0), op.site) : 0;
       if (!s || x == UINT64_MAX) {
         fprintf(stderr, "%s: out of memory for the id map\n", prog);
         ret = -1;
@@ -484,6 +629,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       gpbt_idmap_commit(&m, s, op.id, x);
       if (rc) {
         r->oom++;
+        if (st.v) gpbt_sites_fail(&st, op.site, op.size);
         if (stop_on_fail) {
           r->stopped = 1;
           break;
@@ -491,9 +637,11 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
         continue;
       }
       live += op.size;
+      if (st.v) gpbt_sites_alloc(&st, op.site, op.size);
       if (live > r->peak_live) {
         r->peak_live = live;
         gpb_pool_stats(pool, &r->at_peak);
+        if (st.v) gpbt_sites_peak(&st);
       }
     } else {
       r->frees++;
@@ -515,6 +663,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       }
       void *p = e.ptr;
       live -= e.size;
+      if (st.v) gpbt_sites_free(&st, e.site, e.size);
       uint64_t t0 = gpb_now_ns();
       rc = gpb_free(pool, p);
       replay_hist_add(&r->lat_free, gpb_now_ns() - t0);
@@ -535,6 +684,11 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
             gpb_last_error_detail());
     ret = -1;
   }
+  if (!ret && st.v && top_sites_take(o, &st, tr, r)) {
+    fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
+    ret = -1;
+  }
+  gpbt_sites_fini(&st);
   gpbt_idmap_fini(&m);
   free(lv.v);
   gpb_trace_close(tr);
@@ -591,6 +745,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       {"resolution", required_argument, 0, 'R'},
       {"publish", required_argument, 0, 'P'},
       {"speed", required_argument, 0, 'S'},
+      {"top-sites", optional_argument, 0, 'T'},
       {"json", no_argument, 0, 'j'},
       {"quiet", no_argument, 0, 'q'},
       {"help", no_argument, 0, 'h'},
@@ -664,6 +819,21 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       }
       break;
     }
+    case 'T': {
+      char *end;
+      unsigned long n = 10;
+      if (optarg) {
+        errno = 0;
+        n = strtoul(optarg, &end, 10);
+        if (errno || end == optarg || *end || n == 0 || n > GPB_MAX_SITES + 1) {
+          fprintf(stderr, "%s: --top-sites needs a count of 1 to %u\n", prog,
+                  GPB_MAX_SITES + 1);
+          return 2;
+        }
+      }
+      o->top_sites = (uint32_t)n;
+      break;
+    }
     case 'j': o->json = 1; break;
     case 'q': o->quiet = 1; break;
     case 'h': usage(stdout); exit(0);
@@ -735,7 +905,7 @@ int main(int argc, char **argv) {
     char err[512];
     if ((rc = gpbt_seq_load(o.path, 1, &q, err, sizeof err))) {
       fprintf(stderr, "%s: %s\n", prog, err);
-      free(res);
+      results_free(res, npol);
       return 1;
     }
   }
@@ -744,7 +914,7 @@ int main(int argc, char **argv) {
     if (o.find_min) {
       if (find_min_pool(&o, pols[i], &q, &mp[i])) {
         gpbt_seq_free(&q);
-        free(res);
+        results_free(res, npol);
         return 1;
       }
       minp[i] = mp[i].size;
@@ -752,14 +922,14 @@ int main(int argc, char **argv) {
     }
     if (replay_run(&o, size, pols[i], 0, scanned ? sc.ops : 0, &res[i])) {
       gpbt_seq_free(&q);
-      free(res);
+      results_free(res, npol);
       return 1;
     }
     if (replay_stop) {
       fprintf(stderr, "%s: interrupted by signal %d after %" PRIu64 " ops\n",
               prog, (int)replay_stop, res[i].ops);
       gpbt_seq_free(&q);
-      free(res);
+      results_free(res, npol);
       return 1;
     }
   }
@@ -803,6 +973,7 @@ int main(int argc, char **argv) {
                mp[i].probes);
       }
       print_text(&o, &res[i]);
+      if (o.top_sites) print_top_sites(&res[i]);
     }
     if (npol > 1) {
       printf("\ncomparison:\n");
@@ -833,6 +1004,6 @@ int main(int argc, char **argv) {
                "measures each policy's smallest pool; buddy is the fastest)\n");
     }
   }
-  free(res);
+  results_free(res, npol);
   return 0;
 }
