@@ -125,7 +125,8 @@ typedef struct gpb_config {
   uint32_t arenas;
 } gpb_config_t;
 
-/* Do not read GPB_TRACE / GPB_PUBLISH from the environment. */
+/* Do not read GPB_TRACE / GPB_PUBLISH / GPB_ARENAS / GPB_CALLSITES from
+ * the environment. */
 #define GPB_CFG_NO_ENV 0x1u
 /* Merge every freed block with its free buddy at once. By default a freed
  * single-block allocation whose buddy is free is left unmerged, up to 8
@@ -157,6 +158,22 @@ typedef struct gpb_config {
  * once for the device (cudaDeviceSynchronize) before moving idle memory.
  * No arenas. gpb_pool_memory says what is held. See docs/DESIGN.md. */
 #define GPB_CFG_VMM 0x20u
+/* Record where each allocation came from: its call site, the caller's
+ * return addresses, innermost first, as a small id (gpb_event_t.site,
+ * gpb_block_info_t.site, trace ops; gpb_pool_site reads its frames).
+ * GPB_CFG_CALLSITES alone records the caller of gpb_alloc* only (one
+ * load, no unwinding); GPB_CFG_CALLSITES_DEPTH(n) records n frames (2 to
+ * 64, through backtrace(): about 2 us per allocation). GPB_CALLSITES=DEPTH in
+ * the environment turns it on for any program. Off by default: a pool
+ * then pays one predicted branch per allocation. See docs/DESIGN.md. */
+#define GPB_CFG_CALLSITES 0x10u
+/* The depth sits in bits 24-31, clear of the other flags' bits. */
+#define GPB_CFG_CALLSITES_DEPTH(n) \
+  (GPB_CFG_CALLSITES | ((unsigned)(n) & 0xffu) << 24)
+/* Call site ids are 1..GPB_MAX_SITES; 0 is "unknown" (not recorded, or
+ * past the limit: a pool keeps the first GPB_MAX_SITES stacks it sees). */
+#define GPB_MAX_SITES 65535u
+#define GPB_SITE_DEPTH_MAX 64u
 
 /* Fills the defaults. Environment is only consulted by gpb_pool_create. */
 GPB_API void gpb_config_init(gpb_config_t *cfg);
@@ -185,7 +202,8 @@ typedef struct gpb_pool gpb_pool_t; /* opaque */
  * ever makes) and builds the metadata. cfg NULL means defaults. On error
  * *out is NULL and nothing is held. GPB_EDEVMEM names both sizes in the
  * detail. Environment: GPB_TRACE=path records a trace, GPB_PUBLISH=name
- * publishes, unless cfg->flags has GPB_CFG_NO_ENV. */
+ * publishes, GPB_CALLSITES=DEPTH records call sites (GPB_CFG_CALLSITES),
+ * unless cfg->flags has GPB_CFG_NO_ENV. */
 GPB_API int gpb_pool_create(const gpb_config_t *cfg, gpb_pool_t **out);
 /* Releases the reservation and all metadata. Live allocations die with it.
  * NULL is a no-op. No other thread may use the pool during or after. */
@@ -307,7 +325,8 @@ typedef struct gpb_event {
   uint8_t type;       /* gpb_event_type_t */
   uint8_t order;      /* SPLIT: parent's; MERGE: result's; ALLOC/FREE: of
                          the first block; FAIL: order asked for */
-  uint16_t reserved;
+  uint16_t site;      /* ALLOC/FAIL: the caller's call site; FREE: the
+                         allocation's; 0 unknown (GPB_CFG_CALLSITES) */
 } gpb_event_t;
 
 GPB_API const char *gpb_event_type_name(int type);
@@ -328,7 +347,7 @@ typedef struct gpb_block_info {
   uint64_t requested;    /* used: bytes asked for (whole allocation) */
   uint64_t time_ns;      /* used: when allocated (0 if not recorded) */
   uint32_t tag;          /* used: the allocation's tag */
-  uint32_t reserved;
+  uint32_t site;         /* used: its call site (0 unknown) */
 } gpb_block_info_t;
 
 /* Walks every block, free or used, in address order. Stops early and
@@ -336,6 +355,25 @@ typedef struct gpb_block_info {
 typedef int (*gpb_visit_fn)(const gpb_block_info_t *b, void *user);
 GPB_API int gpb_pool_visit(const gpb_pool_t *pool, gpb_visit_fn fn,
                            void *user);
+
+/* One frame of a call site, as the pool resolved it with dladdr() when
+ * the site was first seen. Strings live as long as the pool. */
+typedef struct gpb_frame {
+  uint64_t pc;        /* the return address */
+  uint64_t offset;    /* pc - 1 (the call) from the module's load base:
+                         `addr2line -e MODULE OFFSET` names the line */
+  const char *module; /* path of the executable or library; "" unknown */
+  const char *symbol; /* the nearest exported symbol; "" when none */
+} gpb_frame_t;
+/* The frames of call site `site` (innermost first): up to max of them in
+ * frames, their count in *n (either may be NULL/0 to count). GPB_ENOTFOUND
+ * for an id the pool never gave. The text traces carry for it, "MODULE+
+ * 0xOFFSET SYMBOL;..." (docs/TRACE_FORMAT.md), comes from
+ * gpb_pool_site_text, like snprintf. Both take no lock of the pool's. */
+GPB_API int gpb_pool_site(const gpb_pool_t *pool, uint32_t site,
+                          gpb_frame_t *frames, uint32_t max, uint32_t *n);
+GPB_API int gpb_pool_site_text(const gpb_pool_t *pool, uint32_t site,
+                               char *buf, size_t len);
 
 /* ------------------------------------------------------- block-map model */
 
@@ -412,7 +450,9 @@ typedef struct gpb_trace_op {
   uint64_t size;   /* ALLOC: bytes; FREE: bytes if known, else 0 */
   uint64_t stream;
   uint32_t tag;
-  uint32_t op;     /* gpb_trace_opcode_t */
+  uint16_t op;     /* gpb_trace_opcode_t */
+  uint16_t site;   /* call site (gpb_trace_site), 0 unknown; a FREE
+                      carries its allocation's */
 } gpb_trace_op_t;
 
 typedef struct gpb_trace_reader gpb_trace_reader_t;
@@ -427,12 +467,23 @@ GPB_API const char *gpb_trace_error(const gpb_trace_reader_t *r);
  * line with no newline (a crashed writer's cut tail) is dropped. */
 GPB_API const char *gpb_trace_warning(const gpb_trace_reader_t *r);
 GPB_API const char *gpb_trace_format_name(const gpb_trace_reader_t *r);
+/* The frames of call site `site` as the trace defined them ("FRAME;FRAME;
+ * ...", innermost first: docs/TRACE_FORMAT.md), or NULL when the trace
+ * has defined no such site so far (definitions come before the first op
+ * that uses them). Valid until gpb_trace_close. */
+GPB_API const char *gpb_trace_site(const gpb_trace_reader_t *r, uint32_t site);
 GPB_API void gpb_trace_close(gpb_trace_reader_t *r);
 
 typedef struct gpb_trace_writer gpb_trace_writer_t;
 /* Writes a native trace; a path ending in .gz is gzip-compressed. */
 GPB_API int gpb_trace_writer_open(const char *path, gpb_trace_writer_t **out);
 GPB_API int gpb_trace_write(gpb_trace_writer_t *w, const gpb_trace_op_t *op);
+/* Defines call site `site` (1..GPB_MAX_SITES) as `frames`: "FRAME;FRAME;
+ * ..." with no newline. Call it before the first op that names the site;
+ * a site already defined is not written again. A text too long for one
+ * line loses its outer frames (";..." marks the cut). */
+GPB_API int gpb_trace_write_site(gpb_trace_writer_t *w, uint32_t site,
+                                 const char *frames);
 GPB_API int gpb_trace_writer_close(gpb_trace_writer_t *w);
 
 /* Starts/stops recording this pool's own trace (as GPB_TRACE does). */

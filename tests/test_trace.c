@@ -61,7 +61,7 @@ static void test_ops_roundtrip(const char *name, uint64_t *seed) {
 
   gpb_trace_reader_t *r;
   ASSERT_OK(gpb_trace_open(path, &r));
-  ASSERT(!strcmp(gpb_trace_format_name(r), "gpubuddy-trace v1"));
+  ASSERT(!strcmp(gpb_trace_format_name(r), "gpubuddy-trace v2"));
   gpb_trace_op_t o;
   for (int i = 0; i < N; i++) {
     int rc = gpb_trace_next(r, &o);
@@ -89,6 +89,72 @@ static void test_ops_roundtrip(const char *name, uint64_t *seed) {
     ASSERT(m[0] == 0x1f && m[1] == 0x8b);
   else
     ASSERT(m[0] == '#');
+}
+
+static void test_copy(const char *path);
+
+/* Call sites: definitions before first use, the 8th field on ops (a
+ * FREE's and a fail's too), a text too long for a line cut at a frame,
+ * ids read back with their text, and an op-by-op copy that is the same
+ * bytes. */
+static void test_sites_roundtrip(const char *name) {
+  char path[256];
+  path_in(path, sizeof path, name);
+  static char big[6000];
+  size_t k = 0;
+  for (int i = 0; k < sizeof big - 64; i++)
+    k += (size_t)snprintf(big + k, sizeof big - k, "%slib%d.so+0x%x f%d",
+                          i ? ";" : "", i, i * 16, i);
+  const char *text[4] = {NULL, "/bin/app+0x1234 main",
+                         "model.py:12 forward;??:0 c10::alloc", big};
+  gpb_trace_writer_t *w;
+  ASSERT_OK(gpb_trace_writer_open(path, &w));
+  ASSERT_ERR(gpb_trace_write_site(w, 0, "x"), GPB_EINVAL);
+  ASSERT_ERR(gpb_trace_write_site(w, GPB_MAX_SITES + 1, "x"), GPB_EINVAL);
+  ASSERT_ERR(gpb_trace_write_site(w, 1, "a\nb"), GPB_EINVAL);
+  gpb_trace_op_t o;
+  memset(&o, 0, sizeof o);
+  for (uint32_t i = 0; i < 12; i++) {
+    o.site = (uint16_t)(i % 4);
+    if (o.site) ASSERT_OK(gpb_trace_write_site(w, o.site, text[o.site]));
+    o.op = GPB_OP_ALLOC;
+    o.id = 0x1000 * (i + 1);
+    o.size = 100 + i;
+    o.time_ns = i;
+    if (i == 5) o.id |= 1ull << 63; /* a failed request: a fail line */
+    ASSERT_OK(gpb_trace_write(w, &o));
+    o.op = GPB_OP_FREE;
+    ASSERT_OK(gpb_trace_write(w, &o));
+  }
+  ASSERT_OK(gpb_trace_writer_close(w));
+
+  gpb_trace_reader_t *r;
+  ASSERT_OK(gpb_trace_open(path, &r));
+  ASSERT(gpb_trace_site(r, 1) == NULL); /* nothing read yet */
+  for (uint32_t i = 0; i < 12; i++) {
+    for (int half = 0; half < 2; half++) {
+      ASSERT_EQ(gpb_trace_next(r, &o), 1);
+      ASSERT_EQ(o.op, half ? GPB_OP_FREE : GPB_OP_ALLOC);
+      ASSERT_EQ(o.site, i % 4);
+      ASSERT_U64_EQ(o.size, 100 + i);
+      if (!o.site) continue;
+      const char *t = gpb_trace_site(r, o.site);
+      ASSERT(t != NULL);
+      if (o.site < 3) {
+        ASSERT(!strcmp(t, text[o.site]));
+      } else { /* cut at a frame boundary, marked, and fits a line */
+        size_t n = strlen(t);
+        ASSERT(n < 4096 - 12 && n > 3000);
+        ASSERT(!strcmp(t + n - 4, ";..."));
+        ASSERT(!strncmp(t, big, n - 4) && big[n - 4] == ';');
+      }
+    }
+  }
+  ASSERT_EQ(gpb_trace_next(r, &o), 0);
+  ASSERT(gpb_trace_site(r, 4) == NULL && gpb_trace_site(r, 0) == NULL);
+  gpb_trace_close(r);
+  size_t n = strlen(path);
+  if (n < 3 || strcmp(path + n - 3, ".gz")) test_copy(path);
 }
 
 /* ----------------------------------------------- 2. pool round trip */
@@ -187,8 +253,8 @@ static void replay(const char *path, gpb_policy_t policy, gpb_stats_t *st,
   *fails_out = fails;
 }
 
-/* Copies a trace op by op (read, write) and checks the copy reads back
- * as the same ops; for a plain file, that it is the same bytes. */
+/* Copies a trace op by op (read, write), call sites defined as the
+ * reader met them, and checks the copy is the same bytes. */
 static void test_copy(const char *path) {
   char copy[300];
   snprintf(copy, sizeof copy, "%s.copy", path);
@@ -198,7 +264,11 @@ static void test_copy(const char *path) {
   ASSERT_OK(gpb_trace_writer_open(copy, &w));
   gpb_trace_op_t o;
   int rc;
-  while ((rc = gpb_trace_next(r, &o)) == 1) ASSERT_OK(gpb_trace_write(w, &o));
+  while ((rc = gpb_trace_next(r, &o)) == 1) {
+    if (o.site) ASSERT_OK(gpb_trace_write_site(w, o.site,
+                                               gpb_trace_site(r, o.site)));
+    ASSERT_OK(gpb_trace_write(w, &o));
+  }
   ASSERT_EQ(rc, 0);
   gpb_trace_close(r);
   ASSERT_OK(gpb_trace_writer_close(w));
@@ -361,6 +431,8 @@ int main(int argc, char **argv) {
 
   test_ops_roundtrip("ops.trace", &seed);
   test_ops_roundtrip("ops.trace.gz", &seed);
+  test_sites_roundtrip("sites.trace");
+  test_sites_roundtrip("sites.trace.gz");
   test_pool_roundtrip(GPB_POLICY_BUDDY, 0, "api-buddy.trace", seed, steps);
   test_pool_roundtrip(GPB_POLICY_TRIM, 0, "api-trim.trace.gz", seed + 1, steps);
   test_pool_roundtrip(GPB_POLICY_BUDDY, 1, "env-buddy.trace.gz", seed + 2, steps);

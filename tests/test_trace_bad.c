@@ -18,6 +18,7 @@ static char dir[] = "/tmp/gpb-test-trace-bad-XXXXXX";
 static char path[300];
 
 #define H "# gpubuddy-trace v1\n"
+#define H2 "# gpubuddy-trace v2\n"
 #define R "Thread,Time,Action,Pointer,Size,Stream\n"
 #define OK1 "1 0 alloc 0x100 64 0 0\n"
 
@@ -34,7 +35,8 @@ static const tcase_t cases[] = {
   /* native: header */
   {"empty", "", 0, GPB_EFORMAT, 0, "empty"},
   {"no header", "1 0 alloc 0x100 64 0 0\n", 0, GPB_EFORMAT, 1, "not a trace"},
-  {"future version", "# gpubuddy-trace v2\n" OK1, 0, GPB_EVERSION, 1, "version"},
+  {"future version", "# gpubuddy-trace v3\n" OK1, 0, GPB_EVERSION, 1, "version"},
+  {"version 0", "# gpubuddy-trace v0\n" OK1, 0, GPB_EVERSION, 1, "version"},
   {"bad version", "# gpubuddy-trace vx\n" OK1, 0, GPB_EFORMAT, 1, "version"},
   /* native: records */
   {"few fields", H OK1 "2 0 free 0x100\n", 0, GPB_EFORMAT, 3, "expected 7"},
@@ -51,6 +53,19 @@ static const tcase_t cases[] = {
   {"tag too big", H "1 0 alloc 0x100 64 64 0\n", 0, GPB_EFORMAT, 2, "tag"},
   {"alloc size 0", H "1 0 alloc 0x100 0 0 0\n", 0, GPB_EFORMAT, 2, "size 0"},
   {"reserved id", H "1 0 alloc 0x8000000000000001 64 0 0\n", 0, GPB_EFORMAT, 2, "bit 63"},
+  /* native v2: call sites */
+  {"v2 nine fields", H2 "1 0 alloc 0x100 64 0 0 1 2\n", 0, GPB_EFORMAT, 2, "too many"},
+  {"v2 few fields", H2 "1 0 alloc 0x100 64 0\n", 0, GPB_EFORMAT, 2, "7 or 8"},
+  {"v2 site too big", H2 "1 0 alloc 0x100 64 0 0 65536\n", 0, GPB_EFORMAT, 2, "call site"},
+  {"v2 site number", H2 OK1 "2 0 free 0x100 64 0 0 x\n", 0, GPB_EFORMAT, 3, "call site"},
+  {"v2 site id 0", H2 "# site 0 /bin/app+0x10\n", 0, GPB_EFORMAT, 2, "call site"},
+  {"v2 site id word", H2 OK1 "# site one /bin/app+0x10\n", 0, GPB_EFORMAT, 3, "call site"},
+  {"v2 site no frames", H2 "# site 3 \t\n", 0, GPB_EFORMAT, 2, "no frames"},
+  {"v2 site id only", H2 OK1 "# site 3\n", 0, GPB_EFORMAT, 3, "no frames"},
+  {"v2 site id huge", H2 "# site 99999999999999999999999 x\n", 0, GPB_EFORMAT, 2, "call site"},
+  {"v2 site negative", H2 "# site -1 x\n", 0, GPB_EFORMAT, 2, "call site"},
+  {"v2 site twice", H2 "# site 1 a+0x1\n# site 1 a+0x1\n# site 1 b+0x2\n", 0,
+   GPB_EFORMAT, 4, "defined twice"},
   {"nul byte", H OK1 "2 0 fr\0ee 0x100 64 0 0\n", sizeof(H OK1 "2 0 fr\0ee 0x100 64 0 0\n") - 1,
    GPB_EFORMAT, 3, "NUL"},
   /* RMM CSV */
@@ -199,6 +214,38 @@ static void test_good(void) {
   ASSERT_EQ(*gpb_trace_warning(r), 0);
   ASSERT_EQ(gpb_trace_next(r, &o), 0); /* "3 20 free..." has no newline */
   ASSERT(strstr(gpb_trace_warning(r), "has no newline"));
+  ASSERT(o.site == 0 && gpb_trace_site(r, 1) == NULL);
+  gpb_trace_close(r);
+
+  /* v2: call sites, defined before use (a tab, blanks around the id);
+   * in v1, "# site" is a comment like any other. */
+  static const char v2[] =
+      H2 "#\tsite  7 \t/bin/app+0x10 main;libc.so+0x20\n"
+      "1 0 alloc 0x100 64 3 0 7\n2 5 alloc 0x200 64 3 0\n"
+      "3 6 fail 0 128 0 0 7\n# site 9 x+0x1\n4 9 free 0x100 64 3 0 7\n";
+  write_file(path, v2, sizeof v2 - 1);
+  ASSERT_OK(gpb_trace_open(path, &r));
+  ASSERT(!strcmp(gpb_trace_format_name(r), "gpubuddy-trace v2"));
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT_EQ(o.site, 7);
+  ASSERT(!strcmp(gpb_trace_site(r, 7), "/bin/app+0x10 main;libc.so+0x20"));
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT_EQ(o.site, 0);
+  ASSERT_EQ(gpb_trace_next(r, &o), 1); /* the fail's two halves */
+  ASSERT(o.op == GPB_OP_ALLOC && o.site == 7);
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.op == GPB_OP_FREE && o.site == 7);
+  ASSERT(gpb_trace_site(r, 9) == NULL); /* not read yet */
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(o.op == GPB_OP_FREE && o.site == 7);
+  ASSERT(!strcmp(gpb_trace_site(r, 9), "x+0x1"));
+  ASSERT_EQ(gpb_trace_next(r, &o), 0);
+  gpb_trace_close(r);
+  static const char v1[] = H "# site 1 x\n" OK1;
+  write_file(path, v1, sizeof v1 - 1);
+  ASSERT_OK(gpb_trace_open(path, &r));
+  ASSERT_EQ(gpb_trace_next(r, &o), 1);
+  ASSERT(gpb_trace_site(r, 1) == NULL);
   gpb_trace_close(r);
 
   static const char rmm[] =

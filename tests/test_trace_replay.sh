@@ -5,7 +5,8 @@
 #    the tool with the same config to the same stats (plain, .gz, stdin);
 #  - the RMM CSV fixture replays with the expected counts;
 #  - --policy all, --find-min-pool (the size found works, one min_block
-#    less fails), --speed, warnings, bad input and usage errors;
+#    less fails), --speed, --top-sites, warnings, bad input and usage
+#    errors;
 #  - the peak of 2 MiB pages under live blocks on a hand-worked trace.
 # Run by make check from the build directory.
 set -u
@@ -138,6 +139,59 @@ $replay --json --quiet --pool-size 16M "$tmp/pages.trace" > "$tmp/pages.json" ||
 expect "$tmp/pages.json" peak_page_bytes 6291456
 $replay --quiet --pool-size 16M "$tmp/pages.trace" | grep -q 'peak 2 MiB pages in use: 6.0 MiB (6291456, ' ||
   fail "the text report lacks the pages line"
+
+# 6d. --top-sites: the bytes each call site held when live bytes peaked
+# (4500 after op 3: site 2 3000 in one, site 1 1500 in two), the sites of
+# failed allocations (ties by id; site 3 never defined: no frames), frames
+# one a line in text; a trace without sites says so; bad counts exit 2.
+cat > "$tmp/sites.trace" <<'T'
+# gpubuddy-trace v2
+# site 1 /bin/app+0x10 main;/lib/libc.so+0x20 start
+#	site  2	/bin/app+0x30 load
+1 0 alloc 0x1 1000 0 0 1
+2 1 alloc 0x2 3000 0 0 2
+3 2 alloc 0x3 500 0 0 1
+4 3 free 0x2 3000 0 0 2
+5 4 alloc 0x4 2000 0 0 1
+6 5 alloc 0x5 1000000000 0 0 2
+7 6 alloc 0x6 100 0 0
+8 7 alloc 0x7 1000000000 0 0 3
+T
+$replay --top-sites --json --quiet --pool-size 64K "$tmp/sites.trace" > "$tmp/sites.json" ||
+  fail "--top-sites --json exited $?"
+expect "$tmp/sites.json" peak_live_bytes 4500
+expect "$tmp/sites.json" failed_allocs 2
+for w in '"sites_named": true' \
+    '{"site": 2, "allocs": 1, "bytes": 3000, "frames": "/bin/app+0x30 load"},' \
+    '{"site": 1, "allocs": 2, "bytes": 1500, "frames": "/bin/app+0x10 main;/lib/libc.so+0x20 start"}' \
+    '{"site": 2, "failures": 1, "bytes": 1000000000, "frames": "/bin/app+0x30 load"},' \
+    '{"site": 3, "failures": 1, "bytes": 1000000000, "frames": null}'; do
+  grep -qF -- "$w" "$tmp/sites.json" || fail "--top-sites --json lacks '$w'"
+done
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/sites.json" 2>/dev/null ||
+  { command -v python3 >/dev/null && fail "--top-sites --json is not JSON"; }
+$replay --top-sites=1 --quiet --pool-size 64K "$tmp/sites.trace" > "$tmp/sites.txt" ||
+  fail "--top-sites=1 exited $?"
+for w in 'call sites at peak live bytes, 4.4 KiB (top 1 of 2 sites):' \
+    ' 1. 2.9 KiB (66.7%) in 1 allocation; site 2' \
+    'call sites of failed allocations (top 1 of 2 sites):' \
+    ' 1. 1 failure, 953.7 MiB asked; site 2' '        /bin/app+0x30 load'; do
+  grep -qF -- "$w" "$tmp/sites.txt" || fail "--top-sites=1 text lacks '$w'"
+done
+$replay --top-sites=5 --quiet --pool-size 64K "$tmp/sites.trace" > "$tmp/sites5.txt"
+grep -qF '        /lib/libc.so+0x20 start' "$tmp/sites5.txt" || fail "--top-sites lacks a second frame"
+grep -qF '(not defined in the trace)' "$tmp/sites5.txt" || fail "--top-sites: an undefined site not said"
+$replay --top-sites --quiet "$srcdir/tests/data/rmm_small.csv" > "$tmp/nosites.txt" ||
+  fail "--top-sites of a trace without sites exited $?"
+grep -q 'the trace names none' "$tmp/nosites.txt" || fail "--top-sites: no sites not said"
+for bad in --top-sites=0 --top-sites=x --top-sites=65537; do
+  $replay $bad "$tmp/sites.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "$bad did not exit 2"
+done
+# A bad call site definition is an error that names its line.
+printf '# gpubuddy-trace v2\n# site 0 /bin/app+0x1\n' > "$tmp/badsite.trace"
+$replay --top-sites "$tmp/badsite.trace" > /dev/null 2> "$tmp/badsite.err"
+[ $? = 1 ] || fail "a bad call site line did not exit 1"
+grep -q 'line 2.*call site' "$tmp/badsite.err" || fail "bad site error: $(cat "$tmp/badsite.err")"
 
 # 7. Errors: bad traces name the line; usage errors exit 2.
 printf '# gpubuddy-trace v1\n1 0 alloc 0x10 64 0 0\n2 0 alloc 0x20 -5 0 0\n' > "$tmp/bad.trace"

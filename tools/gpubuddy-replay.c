@@ -21,6 +21,9 @@
  * found by block offset, and at a failure the pool's blocks are walked
  * into tools/common/oom.c's search for the cheapest window the request
  * could have used.
+ * --top-sites ranks the trace's call sites (topsites.h): the bytes each
+ * held when live bytes peaked, and the allocations that failed, each
+ * with the frames the trace defined for it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
@@ -30,6 +33,7 @@
 #include "oom.h"
 #include "pages.h"
 #include "replay.h"
+#include "topsites.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -57,6 +61,7 @@ typedef struct opts {
   double speed; /* 0: as fast as possible */
   uint64_t explain; /* --explain-oom: failures to explain per run (UINT64_MAX:
                        all); 0: none */
+  uint32_t top_sites; /* --top-sites: rows per ranking, 0 off */
 } opts_t;
 
 #define EXPLAIN_DEFAULT 10
@@ -82,6 +87,11 @@ typedef struct result {
   gpbt_oom_t *why; /* --explain-oom: the first failures, explained */
   size_t nwhy;
   uint64_t vmm_peak; /* bytes a GPB_CFG_VMM pool would map at most */
+  /* --top-sites: the rankings, each row's frames (NULL: none defined) */
+  gpbt_site_row_t *top_peak, *top_fail;
+  char **text_peak, **text_fail;
+  size_t ntop_peak, ntop_fail, sites_peak, sites_fail;
+  int any_site; /* the trace named a call site */
 } result_t;
 
 static const char *prog = "gpubuddy-replay";
@@ -126,6 +136,10 @@ static void usage(FILE *f) {
 "                    the one holding the fewest live bytes, with its live\n"
 "                    blocks (offset, size, requested, age, tag, trace id),\n"
 "                    which freed or moved would have let it succeed\n"
+"  --top-sites[=N]   the N call sites (default 10) holding the most bytes\n"
+"                    when live bytes peaked, and the sites of failed\n"
+"                    allocations, each with its frames (traces recorded\n"
+"                    with GPB_CALLSITES=DEPTH carry call sites)\n"
 "  --json            machine-readable output (one key per line)\n"
 "  --quiet           no progress or warnings on stderr\n"
 "  --help            this text\n"
@@ -216,6 +230,79 @@ static void print_text(const opts_t *o, const result_t *r) {
          r->total_s > 0 ? (double)r->ops / r->total_s : 0);
 }
 
+/* One ranking of --top-sites: each site's figures, then its frames, one
+ * a line ("MODULE+0xOFFSET SYMBOL", innermost first). */
+static void print_sites(const char *head, const gpbt_site_row_t *rows,
+                        char *const *text, size_t n, size_t total,
+                        uint64_t all_bytes, int failed) {
+  printf("%s (top %zu of %zu site%s):\n", head, n, total,
+         total == 1 ? "" : "s");
+  for (size_t i = 0; i < n; i++) {
+    const gpbt_site_row_t *w = &rows[i];
+    char a[32], who[32];
+    gpb_size_format(w->bytes, a, sizeof a);
+    if (w->site) snprintf(who, sizeof who, "site %u", w->site);
+    else snprintf(who, sizeof who, "no call site");
+    if (failed)
+      printf("  %2zu. %" PRIu64 " failure%s, %s asked; %s\n", i + 1, w->n,
+             w->n == 1 ? "" : "s", a, who);
+    else
+      printf("  %2zu. %s (%.1f%%) in %" PRIu64 " allocation%s; %s\n", i + 1,
+             a, 100 * ratio(w->bytes, all_bytes), w->n, w->n == 1 ? "" : "s",
+             who);
+    if (!w->site) continue;
+    const char *t = text[i];
+    if (!t) {
+      printf("        (not defined in the trace)\n");
+      continue;
+    }
+    while (*t) {
+      size_t k = strcspn(t, ";");
+      printf("        %.*s\n", (int)k, t);
+      t += k + (t[k] == ';');
+    }
+  }
+}
+
+static void print_top_sites(const result_t *r) {
+  if (!r->any_site) {
+    printf("call sites: the trace names none (record it with "
+           "GPB_CALLSITES=DEPTH or GPB_CFG_CALLSITES)\n");
+    return;
+  }
+  char a[32];
+  gpb_size_format(r->peak_live, a, sizeof a);
+  char head[96];
+  snprintf(head, sizeof head, "call sites at peak live bytes, %s", a);
+  print_sites(head, r->top_peak, r->text_peak, r->ntop_peak, r->sites_peak,
+              r->peak_live, 0);
+  if (r->oom)
+    print_sites("call sites of failed allocations", r->top_fail,
+                r->text_fail, r->ntop_fail, r->sites_fail, 0, 1);
+  printf("  (frames innermost first: MODULE+0xOFFSET [SYMBOL]; "
+         "addr2line -e MODULE OFFSET names the line)\n");
+}
+
+static void json_sites(const char *key, const gpbt_site_row_t *rows,
+                       char *const *text, size_t n, int failed) {
+  printf("      \"%s\": [", key);
+  for (size_t i = 0; i < n; i++) {
+    gpbt_json_t j = {stdout, ", ", 0};
+    printf("%s\n        {", i ? "," : "");
+    gpbt_json_put_u64(&j, "site", rows[i].site);
+    gpbt_json_put_u64(&j, failed ? "failures" : "allocs", rows[i].n);
+    gpbt_json_put_u64(&j, "bytes", rows[i].bytes);
+    if (text[i]) {
+      gpbt_json_put_str(&j, "frames", text[i]);
+    } else {
+      gpbt_json_key(&j, "frames");
+      printf("null");
+    }
+    printf("}");
+  }
+  printf("%s],\n", n ? "\n      " : "");
+}
+
 static void json_stats(const char *key, const gpb_stats_t *s) {
   printf("      \"%s\": {\n", key);
   printf("        \"requested_bytes\": %" PRIu64 ",\n", s->requested_bytes);
@@ -282,6 +369,13 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
       gpbt_oom_json(stdout, &r->why[i], "        ");
     }
     printf("%s],\n", r->nwhy ? "\n      " : "");
+  }
+  if (o->top_sites) {
+    printf("      \"sites_named\": %s,\n", r->any_site ? "true" : "false");
+    json_sites("top_sites_at_peak", r->top_peak, r->text_peak, r->ntop_peak,
+               0);
+    json_sites("top_sites_failed", r->top_fail, r->text_fail, r->ntop_fail,
+               1);
   }
   printf("      \"total_s\": %.6f\n", r->total_s);
   printf("    }%s\n", last ? "" : ",");
@@ -401,6 +495,7 @@ static void sleep_ns(uint64_t ns) {
 typedef struct live_rec {
   void *ptr;
   uint64_t size; /* | SLOT_FAILED */
+  uint32_t site; /* the allocation's call site (--top-sites) */
 } live_rec_t;
 
 typedef struct live_who {
@@ -447,7 +542,7 @@ static uint64_t live_put(live_t *l, void *ptr, uint64_t size,
     gpbt_idmap_commit(&l->offs, s, (uint64_t)((char *)ptr - l->base), x);
     l->who[x] = (live_who_t){op->id & ~FAIL_ID, op->time_ns};
   }
-  l->v[x] = (live_rec_t){ptr, size};
+  l->v[x] = (live_rec_t){ptr, size, op->site};
   return x;
 }
 
@@ -508,11 +603,44 @@ static int replay_explain(const gpb_pool_t *pool, live_t *lv,
   return 0;
 }
 
+/* The rankings of --top-sites into r, with copies of the frames the
+ * reader holds (they die with it). 0, or -1 without memory. */
+static int top_sites_take(const opts_t *o, const gpbt_sites_t *st,
+                          gpb_trace_reader_t *tr, result_t *r) {
+  size_t n = o->top_sites;
+  r->any_site = st->max_site != 0;
+  r->top_peak = calloc(n, sizeof *r->top_peak);
+  r->top_fail = calloc(n, sizeof *r->top_fail);
+  r->text_peak = calloc(n, sizeof *r->text_peak);
+  r->text_fail = calloc(n, sizeof *r->text_fail);
+  if (!r->top_peak || !r->top_fail || !r->text_peak || !r->text_fail)
+    return -1;
+  r->ntop_peak = gpbt_sites_top(st, 0, r->top_peak, n, &r->sites_peak);
+  r->ntop_fail = gpbt_sites_top(st, 1, r->top_fail, n, &r->sites_fail);
+  for (int f = 0; f < 2; f++) {
+    const gpbt_site_row_t *rows = f ? r->top_fail : r->top_peak;
+    char **text = f ? r->text_fail : r->text_peak;
+    for (size_t i = 0; i < (f ? r->ntop_fail : r->ntop_peak); i++) {
+      const char *t = rows[i].site ? gpb_trace_site(tr, rows[i].site) : NULL;
+      if (t && !(text[i] = strdup(t))) return -1;
+    }
+  }
+  return 0;
+}
+
 static void result_free(result_t *r) {
   for (size_t i = 0; i < r->nwhy; i++) gpbt_oom_free(&r->why[i]);
   free(r->why);
   r->why = NULL;
   r->nwhy = 0;
+  for (size_t i = 0; r->text_peak && i < r->ntop_peak; i++)
+    free(r->text_peak[i]);
+  for (size_t i = 0; r->text_fail && i < r->ntop_fail; i++)
+    free(r->text_fail[i]);
+  free(r->text_peak);
+  free(r->text_fail);
+  free(r->top_peak);
+  free(r->top_fail);
 }
 
 static void results_free(result_t *res, int n) {
@@ -564,6 +692,14 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   gpbt_pages_t pages;
   if (gpbt_pages_init(&pages, info.managed_size)) {
     fprintf(stderr, "%s: out of memory for the page counts\n", prog);
+    gpb_trace_close(tr);
+    gpb_pool_destroy(pool);
+    return -1;
+  }
+  gpbt_sites_t st = {0};
+  if (o->top_sites && gpbt_sites_init(&st)) {
+    fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
+    gpbt_pages_fini(&pages);
     gpb_trace_close(tr);
     gpb_pool_destroy(pool);
     return -1;
@@ -627,6 +763,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
           ret = -1;
           break;
         }
+        if (st.v) gpbt_sites_fail(&st, op.site, op.size);
         if (stop_on_fail) {
           r->stopped = 1;
           break;
@@ -638,9 +775,11 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
         gpbt_pages_use(&pages, (uint64_t)((char *)p - (char *)info.base),
                        usable);
       live += op.size;
+      if (st.v) gpbt_sites_alloc(&st, op.site, op.size);
       if (live > r->peak_live) {
         r->peak_live = live;
         gpb_pool_stats(pool, &r->at_peak);
+        if (st.v) gpbt_sites_peak(&st);
       }
     } else {
       r->frees++;
@@ -664,6 +803,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
       live -= e.size;
       size_t usable = 0;
       if (p && gpb_usable_size(pool, p, &usable)) usable = 0;
+      if (st.v) gpbt_sites_free(&st, e.site, e.size);
       uint64_t t0 = gpb_now_ns();
       rc = gpb_free(pool, p);
       replay_hist_add(&r->lat_free, gpb_now_ns() - t0);
@@ -689,6 +829,11 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   }
   r->vmm_peak = gpbt_pages_peak(&pages);
   gpbt_pages_fini(&pages);
+  if (!ret && st.v && top_sites_take(o, &st, tr, r)) {
+    fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
+    ret = -1;
+  }
+  gpbt_sites_fini(&st);
   gpbt_idmap_fini(&m);
   live_fini(&lv);
   gpbt_oom_map_fini(&om);
@@ -747,6 +892,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       {"publish", required_argument, 0, 'P'},
       {"speed", required_argument, 0, 'S'},
       {"explain-oom", optional_argument, 0, 'O'},
+      {"top-sites", optional_argument, 0, 'T'},
       {"json", no_argument, 0, 'j'},
       {"quiet", no_argument, 0, 'q'},
       {"help", no_argument, 0, 'h'},
@@ -837,6 +983,21 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         o->explain = n;
       }
       break;
+    case 'T': {
+      char *end;
+      unsigned long n = 10;
+      if (optarg) {
+        errno = 0;
+        n = strtoul(optarg, &end, 10);
+        if (errno || end == optarg || *end || n == 0 || n > GPB_MAX_SITES + 1) {
+          fprintf(stderr, "%s: --top-sites needs a count of 1 to %u\n", prog,
+                  GPB_MAX_SITES + 1);
+          return 2;
+        }
+      }
+      o->top_sites = (uint32_t)n;
+      break;
+    }
     case 'j': o->json = 1; break;
     case 'q': o->quiet = 1; break;
     case 'h': usage(stdout); exit(0);
@@ -976,6 +1137,7 @@ int main(int argc, char **argv) {
                mp[i].probes);
       }
       print_text(&o, &res[i]);
+      if (o.top_sites) print_top_sites(&res[i]);
     }
     if (npol > 1) {
       printf("\ncomparison:\n");

@@ -38,11 +38,13 @@
 #define GPB__SHARED __attribute__((visibility("default")))
 #define GPB__LIKELY(x) __builtin_expect(!!(x), 1)
 #define GPB__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GPB__INLINE inline __attribute__((always_inline))
 #else
 #define GPB__HIDDEN
 #define GPB__SHARED
 #define GPB__LIKELY(x) (x)
 #define GPB__UNLIKELY(x) (x)
+#define GPB__INLINE inline
 #endif
 
 /* Debug assertions. --enable-debug sets GPB_DEBUG to 1: gpb_assert checks
@@ -77,10 +79,17 @@ GPB__HIDDEN void gpb__tick_drop(unsigned gen);
 
 /* ---------------------------------------------------------------- errors */
 
-/* Parses an arena count from environment variable `var` (value s): 0 to
- * 64, else GPB_EINVAL naming the variable. */
-GPB__HIDDEN int gpb__parse_arenas(const char *var, const char *s,
-                                  uint32_t *out);
+/* Parses a small count from environment variable `var` (value s): 0 to
+ * max in decimal, else GPB_EINVAL naming the variable and what it wants
+ * ("0 (one arena per CPU) to 64"). */
+GPB__HIDDEN int gpb__parse_env_u32(const char *var, const char *s,
+                                   uint32_t max, const char *want,
+                                   uint32_t *out);
+/* An arena count (GPB_ARENAS, GPB_TORCH_ARENAS): 0 to 64. */
+static inline int gpb__parse_arenas(const char *var, const char *s,
+                                    uint32_t *out) {
+  return gpb__parse_env_u32(var, s, 64, "0 (one arena per CPU) to 64", out);
+}
 
 /* Records a printf-style detail for gpb_last_error_detail() and returns err,
  * so a failing path reads `return gpb__fail(GPB_EINVAL, "...", ...)`. */

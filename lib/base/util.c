@@ -122,13 +122,13 @@ const char *gpb_event_type_name(int type) {
 
 const char *gpb_version(void) { return GPB_VERSION_STRING; }
 
-int gpb__parse_arenas(const char *var, const char *s, uint32_t *out) {
+int gpb__parse_env_u32(const char *var, const char *s, uint32_t max,
+                       const char *want, uint32_t *out) {
   char *end;
   errno = 0;
   unsigned long v = strtoul(s, &end, 10);
-  if (errno || end == s || *end || v > 64)
-    return gpb__fail(GPB_EINVAL, "%s=%s: want 0 (one arena per CPU) to 64",
-                     var, s);
+  if (errno || end == s || *end || v > max)
+    return gpb__fail(GPB_EINVAL, "%s=%s: want %s", var, s, want);
   *out = (uint32_t)v;
   return 0;
 }

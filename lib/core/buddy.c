@@ -70,7 +70,7 @@ static inline void clear_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
 
 static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
                        uint64_t units, uint32_t order, uint64_t requested,
-                       uint32_t tag, uint64_t stream) {
+                       uint32_t tag, uint32_t site, uint64_t stream) {
   if (type == GPB_EV_FAIL && b->mute_fail) return;
   const gpb__sink_t *k = &b->sink;
   if (k->counters) { /* counted in place, no event built */
@@ -79,7 +79,7 @@ static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
                      units << b->min_shift, requested, tag, order);
     if (k->put)
       k->put(k->put_ctx, seq, type, unit << b->min_shift, units << b->min_shift,
-             requested, stream, tag, order);
+             requested, stream, tag, order, site);
     return;
   }
   if (!k->emit) return;
@@ -89,7 +89,8 @@ static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
                     .stream = stream,
                     .tag = tag,
                     .type = (uint8_t)type,
-                    .order = (uint8_t)order};
+                    .order = (uint8_t)order,
+                    .site = (uint16_t)site};
   k->emit(k->emit_ctx, &ev);
 }
 
@@ -106,10 +107,10 @@ static inline void buddy_emit_sm(gpb__buddy_t *b, int type, uint32_t k,
       gpb__stats_merge(sk->counters, k);
     if (sk->put)
       sk->put(sk->put_ctx, seq, type, (i << k) << b->min_shift,
-              (1ull << k) << b->min_shift, 0, 0, 0, k);
+              (1ull << k) << b->min_shift, 0, 0, 0, k, 0);
     return;
   }
-  buddy_emit(b, type, i << k, 1ull << k, k, 0, 0, 0);
+  buddy_emit(b, type, i << k, 1ull << k, k, 0, 0, 0, 0);
 }
 
 static void buddy_set_roots(gpb__buddy_t *b);
@@ -353,17 +354,18 @@ static void buddy_take_range(gpb__buddy_t *b, uint64_t u, uint64_t n) {
 
 /* GPB_POLICY_BESTFIT: a run of `units` at the start of a fitting extent. */
 static int buddy_alloc_fit(gpb__buddy_t *b, uint64_t units, uint64_t requested,
-                           uint32_t align_order, uint32_t tag, uint64_t stream,
-                           uint64_t time_ns, uint64_t *unit) {
+                           uint32_t align_order, uint32_t tag, uint32_t site,
+                           uint64_t stream, uint64_t time_ns, uint64_t *unit) {
   uint64_t u0;
   int rc = gpb__exts_take(b->exts, units, align_order, &u0);
-  gpb__arec_t rec = {0, units, requested, time_ns, tag, 0};
+  gpb__arec_t rec = {0, units, requested, time_ns, tag, site};
   if (rc == 0 && gpb__atab_insert(&b->atab, u0, &rec)) {
     gpb__exts_add(b->exts, u0, units);
     rc = GPB_EHOSTMEM;
   }
   if (rc) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, ceil_log2(units), requested, tag, stream);
+    buddy_emit(b, GPB_EV_FAIL, 0, 0, ceil_log2(units), requested, tag, site,
+               stream);
     if (rc == GPB_EHOSTMEM)
       return gpb__fail(rc, "no host memory to record the allocation");
     return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
@@ -377,7 +379,7 @@ static int buddy_alloc_fit(gpb__buddy_t *b, uint64_t units, uint64_t requested,
   }
   buddy_take_range(b, u0, units);
   buddy_emit(b, GPB_EV_ALLOC, u0, units, gpb__canon_order(u0, units),
-             requested, tag, stream);
+             requested, tag, site, stream);
   *unit = u0;
   return 0;
 }
@@ -441,8 +443,8 @@ int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t u) {
 }
 
 int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
-                     uint32_t tag, uint64_t stream, uint64_t time_ns,
-                     uint64_t *unit) {
+                     uint32_t tag, uint32_t site, uint64_t stream,
+                     uint64_t time_ns, uint64_t *unit) {
   uint64_t managed = b->nunits << b->min_shift;
   uint64_t units = requested > managed
                        ? 0
@@ -450,10 +452,10 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   uint32_t k = units ? ceil_log2(units) : 0;
   if (align_order > k) k = align_order;
   if (units && b->exts)
-    return buddy_alloc_fit(b, units, requested, align_order, tag, stream,
-                           time_ns, unit);
+    return buddy_alloc_fit(b, units, requested, align_order, tag, site,
+                           stream, time_ns, unit);
   if (units == 0 || k >= b->norders) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
+    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     if (units == 0)
       return gpb__fail(GPB_ETOOBIG, "%llu bytes asked of a %llu-byte pool",
                        (unsigned long long)requested,
@@ -465,7 +467,7 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   }
   uint32_t j = buddy_find(b, k);
   if (j == b->norders) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
+    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     return gpb__fail(GPB_ENOMEM, "no free block of order %u or more for %llu "
                      "bytes", k, (unsigned long long)requested);
   }
@@ -475,9 +477,9 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
 
   /* Record first: it is the only step that can fail, and nothing has
    * changed yet. */
-  gpb__arec_t rec = {0, n, requested, time_ns, tag, 0};
+  gpb__arec_t rec = {0, n, requested, time_ns, tag, site};
   if (gpb__atab_insert(&b->atab, u0, &rec)) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, stream);
+    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
   }
   buddy_split_left(b, j, i, k);
@@ -497,7 +499,7 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   }
   buddy_take_range(b, u0, n);
   buddy_emit(b, GPB_EV_ALLOC, u0, n, gpb__canon_order(u0, n), requested, tag,
-             stream);
+             site, stream);
   *unit = u0;
   return 0;
 }
@@ -546,12 +548,12 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
     return gpb__fail(GPB_EFOREIGN, "offset %llu starts a superblock lent to "
                      "an arena, not an allocation", (unsigned long long)off);
   uint64_t n = r->units, requested = r->requested;
-  uint32_t tag = r->tag;
+  uint32_t tag = r->tag, site = r->site;
   gpb__atab_remove(&b->atab, u);
   gpb__bits_clear(&b->starts, u);
   if (b->exts) gpb__exts_add(b->exts, u, n);
   buddy_emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), requested, tag,
-             stream);
+             site, stream);
   /* Release the canonical blocks last to first: each smaller block meets
    * its free buddy in the tail first, so the whole run coalesces. */
   uint64_t starts[64];
@@ -586,6 +588,7 @@ static void fill_used(const gpb__buddy_t *b, gpb_block_info_t *bi,
   bi->requested = r->requested;
   bi->time_ns = r->time_ns;
   bi->tag = r->tag;
+  bi->site = r->site;
 }
 
 static void fill_free(const gpb__buddy_t *b, gpb_block_info_t *bi, uint64_t u,
@@ -872,7 +875,7 @@ int gpb__buddy_apply(gpb__buddy_t *b, const gpb_event_t *ev) {
     if ((ev->size & mask) || ev->requested > ev->size || ev->tag >= GPB_MAX_TAGS)
       return BADEV("alloc at offset %llu has a bad size, request or tag",
                    (unsigned long long)ev->offset);
-    gpb__arec_t rec = {0, 0, ev->requested, ev->time_ns, ev->tag, 0};
+    gpb__arec_t rec = {0, 0, ev->requested, ev->time_ns, ev->tag, ev->site};
     return gpb__buddy_take(b, u, ev->size >> b->min_shift, &rec);
   }
   case GPB_EV_FREE: {

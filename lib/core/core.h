@@ -75,7 +75,8 @@ typedef struct gpb__arec {
   uint64_t requested;
   uint64_t time_ns;
   uint32_t tag;
-  uint32_t reserved;
+  uint32_t site; /* call site, 0 unknown (fills what was padding: the
+                    record stays 40 bytes) */
 } gpb__arec_t;
 
 /* Open addressing with linear probing. Growth never rehashes at once: a
@@ -150,7 +151,7 @@ GPB__HIDDEN uint64_t gpb__exts_count(const gpb__exts_t *x);
 typedef void (*gpb__emit_fn)(void *ctx, gpb_event_t *ev);
 typedef void (*gpb__put_fn)(void *ctx, uint64_t seq, int type, uint64_t off,
                             uint64_t size, uint64_t requested, uint64_t stream,
-                            uint32_t tag, uint32_t order);
+                            uint32_t tag, uint32_t order, uint32_t site);
 typedef struct gpb__sink {
   gpb_stats_t *counters;
   gpb__put_fn put;
@@ -220,11 +221,13 @@ GPB__HIDDEN void gpb__buddy_prefault(gpb__buddy_t *b);
 GPB__HIDDEN uint32_t gpb__buddy_num_roots(const gpb__buddy_t *b);
 
 /* Allocates `requested` bytes (> 0) aligned to 2^align_order units. On
- * success *unit is the first unit. Emits SPLITs then ALLOC, or FAIL. */
+ * success *unit is the first unit. Emits SPLITs then ALLOC, or FAIL.
+ * `site` (a call site id, 0 unknown) is kept in the record and carried
+ * by the ALLOC, FAIL and later FREE events. */
 GPB__HIDDEN int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested,
                                  uint32_t align_order, uint32_t tag,
-                                 uint64_t stream, uint64_t time_ns,
-                                 uint64_t *unit);
+                                 uint32_t site, uint64_t stream,
+                                 uint64_t time_ns, uint64_t *unit);
 /* Frees the allocation starting at byte offset `off`; classifies misuse
  * (GPB_EDOUBLEFREE, GPB_EINTERIOR, GPB_EFOREIGN) without changing state.
  * Emits FREE then MERGEs. */

@@ -103,7 +103,7 @@ int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks, size_t n,
       }
       if (bl->offset + bl->size == cur_alloc->alloc_offset + cur_alloc->alloc_size) {
         gpb__arec_t rec = {0, 0, cur_alloc->requested, cur_alloc->time_ns,
-                           cur_alloc->tag, 0};
+                           cur_alloc->tag, cur_alloc->site};
         rc = gpb__buddy_take(b, cur_alloc->alloc_offset >> b->min_shift,
                              cur_alloc->alloc_size >> b->min_shift, &rec);
         if (rc) return BADKEY("keyframe block %zu: %s", x, gpb_last_error_detail());

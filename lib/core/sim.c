@@ -108,7 +108,7 @@ int gpb_sim_alloc(gpb_sim_t *s, uint64_t size, uint64_t align, uint32_t tag,
   }
   s->now = time_ns;
   uint64_t unit;
-  int rc = gpb__buddy_alloc(b, size, align_order, tag, 0, time_ns, &unit);
+  int rc = gpb__buddy_alloc(b, size, align_order, tag, 0, 0, time_ns, &unit);
   if (rc == 0) *offset = unit << b->min_shift;
   return rc;
 }

@@ -39,8 +39,8 @@ GPB__HIDDEN void gpb__gpu_close(gpb__gpu_t *g);
  * and retries. Same contract as gpb__buddy_alloc. Caller holds the lock. */
 GPB__HIDDEN int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core,
                                uint64_t requested, uint32_t align_order,
-                               uint32_t tag, void *stream, uint64_t time_ns,
-                               uint64_t *unit);
+                               uint32_t tag, uint32_t site, void *stream,
+                               uint64_t time_ns, uint64_t *unit);
 /* Frees the allocation at byte offset `off`: at once (async = 0, like
  * gpb__buddy_free) or ordered after the work queued so far on `stream`.
  * A block already pending an async free is GPB_EDOUBLEFREE. Caller holds

@@ -390,15 +390,16 @@ static void stream_mute_fail(void *ctx, gpb_event_t *ev) {
 }
 
 static int stream_try(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
-                      uint32_t align_order, uint32_t tag, void *stream,
-                      uint64_t time_ns, uint64_t *unit, int mute) {
+                      uint32_t align_order, uint32_t tag, uint32_t site,
+                      void *stream, uint64_t time_ns, uint64_t *unit,
+                      int mute) {
   if (mute) {
     g->emit = core->sink.emit;
     g->emit_ctx = core->sink.emit_ctx;
     core->sink.emit = stream_mute_fail;
     core->sink.emit_ctx = g;
   }
-  int rc = gpb__buddy_alloc(core, requested, align_order, tag,
+  int rc = gpb__buddy_alloc(core, requested, align_order, tag, site,
                             (uint64_t)(uintptr_t)stream, time_ns, unit);
   if (mute) {
     core->sink.emit = g->emit;
@@ -422,7 +423,7 @@ static uint64_t stream_units(const gpb__buddy_t *core, uint64_t requested,
 
 static void stream_emit(gpb__buddy_t *core, int type, uint64_t unit,
                         uint64_t units, uint64_t requested, uint32_t tag,
-                        void *stream) {
+                        uint32_t site, void *stream) {
   if (!core->sink.emit) return;
   gpb_event_t ev;
   memset(&ev, 0, sizeof ev);
@@ -432,6 +433,7 @@ static void stream_emit(gpb__buddy_t *core, int type, uint64_t unit,
   ev.order = (uint8_t)gpb__canon_order(unit, units);
   ev.requested = requested;
   ev.tag = tag;
+  ev.site = (uint16_t)site;
   ev.stream = (uint64_t)(uintptr_t)stream;
   core->sink.emit(core->sink.emit_ctx, &ev);
 }
@@ -439,8 +441,8 @@ static void stream_emit(gpb__buddy_t *core, int type, uint64_t unit,
 /* The reuse rule: a block pending on the same stream with exactly the
  * units this request takes. 1 with *unit set when one was taken. */
 static int stream_reuse(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
-                        uint32_t align_order, uint32_t tag, void *stream,
-                        uint64_t time_ns, uint64_t *unit) {
+                        uint32_t align_order, uint32_t tag, uint32_t site,
+                        void *stream, uint64_t time_ns, uint64_t *unit) {
   int qi = stream_q_find(g, stream);
   if (qi < 0) return 0;
   uint64_t n = stream_units(core, requested, align_order);
@@ -455,11 +457,13 @@ static int stream_reuse(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
   void *freed_on = e->stream;
   stream_unlink(g, (uint32_t)qi, e);
   stream_recycle(g, e);
-  stream_emit(core, GPB_EV_FREE, u, n, r->requested, r->tag, freed_on);
+  stream_emit(core, GPB_EV_FREE, u, n, r->requested, r->tag, r->site,
+              freed_on);
   r->requested = requested;
   r->tag = tag;
+  r->site = site;
   r->time_ns = time_ns;
-  stream_emit(core, GPB_EV_ALLOC, u, n, requested, tag, stream);
+  stream_emit(core, GPB_EV_ALLOC, u, n, requested, tag, site, stream);
   void *p = g->base + (u << core->min_shift);
   gpb__nvtx_region_remove(g->heap, p);
   gpb__nvtx_region_add(g->heap, p, requested);
@@ -468,31 +472,31 @@ static int stream_reuse(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
 }
 
 int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
-                   uint32_t align_order, uint32_t tag, void *stream,
-                   uint64_t time_ns, uint64_t *unit) {
+                   uint32_t align_order, uint32_t tag, uint32_t site,
+                   void *stream, uint64_t time_ns, uint64_t *unit) {
   int rc;
   if (g->solo_state && !stream_solo(g, stream)) stream_fence(g, stream);
   if (g->npending == 0) {
-    rc = gpb__buddy_alloc(core, requested, align_order, tag,
+    rc = gpb__buddy_alloc(core, requested, align_order, tag, site,
                           (uint64_t)(uintptr_t)stream, time_ns, unit);
   } else {
     int saved = stream_enter(g);
     stream_reap(g, core, REAP_QUERIES, REAP_STREAMS);
-    if (stream_reuse(g, core, requested, align_order, tag, stream, time_ns,
-                     unit)) {
+    if (stream_reuse(g, core, requested, align_order, tag, site, stream,
+                     time_ns, unit)) {
       stream_leave(g, saved);
       return 0; /* the region was re-registered */
     }
     for (;;) {
       int mute = g->npending != 0;
-      rc = stream_try(g, core, requested, align_order, tag, stream, time_ns,
-                      unit, mute);
+      rc = stream_try(g, core, requested, align_order, tag, site, stream,
+                      time_ns, unit, mute);
       if (rc == 0) break;
       if (rc != GPB_ENOMEM || g->npending == 0) {
         /* A real failure: run it again unmuted so FAIL goes out once. */
         if (mute)
-          rc = stream_try(g, core, requested, align_order, tag, stream,
-                          time_ns, unit, 0);
+          rc = stream_try(g, core, requested, align_order, tag, site,
+                          stream, time_ns, unit, 0);
         break;
       }
       if (stream_reap(g, core, UINT64_MAX, UINT32_MAX) == 0) {
@@ -623,10 +627,10 @@ int gpb__gpu_open_child(const gpb__gpu_t *parent, gpb__gpu_t **out) {
 void gpb__gpu_set_solo(gpb__gpu_t *g) { (void)g; }
 void gpb__gpu_close(gpb__gpu_t *g) { (void)g; }
 int gpb__gpu_alloc(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
-                   uint32_t align_order, uint32_t tag, void *stream,
-                   uint64_t time_ns, uint64_t *unit) {
+                   uint32_t align_order, uint32_t tag, uint32_t site,
+                   void *stream, uint64_t time_ns, uint64_t *unit) {
   (void)g;
-  return gpb__buddy_alloc(core, requested, align_order, tag,
+  return gpb__buddy_alloc(core, requested, align_order, tag, site,
                           (uint64_t)(uintptr_t)stream, time_ns, unit);
 }
 int gpb__gpu_free(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t off,

@@ -85,7 +85,8 @@ static inline void gpb__ring_put(gpb__ring_t *r, uint64_t seq, uint64_t time,
 GPB__HIDDEN void gpb__ring_sink_put(void *ctx, uint64_t seq, int type,
                                     uint64_t off, uint64_t size,
                                     uint64_t requested, uint64_t stream,
-                                    uint32_t tag, uint32_t order);
+                                    uint32_t tag, uint32_t order,
+                                    uint32_t site);
 
 /* A live reader. Transports (shared memory in publish.c, TCP in remote.c)
  * fill `model` and `info`; attach.c dispatches the public calls. */

@@ -264,8 +264,9 @@ gpb__ring_t *gpb__pub_ring(gpb__pub_t *p) { return &p->ring; }
 
 void gpb__ring_sink_put(void *ctx, uint64_t seq, int type, uint64_t off,
                         uint64_t size, uint64_t requested, uint64_t stream,
-                        uint32_t tag, uint32_t order) {
+                        uint32_t tag, uint32_t order, uint32_t site) {
   gpb__ring_t *r = ctx;
+  (void)site;
   gpb__ring_put(r, seq, *r->now, type, off, size, requested, stream, tag,
                 order);
 }

@@ -199,8 +199,8 @@ static void arena_unlend(gpb_pool_t *p, gpb__arena_t *a, uint64_t sb) {
 /* One try in arena a, borrowing a superblock when `lend` and it is full.
  * Muted: GPB_ENOMEM here is not yet a failure. */
 static int arena_try(gpb_pool_t *p, gpb__arena_t *a, uint64_t size,
-                     uint32_t align_order, uint32_t tag, void *stream,
-                     int lend, uint64_t *unit) {
+                     uint32_t align_order, uint32_t tag, uint32_t site,
+                     void *stream, int lend, uint64_t *unit) {
   pthread_mutex_lock(&a->lock);
   int loud = p->loud;
   uint64_t now = 0;
@@ -211,14 +211,14 @@ static int arena_try(gpb_pool_t *p, gpb__arena_t *a, uint64_t size,
   }
   a->core.mute_fail = 1;
   int rc = gpb__pool_core_alloc(&a->core, a->gpu, size, align_order, tag,
-                                stream, now, unit);
+                                site, stream, now, unit);
   if (rc == GPB_ENOMEM && lend) {
     if (!loud) pthread_mutex_lock(&p->lock);
     int lr = arena_lend(p, a);
     if (!loud) pthread_mutex_unlock(&p->lock);
     if (lr == 0)
       rc = gpb__pool_core_alloc(&a->core, a->gpu, size, align_order, tag,
-                                stream, now, unit);
+                                site, stream, now, unit);
   }
   a->core.mute_fail = 0;
   if (loud) pthread_mutex_unlock(&p->lock);
@@ -227,20 +227,21 @@ static int arena_try(gpb_pool_t *p, gpb__arena_t *a, uint64_t size,
 }
 
 static int arena_try_pool(gpb_pool_t *p, uint64_t size, uint32_t align_order,
-                          uint32_t tag, void *stream, int mute,
+                          uint32_t tag, uint32_t site, void *stream, int mute,
                           uint64_t *unit) {
   pthread_mutex_lock(&p->lock);
   gpb__pool_stamp(p);
   p->core.mute_fail = (uint8_t)mute;
   int rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag,
-                                stream, p->now, unit);
+                                site, stream, p->now, unit);
   p->core.mute_fail = 0;
   pthread_mutex_unlock(&p->lock);
   return rc;
 }
 
 int gpb__arenas_alloc(gpb_pool_t *p, uint64_t size, uint32_t align_order,
-                      uint32_t tag, void *stream, uint64_t *unit) {
+                      uint32_t tag, uint32_t site, void *stream,
+                      uint64_t *unit) {
   uint64_t units = (size + (1ull << p->core.min_shift) - 1) >> p->core.min_shift;
   uint32_t k = units <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(units - 1);
   if (align_order > k) k = align_order;
@@ -251,30 +252,31 @@ int gpb__arenas_alloc(gpb_pool_t *p, uint64_t size, uint32_t align_order,
   int small = fits && k <= p->arena_order;
   int rc;
   if (small) {
-    rc = arena_try(p, arena_mine(p), size, align_order, tag, stream, 1, unit);
+    rc = arena_try(p, arena_mine(p), size, align_order, tag, site, stream, 1,
+                   unit);
     if (rc != GPB_ENOMEM) return rc;
   }
   if (size > p->info.managed_size) /* GPB_ETOOBIG: nothing to retry */
-    return arena_try_pool(p, size, align_order, tag, stream, 0, unit);
+    return arena_try_pool(p, size, align_order, tag, site, stream, 0, unit);
   /* Reclaim, and look everywhere; with pending async frees, a second
    * round waits for them: the only wait, and only before failing. */
   for (int drain = 0; drain < (p->gpu ? 2 : 1); drain++) {
-    rc = arena_try_pool(p, size, align_order, tag, stream, 1, unit);
+    rc = arena_try_pool(p, size, align_order, tag, site, stream, 1, unit);
     if (rc != GPB_ENOMEM) return rc;
     gpb__pool_lock_all(p);
     gpb__arenas_reclaim(p, drain);
     gpb__pool_unlock_all(p);
     if (fits) {
       gpb__arena_t *mine = arena_mine(p);
-      rc = arena_try(p, mine, size, align_order, tag, stream, 1, unit);
+      rc = arena_try(p, mine, size, align_order, tag, site, stream, 1, unit);
       for (uint32_t i = 0; rc == GPB_ENOMEM && i < p->narenas; i++)
         if (&p->arenas[i] != mine)
-          rc = arena_try(p, &p->arenas[i], size, align_order, tag, stream, 0,
-                         unit);
+          rc = arena_try(p, &p->arenas[i], size, align_order, tag, site,
+                         stream, 0, unit);
       if (rc != GPB_ENOMEM) return rc;
     }
   }
-  return arena_try_pool(p, size, align_order, tag, stream, 0, unit);
+  return arena_try_pool(p, size, align_order, tag, site, stream, 0, unit);
 }
 
 /* Locks the core holding unit u: returns its arena, or NULL for the

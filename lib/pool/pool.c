@@ -46,7 +46,13 @@ void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
                    ev->tag, ev->order); /* = gpb__stats_apply, inline */
   if (p->hook) p->hook(ev, p->hook_user);
   if (p->pub) gpb__pub_event(p->pub, ev);
-  if (p->trace) gpb__trace_event(p->trace, ev);
+  if (p->trace) {
+    /* A site is defined in the trace before the first op that names it. */
+    if (ev->site && !gpb__trace_has_site(p->trace, ev->site))
+      gpb_trace_write_site(p->trace, ev->site,
+                           gpb__sites_text(p->sites, ev->site));
+    gpb__trace_event(p->trace, ev);
+  }
 }
 
 /* Every lock held (gpb__pool_lock_all). A hook or a trace gets the fine
@@ -185,6 +191,14 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     if ((cfg.policy == GPB_POLICY_BESTFIT || (cfg.flags & GPB_CFG_VMM)) &&
         cfg_in->arenas == 1)
       cfg.arenas = 1;
+    uint32_t depth;
+    e = getenv("GPB_CALLSITES");
+    if (!(cfg.flags & GPB_CFG_CALLSITES) && e && *e) {
+      if ((rc = gpb__parse_env_u32("GPB_CALLSITES", e, GPB_SITE_DEPTH_MAX,
+                                   "0 (off) to 64 frames", &depth)))
+        return rc;
+      if (depth) cfg.flags |= GPB_CFG_CALLSITES_DEPTH(depth);
+    }
   }
   if (cfg.arenas > 64)
     return gpb__fail(GPB_EINVAL, "arenas %u: at most 64", cfg.arenas);
@@ -263,6 +277,13 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   if ((cfg.flags & GPB_CFG_SOLO_STREAM) && p->narenas == 1)
     gpb__gpu_set_solo(p->gpu);
   p->info.num_arenas = p->narenas;
+  if (cfg.flags & GPB_CFG_CALLSITES) {
+    uint32_t depth = (cfg.flags >> 24) & 0xffu;
+    if ((rc = gpb__sites_open(depth ? depth : 1, &p->sites))) {
+      gpb_pool_destroy(p);
+      return rc;
+    }
+  }
 
   if (trace_from_env)
     snprintf(p->env_trace, sizeof p->env_trace, "%s", cfg.trace_path);
@@ -294,6 +315,7 @@ void gpb_pool_destroy(gpb_pool_t *p) {
     fprintf(stderr, "gpubuddy: the trace GPB_TRACE asked for (%s) is "
             "incomplete: %s\n", p->env_trace, gpb_last_error_detail());
   gpb__pub_close(p->pub);
+  gpb__sites_close(p->sites);
   gpb__arenas_close(p);
   gpb__gpu_close(p->gpu);
   pool_release(p);
@@ -314,8 +336,11 @@ static int pool_vmm_use(gpb_pool_t *p, uint64_t unit, void *stream) {
   return rc;
 }
 
-int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
-                 void *stream, void **out) {
+/* Every public allocation call: ra is where it returns to in its caller,
+ * the innermost frame of the call site. Inlined into each entry point,
+ * so that one with call sites off pays no call layer for ra. */
+static GPB__INLINE int pool_alloc(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
+                      void *stream, void **out, void *ra) {
   if (!p || !out) return gpb__fail(GPB_EINVAL, "pool or out is NULL");
   *out = NULL;
   if (align & (align - 1))
@@ -334,12 +359,16 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
   }
   uint64_t unit;
   int rc;
+  /* Off: this one predicted branch. On: found before any lock is taken
+   * (a new stack is resolved under the site table's own lock). */
+  uint32_t site = 0;
+  if (GPB__UNLIKELY(p->sites != NULL)) site = gpb__sites_here(p->sites, ra);
   if (p->narenas > 1) {
-    rc = gpb__arenas_alloc(p, size, align_order, tag, stream, &unit);
+    rc = gpb__arenas_alloc(p, size, align_order, tag, site, stream, &unit);
   } else {
     pthread_mutex_lock(&p->lock);
     gpb__pool_stamp(p);
-    rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag,
+    rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag, site,
                               stream, p->now, &unit);
     if (rc == 0 && p->vmm) rc = pool_vmm_use(p, unit, stream);
     pthread_mutex_unlock(&p->lock);
@@ -355,16 +384,39 @@ int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
   return rc;
 }
 
+/* Each entry point passes its own return address: one called through
+ * another would name the library as the call site. */
+int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
+                 void *stream, void **out) {
+  return pool_alloc(p, size, align, tag, stream, out,
+                    __builtin_return_address(0));
+}
+
 int gpb_alloc(gpb_pool_t *p, size_t size, void **out) {
-  return gpb_alloc_ex(p, size, 0, 0, NULL, out);
+  return pool_alloc(p, size, 0, 0, NULL, out, __builtin_return_address(0));
 }
 
 int gpb_alloc_aligned(gpb_pool_t *p, size_t size, size_t align, void **out) {
-  return gpb_alloc_ex(p, size, align, 0, NULL, out);
+  return pool_alloc(p, size, align, 0, NULL, out,
+                    __builtin_return_address(0));
 }
 
 int gpb_alloc_tagged(gpb_pool_t *p, size_t size, uint32_t tag, void **out) {
-  return gpb_alloc_ex(p, size, 0, tag, NULL, out);
+  return pool_alloc(p, size, 0, tag, NULL, out, __builtin_return_address(0));
+}
+
+int gpb_pool_site(const gpb_pool_t *p, uint32_t site, gpb_frame_t *frames,
+                  uint32_t max, uint32_t *n) {
+  if (!p || (max && !frames)) return gpb__fail(GPB_EINVAL, "NULL argument");
+  return gpb__sites_frames(p->sites, site, frames, max, n);
+}
+
+int gpb_pool_site_text(const gpb_pool_t *p, uint32_t site, char *buf,
+                       size_t len) {
+  if (!p || (len && !buf)) return gpb__fail(GPB_EINVAL, "NULL argument");
+  const char *t = gpb__sites_text(p->sites, site);
+  if (!t) return gpb__sites_frames(p->sites, site, NULL, 0, NULL);
+  return snprintf(buf, len, "%s", t);
 }
 
 /* Offset of ptr, or a misuse code. */

@@ -23,6 +23,24 @@
 /* GPB_CFG_VMM: the address range is this many times the budget. */
 #define GPB__VMM_SPAN 4u
 
+/* Call sites (sites.c): a table of stacks, interned into ids 1..
+ * GPB_MAX_SITES, each resolved once with dladdr. Adding takes the
+ * table's own lock (never while a pool's is held); reading takes none. */
+typedef struct gpb__sites gpb__sites_t;
+/* depth 0: *out NULL (off). Depths above GPB_SITE_DEPTH_MAX are cut. */
+GPB__HIDDEN int gpb__sites_open(uint32_t depth, gpb__sites_t **out);
+GPB__HIDDEN void gpb__sites_close(gpb__sites_t *s);
+/* The id of the calling stack, whose innermost frame returns to `ra`
+ * (the public entry point's return address); 0 when the table is full. */
+GPB__HIDDEN uint32_t gpb__sites_here(gpb__sites_t *s, void *ra);
+/* "MODULE+0xOFF SYMBOL;..." of a site, or NULL. NULL-safe. */
+GPB__HIDDEN const char *gpb__sites_text(const gpb__sites_t *s, uint32_t id);
+/* Up to max of site id's frames into frames, their count in *n (NULL:
+ * not wanted); GPB_ENOTFOUND for an id never given. NULL-safe. */
+GPB__HIDDEN int gpb__sites_frames(const gpb__sites_t *s, uint32_t id,
+                                  gpb_frame_t *frames, uint32_t max,
+                                  uint32_t *n);
+
 /* A per-thread sub-allocator: a core over the pool's whole unit range
  * whose roots are superblocks the pool's core lent it. Aligned so that
  * two arenas never share a cache line. */
@@ -67,6 +85,7 @@ struct gpb_pool {
   uint64_t id;          /* tells pools apart in a thread's memory */
   _Atomic uint8_t *owner; /* per superblock: 0 the pool's core, a+1 arena a */
   gpb__arena_t *arenas;
+  gpb__sites_t *sites; /* GPB_CFG_CALLSITES; NULL when off */
 };
 
 /* pool.c: the pool's event sink (stats, hook, publisher, trace). Caller
@@ -96,11 +115,12 @@ static inline void gpb__pool_stamp(gpb_pool_t *p) {
  * holds that core's lock. */
 static inline int gpb__pool_core_alloc(gpb__buddy_t *core, gpb__gpu_t *gpu,
                                        uint64_t size, uint32_t align_order,
-                                       uint32_t tag, void *stream,
-                                       uint64_t now, uint64_t *unit) {
-  return gpu ? gpb__gpu_alloc(gpu, core, size, align_order, tag, stream, now,
-                              unit)
-             : gpb__buddy_alloc(core, size, align_order, tag,
+                                       uint32_t tag, uint32_t site,
+                                       void *stream, uint64_t now,
+                                       uint64_t *unit) {
+  return gpu ? gpb__gpu_alloc(gpu, core, size, align_order, tag, site, stream,
+                              now, unit)
+             : gpb__buddy_alloc(core, size, align_order, tag, site,
                                 (uint64_t)(uintptr_t)stream, now, unit);
 }
 GPB__HIDDEN int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core,
@@ -116,7 +136,8 @@ GPB__HIDDEN void gpb__arenas_close(gpb_pool_t *p);
  * reclaimed. FAIL is emitted once, only when the request fails. */
 GPB__HIDDEN int gpb__arenas_alloc(gpb_pool_t *p, uint64_t size,
                                   uint32_t align_order, uint32_t tag,
-                                  void *stream, uint64_t *unit);
+                                  uint32_t site, void *stream,
+                                  uint64_t *unit);
 GPB__HIDDEN int gpb__arenas_free(gpb_pool_t *p, uint64_t off, void *stream,
                                  int async);
 /* Bytes usable in the allocation at off, or a misuse code. */

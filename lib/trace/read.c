@@ -27,7 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define TRACE_LINE_MAX 4096 /* bytes, without the newline */
+#define TRACE_LINE_MAX GPB__TRACE_LINE_MAX
 #define RMM_HEADER "Thread,Time,Action,Pointer,Size,Stream"
 #define NS_PER_DAY (86400ull * 1000000000ull)
 
@@ -38,6 +38,9 @@ enum { RMM_THREAD, RMM_TIME, RMM_ACTION, RMM_POINTER, RMM_SIZE, RMM_STREAM,
 struct gpb_trace_reader {
   gpb__zin_t *z;
   int fmt;
+  int version;        /* native: 1 or 2 (call sites) */
+  char **sites;       /* v2: site id -> its frames, as defined so far */
+  uint32_t sites_cap;
   int err;            /* sticky: once a read failed, every next call fails */
   int eof;            /* the text ended */
   unsigned char *buf; /* text from zio, cut into lines in place */
@@ -238,8 +241,10 @@ static inline const char *native_word(const char *p, const char *w) {
 }
 
 /* A well-formed native line in one pass: 0 with v[] and the op (1 alloc,
- * 2 free, 3 fail), or -1 for anything else. */
-static int native_fast(const char *p, uint64_t v[7], int *kind) {
+ * 2 free, 3 fail), or -1 for anything else. v[7], the call site, is an
+ * optional 8th field (v2); 0 when absent. */
+static int native_fast(const char *p, uint64_t v[8], int *kind, int *nf) {
+  *nf = 0;
   if (!(p = native_num(p, &v[0])) || !(p = native_num(p, &v[1]))) return -1;
   const char *q;
   if ((q = native_word(p, "alloc"))) *kind = 1;
@@ -249,40 +254,95 @@ static int native_fast(const char *p, uint64_t v[7], int *kind) {
   for (p = q; *p == ' ' || *p == '\t';) p++;
   for (int i = 3; i < 7; i++)
     if (!(p = native_num(p, &v[i]))) return -1;
+  v[7] = 0;
+  *nf = 7;
+  if (*p) {
+    *nf = 8;
+    if (!(p = native_num(p, &v[7]))) return -1;
+  }
   return *p ? -1 : 0;
 }
 
+/* "# site ID FRAMES" (v2), p just past "site": records the site. 0, or
+ * <0 (a bad line). */
+static int trace_site_line(gpb_trace_reader_t *r, const char *p) {
+  while (*p == ' ' || *p == '\t') p++;
+  size_t n = strcspn(p, " \t");
+  uint64_t id;
+  if (trace_u64(p, n, 0, &id) || id == 0 || id > GPB_MAX_SITES) {
+    char tmp[48];
+    return trace_fail(r, GPB_EFORMAT, "call site id '%s' is not 1 to %u",
+                      trace_show(tmp, sizeof tmp, p, n), GPB_MAX_SITES);
+  }
+  p += n;
+  while (*p == ' ' || *p == '\t') p++;
+  if (!*p)
+    return trace_fail(r, GPB_EFORMAT, "call site %llu has no frames",
+                      (unsigned long long)id);
+  if (id >= r->sites_cap) {
+    uint32_t c = r->sites_cap ? r->sites_cap : 64;
+    while (c <= id) c *= 2;
+    char **t = realloc(r->sites, c * sizeof *t);
+    if (!t) return trace_fail(r, GPB_EHOSTMEM, "no memory for call sites");
+    memset(t + r->sites_cap, 0, (c - r->sites_cap) * sizeof *t);
+    r->sites = t;
+    r->sites_cap = c;
+  }
+  if (r->sites[id]) {
+    if (!strcmp(r->sites[id], p)) return 0;
+    return trace_fail(r, GPB_EFORMAT, "call site %llu is defined twice, "
+                      "differently", (unsigned long long)id);
+  }
+  if (!(r->sites[id] = strdup(p)))
+    return trace_fail(r, GPB_EHOSTMEM, "no memory for call sites");
+  return 0;
+}
+
 static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
-  static const char *names[7] = {"sequence number", "timestamp", "op", "id",
-                                 "size", "tag", "stream"};
+  static const char *names[8] = {"sequence number", "timestamp", "op", "id",
+                                 "size", "tag", "stream", "call site"};
+  int maxf = r->version >= 2 ? 8 : 7;
   int rc;
   while ((rc = trace_getline(r)) == 1) {
     const char *p = r->ln;
     while (*p == ' ' || *p == '\t') p++;
-    if (*p == 0 || *p == '#') continue; /* blank line or comment */
-    uint64_t v[7];
-    int kind;
-    if (native_fast(p, v, &kind)) {
+    if (*p == '#') { /* a comment, or (v2) a call site */
+      if (r->version < 2) continue;
+      for (p++; *p == ' ' || *p == '\t';) p++;
+      /* A comment whose first word is "site" defines one. */
+      if (!strncmp(p, "site", 4) && (!p[4] || p[4] == ' ' || p[4] == '\t') &&
+          (rc = trace_site_line(r, p + 4)))
+        return rc;
+      continue;
+    }
+    if (*p == 0) continue; /* blank line */
+    uint64_t v[8];
+    int kind, nfast;
+    if (native_fast(p, v, &kind, &nfast) || nfast > maxf) {
       /* Not well formed: split and parse field by field to say why. */
       const char *f[8];
       size_t fl[8];
       int nf = 0;
+      v[7] = 0;
       while (*p) {
-        if (nf == 7)
+        if (nf == maxf)
           return trace_fail(r, GPB_EFORMAT,
-                            "too many fields (expected 7: seq time op id size "
-                            "tag stream)");
+                            "too many fields (expected %s)", maxf == 7
+                            ? "7: seq time op id size tag stream"
+                            : "7 or 8: seq time op id size tag stream [site]");
         f[nf] = p;
         while (*p && *p != ' ' && *p != '\t') p++;
         fl[nf] = (size_t)(p - f[nf]);
         nf++;
         while (*p == ' ' || *p == '\t') p++;
       }
-      if (nf != 7)
+      if (nf < 7)
         return trace_fail(r, GPB_EFORMAT,
-                          "%d field%s, expected 7 (seq time op id size tag "
-                          "stream)", nf, nf == 1 ? "" : "s");
-      for (int i = 0; i < 7; i++) {
+                          "%d field%s, expected %s (seq time op id size tag "
+                          "stream%s)", nf, nf == 1 ? "" : "s",
+                          maxf == 7 ? "7" : "7 or 8",
+                          maxf == 7 ? "" : " [site]");
+      for (int i = 0; i < nf; i++) {
         if (i == 2) continue;
         if (trace_u64(f[i], fl[i], 0, &v[i]))
           return trace_bad_number(r, names[i], f[i], fl[i]);
@@ -308,6 +368,9 @@ static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
     if (v[5] >= GPB_MAX_TAGS)
       return trace_fail(r, GPB_EFORMAT, "tag %llu is not below %d",
                         (unsigned long long)v[5], GPB_MAX_TAGS);
+    if (v[7] > GPB_MAX_SITES)
+      return trace_fail(r, GPB_EFORMAT, "call site %llu is not 0 to %u",
+                        (unsigned long long)v[7], GPB_MAX_SITES);
     if (op->op != GPB_OP_FREE && v[4] == 0)
       return trace_fail(r, GPB_EFORMAT, "%s of size 0",
                         fail ? "fail" : "alloc");
@@ -322,6 +385,7 @@ static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
     op->size = v[4];
     op->tag = (uint32_t)v[5];
     op->stream = v[6];
+    op->site = (uint16_t)v[7];
     if (fail) trace_expand_fail(r, op);
     return 1;
   }
@@ -521,14 +585,15 @@ int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
       rc = trace_fail(r, GPB_EFORMAT, "bad version in header '%.64s'", r->ln);
       goto fail;
     }
-    if (ver != GPB__TRACE_VERSION) {
+    if (ver < 1 || ver > GPB__TRACE_VERSION) {
       rc = trace_fail(r, GPB_EVERSION,
                       "trace format version %llu is not supported (this "
-                      "reader knows v%d)", (unsigned long long)ver,
+                      "reader knows v1 to v%d)", (unsigned long long)ver,
                       GPB__TRACE_VERSION);
       goto fail;
     }
     r->fmt = TRACE_FMT_NATIVE;
+    r->version = (int)ver;
   } else if (!rmm_header(r)) {
     r->fmt = TRACE_FMT_RMM;
   } else {
@@ -566,11 +631,18 @@ const char *gpb_trace_error(const gpb_trace_reader_t *r) {
 
 const char *gpb_trace_format_name(const gpb_trace_reader_t *r) {
   if (!r) return "";
-  return r->fmt == TRACE_FMT_NATIVE ? "gpubuddy-trace v1" : "rmm-csv";
+  if (r->fmt != TRACE_FMT_NATIVE) return "rmm-csv";
+  return r->version >= 2 ? "gpubuddy-trace v2" : "gpubuddy-trace v1";
+}
+
+const char *gpb_trace_site(const gpb_trace_reader_t *r, uint32_t site) {
+  return r && site < r->sites_cap ? r->sites[site] : NULL;
 }
 
 void gpb_trace_close(gpb_trace_reader_t *r) {
   if (!r) return;
   gpb__zin_close(r->z);
+  for (uint32_t i = 0; i < r->sites_cap; i++) free(r->sites[i]);
+  free(r->sites);
   free(r);
 }

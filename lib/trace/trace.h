@@ -10,12 +10,17 @@
 #include "base/base.h"
 
 #define GPB__TRACE_MAGIC "# gpubuddy-trace v"
-#define GPB__TRACE_VERSION 1
+#define GPB__TRACE_VERSION 2 /* written; readers take 1 and 2 */
+#define GPB__TRACE_LINE_MAX 4096 /* bytes, without the newline */
 /* Ids with the top bit set name failed requests (see read.c). */
 #define GPB__TRACE_FAIL_ID (1ull << 63)
 
 /* Trace recording: the pool turns ALLOC/FREE events into trace ops. */
 GPB__HIDDEN void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev);
+/* Whether call site `site` has been defined in this trace
+ * (gpb_trace_write_site). */
+GPB__HIDDEN int gpb__trace_has_site(const gpb_trace_writer_t *w,
+                                    uint32_t site);
 
 /* The bytes under trace files: plain text, any gzip stream, or blocked
  * gzip in (zin.c); plain text or blocked gzip out (zout.c). Path "-" is standard

@@ -15,6 +15,8 @@
 
 struct gpb_trace_writer {
   gpb__zout_t *z;
+  uint64_t *sites; /* bit per call site defined so far (allocated at the
+                      first one) */
   uint64_t seq;
   uint64_t t0; /* first event's time: event times are written relative */
   int have_t0;
@@ -44,8 +46,8 @@ int gpb_trace_writer_open(const char *path, gpb_trace_writer_t **out) {
     free(w);
     return rc;
   }
-  static const char hdr[] = "# gpubuddy-trace v1\n"
-                            "# seq time_ns op id size tag stream\n";
+  static const char hdr[] = "# gpubuddy-trace v2\n"
+                            "# seq time_ns op id size tag stream [site]\n";
   rc = trace_put(w, hdr, sizeof hdr - 1);
   if (rc) {
     gpb__zout_close(w->z, 0);
@@ -74,8 +76,8 @@ static char *trace_fmt_u64(char *p, uint64_t v, int hex, char sep) {
 
 static int trace_emit(gpb_trace_writer_t *w, const char *opname,
                       uint64_t time_ns, uint64_t id, uint64_t size,
-                      uint32_t tag, uint64_t stream) {
-  char line[160];
+                      uint32_t tag, uint64_t stream, uint32_t site) {
+  char line[176];
   char *p = trace_fmt_u64(line, ++w->seq, 0, ' ');
   p = trace_fmt_u64(p, time_ns, 0, ' ');
   size_t on = strlen(opname);
@@ -85,7 +87,10 @@ static int trace_emit(gpb_trace_writer_t *w, const char *opname,
   p = trace_fmt_u64(p, id, 1, ' ');
   p = trace_fmt_u64(p, size, 0, ' ');
   p = trace_fmt_u64(p, tag, 0, ' ');
-  p = trace_fmt_u64(p, stream, 1, '\n');
+  /* The site is an 8th field, left out when unknown: a trace without
+   * call sites is as long as a v1 trace. */
+  p = trace_fmt_u64(p, stream, 1, site ? ' ' : '\n');
+  if (site) p = trace_fmt_u64(p, site, 0, '\n');
   return trace_put(w, line, (size_t)(p - line));
 }
 
@@ -105,11 +110,50 @@ int gpb_trace_write(gpb_trace_writer_t *w, const gpb_trace_op_t *op) {
   if (op->id & GPB__TRACE_FAIL_ID) {
     if (op->op == GPB_OP_FREE) return 0;
     return trace_emit(w, "fail", op->time_ns, 0, op->size, op->tag,
-                      op->stream);
+                      op->stream, op->site);
   }
   /* The writer numbers ops itself so the file's sequence is gap-free. */
   return trace_emit(w, op->op == GPB_OP_ALLOC ? "alloc" : "free", op->time_ns,
-                    op->id, op->size, op->tag, op->stream);
+                    op->id, op->size, op->tag, op->stream, op->site);
+}
+
+int gpb__trace_has_site(const gpb_trace_writer_t *w, uint32_t site) {
+  return w->sites && site <= GPB_MAX_SITES &&
+         ((w->sites[site >> 6] >> (site & 63)) & 1);
+}
+
+int gpb_trace_write_site(gpb_trace_writer_t *w, uint32_t site,
+                         const char *frames) {
+  if (!w || !frames) return gpb__fail(GPB_EINVAL, "NULL argument");
+  if (w->err) return gpb__fail(w->err, "%s", w->msg);
+  if (site == 0 || site > GPB_MAX_SITES)
+    return gpb__fail(GPB_EINVAL, "call site %u is not 1 to %u", site,
+                     GPB_MAX_SITES);
+  if (!*frames)
+    return gpb__fail(GPB_EINVAL, "call site %u: no frames", site);
+  if (frames[strcspn(frames, "\r\n")])
+    return gpb__fail(GPB_EINVAL, "call site %u: frames hold a line break",
+                     site);
+  if (gpb__trace_has_site(w, site)) return 0;
+  if (!w->sites &&
+      !(w->sites = calloc((GPB_MAX_SITES + 64) / 64, sizeof *w->sites)))
+    return gpb__fail(GPB_EHOSTMEM, "no memory for the trace's call sites");
+  w->sites[site >> 6] |= 1ull << (site & 63);
+  char line[GPB__TRACE_LINE_MAX + 2];
+  int k = snprintf(line, sizeof line, "# site %u ", site);
+  size_t n = strlen(frames), room = GPB__TRACE_LINE_MAX - (size_t)k;
+  if (n > room) {
+    /* Too long for a line: keep the inner frames that fit, then ";...". */
+    size_t cut = room - 4;
+    while (cut && frames[cut] != ';') cut--;
+    memcpy(line + k, frames, cut);
+    memcpy(line + k + cut, cut ? ";..." : "...", cut ? 4 : 3);
+    n = cut + (cut ? 4 : 3);
+  } else {
+    memcpy(line + k, frames, n);
+  }
+  line[k + n] = '\n';
+  return trace_put(w, line, (size_t)k + n + 1);
 }
 
 int gpb_trace_writer_close(gpb_trace_writer_t *w) {
@@ -120,6 +164,7 @@ int gpb_trace_writer_close(gpb_trace_writer_t *w) {
     gpb__fail(rc, "%s", w->msg);
   else
     rc = zrc;
+  free(w->sites);
   free(w);
   return rc;
 }
@@ -141,5 +186,5 @@ void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev) {
     w->have_t0 = 1;
   }
   uint64_t t = ev->time_ns >= w->t0 ? ev->time_ns - w->t0 : 0;
-  trace_emit(w, name, t, id, ev->requested, ev->tag, ev->stream);
+  trace_emit(w, name, t, id, ev->requested, ev->tag, ev->stream, ev->site);
 }

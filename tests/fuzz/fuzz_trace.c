@@ -50,6 +50,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   while ((rc = gpb_trace_next(r, &op)) == 1) {
     if (op.op != GPB_OP_ALLOC && op.op != GPB_OP_FREE) abort();
     if (op.tag >= GPB_MAX_TAGS) abort();
+    const char *site = gpb_trace_site(r, op.site); /* touched: ASan */
+    if (site && !*site) abort(); /* a site has frames */
     n++;
   }
   if (rc < 0 && !*gpb_trace_error(r)) abort();
