@@ -194,8 +194,23 @@ static int vmm_map_one(gpb__vmm_t *v, uint64_t i) {
     h = v->spare[--v->nspare];
   } else if (v->nmade < v->max_pages) {
     int rc = vmm_cu(v->create(&h, g, &v->prop, 0), "cuMemCreate", g);
+    if (rc && v->nidle) { /* the device is full (other users): reuse ours */
+      vmm_reclaim(v);
+      if (v->nspare) {
+        h = v->spare[--v->nspare];
+        rc = 0;
+      }
+    } else if (rc == 0) {
+      v->nmade++;
+    }
+    /* Out of device memory is the pool's out of memory to its caller. */
+    if (rc == GPB_EDEVMEM)
+      return gpb__fail(GPB_ENOMEM, "device %d has no memory for another "
+                       "page: %llu of the pool's %llu bytes are mapped",
+                       v->device,
+                       (unsigned long long)((v->nmade - v->nspare) << v->gshift),
+                       (unsigned long long)(v->max_pages << v->gshift));
     if (rc) return rc;
-    v->nmade++;
   } else {
     return gpb__fail(GPB_ENOMEM, "the pool's physical memory is in use: "
                      "%llu of %llu bytes mapped under live blocks",
