@@ -15,7 +15,8 @@
  * The reference also defers coalescing as the pool does: a freed single
  * block whose buddy is free stays unmerged while its order has fewer than
  * 8 such pairs, and an allocation finding no block merges everything
- * first. Some rounds use GPB_CFG_EAGER_MERGE, where nothing is deferred.
+ * first. Some rounds use GPB_CFG_EAGER_MERGE, where nothing is deferred,
+ * as under GPB_POLICY_BESTFIT always.
  *
  * After every step gpb_pool_check() runs, live blocks are checked for
  * overlap and alignment, a twin pool with no consumer (whose SPLITs and
@@ -355,7 +356,8 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
   gpb_model_t *model;
   ASSERT_OK(gpb_model_create(info.managed_size, min_block, &model));
   ASSERT_OK(gpb_pool_set_hook(pool, hook_to_model, model));
-  ref_init(&ref, nunits, trim, eager ? 0 : 8);
+  /* Best fit merges at once: its blocks are always its runs' (fit.c). */
+  ref_init(&ref, nunits, trim, eager || policy == GPB_POLICY_BESTFIT ? 0 : 8);
   char *base = info.base;
 
   live_t *live = calloc(MAXU, sizeof *live);

@@ -109,9 +109,6 @@ int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
   gpb__arec_t r = *rec;
   r.key = unit + 1;
   atab_put(t, &r);
-  /* A pool filling fresh space places the next block where this one
-   * ends: fetch that slot now, so its insert finds it in cache. */
-  gpb__atab_prefetch(t, unit + rec->units);
   return 0;
 }
 

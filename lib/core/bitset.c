@@ -120,3 +120,27 @@ uint64_t gpb__bits_prev(const gpb__bits_t *b, uint64_t i) {
   }
   return pos;
 }
+
+uint64_t gpb__bits_next(const gpb__bits_t *b, uint64_t i) {
+  if (i >= b->nbits) return UINT64_MAX;
+  /* Climb until a word holds a set bit at or after the position, then
+   * descend taking the lowest set bit at each level. */
+  int l = 0;
+  uint64_t pos = i;
+  for (;;) {
+    uint64_t w = b->w[l][pos >> 6] & (~0ull << (pos & 63));
+    if (w) {
+      pos = (pos & ~63ull) | (uint64_t)__builtin_ctzll(w);
+      break;
+    }
+    pos = (pos >> 6) + 1; /* words strictly after this one */
+    if (l + 1 >= b->nlev || pos >= b->nwords[l]) return UINT64_MAX;
+    l++;
+  }
+  while (l > 0) {
+    l--;
+    uint64_t w = b->w[l][pos];
+    pos = (pos << 6) | (uint64_t)__builtin_ctzll(w);
+  }
+  return pos;
+}

@@ -68,51 +68,6 @@ static inline void clear_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   b->nfree[k]--;
 }
 
-static void buddy_emit(gpb__buddy_t *b, int type, uint64_t unit,
-                       uint64_t units, uint32_t order, uint64_t requested,
-                       uint32_t tag, uint32_t site, uint64_t stream) {
-  if (type == GPB_EV_FAIL && b->mute_fail) return;
-  const gpb__sink_t *k = &b->sink;
-  if (k->counters) { /* counted in place, no event built */
-    uint64_t seq = ++k->counters->seq;
-    gpb__stats_count(k->counters, type, unit << b->min_shift,
-                     units << b->min_shift, requested, tag, order);
-    if (k->put)
-      k->put(k->put_ctx, seq, type, unit << b->min_shift, units << b->min_shift,
-             requested, stream, tag, order, site);
-    return;
-  }
-  if (!k->emit) return;
-  gpb_event_t ev = {.offset = unit << b->min_shift,
-                    .size = units << b->min_shift,
-                    .requested = requested,
-                    .stream = stream,
-                    .tag = tag,
-                    .type = (uint8_t)type,
-                    .order = (uint8_t)order,
-                    .site = (uint16_t)site};
-  k->emit(k->emit_ctx, &ev);
-}
-
-/* SPLIT or MERGE of the block (k, i): counted in place when only the
- * stats listen, which keeps a 20-level cascade to a few adds per level. */
-static inline void buddy_emit_sm(gpb__buddy_t *b, int type, uint32_t k,
-                                 uint64_t i) {
-  const gpb__sink_t *sk = &b->sink;
-  if (sk->counters) {
-    uint64_t seq = ++sk->counters->seq; /* numbered even when nobody sees it */
-    if (type == GPB_EV_SPLIT)
-      gpb__stats_split(sk->counters, k);
-    else
-      gpb__stats_merge(sk->counters, k);
-    if (sk->put)
-      sk->put(sk->put_ctx, seq, type, (i << k) << b->min_shift,
-              (1ull << k) << b->min_shift, 0, 0, 0, k, 0);
-    return;
-  }
-  buddy_emit(b, type, i << k, 1ull << k, k, 0, 0, 0, 0);
-}
-
 static void buddy_set_roots(gpb__buddy_t *b);
 
 /* Caller guarantees (k, i) is a free block and k >= 1. */
@@ -121,7 +76,7 @@ static void buddy_split(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
   clear_free(b, k, i);
   set_free(b, k - 1, 2 * i);
   set_free(b, k - 1, 2 * i + 1);
-  if (emit) buddy_emit_sm(b, GPB_EV_SPLIT, k, i);
+  if (emit) gpb__emit_sm(b, GPB_EV_SPLIT, k, i);
 }
 
 /* Sets (k, i) free and merges upward while its buddy is free. */
@@ -132,7 +87,7 @@ static void buddy_merge_up(gpb__buddy_t *b, uint32_t k, uint64_t i) {
     clear_free(b, k, i ^ 1);
     k++;
     i >>= 1;
-    buddy_emit_sm(b, GPB_EV_MERGE, k, i);
+    gpb__emit_sm(b, GPB_EV_MERGE, k, i);
   }
   set_free(b, k, i);
 }
@@ -170,7 +125,7 @@ static void buddy_merge_pair(gpb__buddy_t *b, uint32_t k, uint64_t q) {
     return;
   clear_free(b, k, 2 * q);
   clear_free(b, k, 2 * q + 1);
-  buddy_emit_sm(b, GPB_EV_MERGE, k + 1, q);
+  gpb__emit_sm(b, GPB_EV_MERGE, k + 1, q);
   buddy_merge_up(b, k + 1, q);
 }
 
@@ -201,7 +156,8 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
   b->policy = policy;
   b->defer_cap = GPB__DEFER_MAX;
   b->cap = b->norders - 1;
-  for (uint32_t k = 0; k < b->norders; k++) {
+  /* A best-fit core keeps its free blocks as runs (fit.c), not bits. */
+  for (uint32_t k = 0; policy != GPB_POLICY_BESTFIT && k < b->norders; k++) {
     int rc = gpb__bits_init(&b->freeb[k], nunits >> k);
     if (rc) {
       gpb__buddy_fini(b);
@@ -270,8 +226,11 @@ void gpb__buddy_fini(gpb__buddy_t *b) {
 
 /* Marks the roots free. The bitsets must be all zero. */
 static void buddy_set_roots(gpb__buddy_t *b) {
+  if (b->exts) {
+    gpb__fit_roots(b); /* the roots are one run */
+    return;
+  }
   gpb_assert_expensive(gpb__bits_first(&b->freeb[0]) == UINT64_MAX);
-  if (b->exts) gpb__exts_add(b->exts, 0, b->nunits); /* the roots are one run */
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {
     if (b->nunits & (1ull << k)) {
@@ -283,7 +242,7 @@ static void buddy_set_roots(gpb__buddy_t *b) {
 
 void gpb__buddy_reset(gpb__buddy_t *b) {
   for (uint32_t k = 0; k < b->norders; k++) {
-    gpb__bits_zero(&b->freeb[k]);
+    if (b->freeb[k].nlev) gpb__bits_zero(&b->freeb[k]);
     b->nfree[k] = 0;
     b->npairs[k] = 0;
     b->ndq[k] = 0;
@@ -297,9 +256,7 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
 size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b) {
   size_t n = sizeof *b + gpb__atab_bytes(&b->atab) + gpb__bits_bytes(&b->starts);
   if (b->exts)
-    n += sizeof *b->exts + gpb__atab_bytes(&b->exts->by_start) +
-         gpb__atab_bytes(&b->exts->by_end) +
-         (size_t)b->exts->nchunks * 4096 * sizeof(gpb__ext_t);
+    n += gpb__exts_bytes(b->exts);
   for (uint32_t k = 0; k < b->norders; k++) n += gpb__bits_bytes(&b->freeb[k]);
   return n;
 }
@@ -318,24 +275,13 @@ static uint32_t ceil_log2(uint64_t n) {
 }
 
 /* Splits the free block containing node (k, i) down until (k, i) is a free
- * block. -1 when no free block contains it. With `emit` (the pool), a node
- * wholly free but in smaller pieces, such as a deferred pair, is merged
- * from them instead. */
-static int buddy_carve(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
+ * block, quietly (the model's primitive). -1 when no free block holds it. */
+static int buddy_carve(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   uint32_t j = k;
   while (j < b->norders && !is_free(b, j, i >> (j - k))) j++;
-  if (j == b->norders) {
-    if (!emit || k == 0 || buddy_carve(b, k - 1, 2 * i, emit) ||
-        buddy_carve(b, k - 1, 2 * i + 1, emit))
-      return -1;
-    clear_free(b, k - 1, 2 * i);
-    clear_free(b, k - 1, 2 * i + 1);
-    set_free(b, k, i);
-    buddy_emit_sm(b, GPB_EV_MERGE, k, i);
-    return 0;
-  }
+  if (j == b->norders) return -1;
   while (j > k) {
-    buddy_split(b, j, i >> (j - k), emit);
+    buddy_split(b, j, i >> (j - k), 0);
     j--;
   }
   return 0;
@@ -350,38 +296,6 @@ static void buddy_take_range(gpb__buddy_t *b, uint64_t u, uint64_t n) {
     u += 1ull << k;
     n -= 1ull << k;
   }
-}
-
-/* GPB_POLICY_BESTFIT: a run of `units` at the start of a fitting extent. */
-static int buddy_alloc_fit(gpb__buddy_t *b, uint64_t units, uint64_t requested,
-                           uint32_t align_order, uint32_t tag, uint32_t site,
-                           uint64_t stream, uint64_t time_ns, uint64_t *unit) {
-  uint64_t u0;
-  int rc = gpb__exts_take(b->exts, units, align_order, &u0);
-  gpb__arec_t rec = {0, units, requested, time_ns, tag, site};
-  if (rc == 0 && gpb__atab_insert(&b->atab, u0, &rec)) {
-    gpb__exts_add(b->exts, u0, units);
-    rc = GPB_EHOSTMEM;
-  }
-  if (rc) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, ceil_log2(units), requested, tag, site,
-               stream);
-    if (rc == GPB_EHOSTMEM)
-      return gpb__fail(rc, "no host memory to record the allocation");
-    return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
-                     (unsigned long long)units, (unsigned long long)requested);
-  }
-  for (uint64_t p = u0, m = units; m;) {
-    uint32_t k = gpb__canon_order(p, m);
-    buddy_carve(b, k, p >> k, 1); /* the run is free: cannot fail */
-    p += 1ull << k;
-    m -= 1ull << k;
-  }
-  buddy_take_range(b, u0, units);
-  buddy_emit(b, GPB_EV_ALLOC, u0, units, gpb__canon_order(u0, units),
-             requested, tag, site, stream);
-  *unit = u0;
-  return 0;
 }
 
 /* The smallest order >= k with a free block, or norders. Deferred pairs
@@ -407,7 +321,7 @@ static inline void buddy_split_left(gpb__buddy_t *b, uint32_t j, uint64_t i,
   if (j == k) return;
   clear_free(b, j, i);
   while (j > k) {
-    buddy_emit_sm(b, GPB_EV_SPLIT, j, i);
+    gpb__emit_sm(b, GPB_EV_SPLIT, j, i);
     j--;
     i <<= 1;
     set_free(b, j, i + 1);
@@ -416,6 +330,7 @@ static inline void buddy_split_left(gpb__buddy_t *b, uint32_t j, uint64_t i,
 }
 
 int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
+  if (b->exts) return GPB_EINVAL; /* arenas refuse best fit */
   uint32_t j = buddy_find(b, k);
   if (j == b->norders) return GPB_ENOMEM;
   uint64_t i = gpb__bits_first(&b->freeb[j]);
@@ -452,10 +367,10 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   uint32_t k = units ? ceil_log2(units) : 0;
   if (align_order > k) k = align_order;
   if (units && b->exts)
-    return buddy_alloc_fit(b, units, requested, align_order, tag, site,
-                           stream, time_ns, unit);
+    return gpb__fit_alloc(b, units, requested, align_order, tag, site, stream,
+                          time_ns, unit);
   if (units == 0 || k >= b->norders) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
+    gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     if (units == 0)
       return gpb__fail(GPB_ETOOBIG, "%llu bytes asked of a %llu-byte pool",
                        (unsigned long long)requested,
@@ -467,7 +382,7 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   }
   uint32_t j = buddy_find(b, k);
   if (j == b->norders) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
+    gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     return gpb__fail(GPB_ENOMEM, "no free block of order %u or more for %llu "
                      "bytes", k, (unsigned long long)requested);
   }
@@ -479,9 +394,12 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
    * changed yet. */
   gpb__arec_t rec = {0, n, requested, time_ns, tag, site};
   if (gpb__atab_insert(&b->atab, u0, &rec)) {
-    buddy_emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
+    gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
   }
+  /* A pool filling fresh space places the next block where this one
+   * ends: fetch that slot now, so its insert finds it in cache. */
+  gpb__atab_prefetch(&b->atab, u0 + n);
   buddy_split_left(b, j, i, k);
   j = k;
   i = u0 >> k;
@@ -498,7 +416,7 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
     }
   }
   buddy_take_range(b, u0, n);
-  buddy_emit(b, GPB_EV_ALLOC, u0, n, gpb__canon_order(u0, n), requested, tag,
+  gpb__emit(b, GPB_EV_ALLOC, u0, n, gpb__canon_order(u0, n), requested, tag,
              site, stream);
   *unit = u0;
   return 0;
@@ -533,6 +451,7 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
   if ((off & ((1ull << b->min_shift) - 1)) == 0) r = gpb__atab_find(&b->atab, u);
   if (!r) {
     uint64_t idx;
+    if (b->exts) return gpb__fit_misuse(b, off);
     if (buddy_free_containing(b, u, &idx) >= 0)
       return gpb__fail(GPB_EDOUBLEFREE,
                        "offset %llu lies in a free block (freed twice?)",
@@ -547,12 +466,12 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
   if (GPB__UNLIKELY(r->tag == GPB__TAG_LENT))
     return gpb__fail(GPB_EFOREIGN, "offset %llu starts a superblock lent to "
                      "an arena, not an allocation", (unsigned long long)off);
+  if (b->exts) return gpb__fit_free(b, u, r, stream);
   uint64_t n = r->units, requested = r->requested;
   uint32_t tag = r->tag, site = r->site;
   gpb__atab_remove(&b->atab, u);
   gpb__bits_clear(&b->starts, u);
-  if (b->exts) gpb__exts_add(b->exts, u, n);
-  buddy_emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), requested, tag,
+  gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), requested, tag,
              site, stream);
   /* Release the canonical blocks last to first: each smaller block meets
    * its free buddy in the tail first, so the whole run coalesces. */
@@ -576,29 +495,6 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
   return 0;
 }
 
-static void fill_used(const gpb__buddy_t *b, gpb_block_info_t *bi,
-                      const gpb__arec_t *r, uint64_t u, uint32_t k) {
-  memset(bi, 0, sizeof *bi);
-  bi->offset = u << b->min_shift;
-  bi->size = (1ull << k) << b->min_shift;
-  bi->order = k;
-  bi->used = 1;
-  bi->alloc_offset = (r->key - 1) << b->min_shift;
-  bi->alloc_size = r->units << b->min_shift;
-  bi->requested = r->requested;
-  bi->time_ns = r->time_ns;
-  bi->tag = r->tag;
-  bi->site = r->site;
-}
-
-static void fill_free(const gpb__buddy_t *b, gpb_block_info_t *bi, uint64_t u,
-                      uint32_t k) {
-  memset(bi, 0, sizeof *bi);
-  bi->offset = u << b->min_shift;
-  bi->size = (1ull << k) << b->min_shift;
-  bi->order = k;
-}
-
 /* The free block starting exactly at u, as its order, or -1. */
 static int buddy_free_at(const gpb__buddy_t *b, uint64_t u) {
   uint32_t top = u ? (uint32_t)__builtin_ctzll(u) : b->norders - 1;
@@ -614,13 +510,14 @@ int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn, void *user) {
 
 int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
                            gpb_visit_fn fn, void *user) {
+  if (b->exts) return gpb__fit_visit_range(b, u0, u1, fn, user);
   gpb_block_info_t bi;
   for (uint64_t u = u0; u < u1;) {
     const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
     if (r) {
       for (uint64_t p = u, m = r->units; m;) {
         uint32_t k = gpb__canon_order(p, m);
-        fill_used(b, &bi, r, p, k);
+        gpb__fill_used(b, &bi, r, p, k);
         int rc = fn(&bi, user);
         if (rc) return rc;
         p += 1ull << k;
@@ -633,7 +530,7 @@ int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
     if (k < 0)
       return gpb__fail(GPB_ECORRUPT, "unit %llu is in no block",
                        (unsigned long long)u);
-    fill_free(b, &bi, u, (uint32_t)k);
+    gpb__fill_free(b, &bi, u, (uint32_t)k);
     int rc = fn(&bi, user);
     if (rc) return rc;
     u += 1ull << k;
@@ -643,10 +540,11 @@ int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
 
 int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) {
   if (u >= b->nunits) return GPB_ENOTFOUND;
+  if (b->exts) return gpb__fit_lookup(b, u, out);
   uint64_t idx;
   int k = buddy_free_containing(b, u, &idx);
   if (k >= 0) {
-    fill_free(b, out, idx << k, (uint32_t)k);
+    gpb__fill_free(b, out, idx << k, (uint32_t)k);
     return 0;
   }
   const gpb__arec_t *r = buddy_alloc_containing(b, u);
@@ -655,7 +553,7 @@ int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) 
   for (uint64_t p = r->key - 1, m = r->units; m;) {
     uint32_t kk = gpb__canon_order(p, m);
     if (u < p + (1ull << kk)) {
-      fill_used(b, out, r, p, kk);
+      gpb__fill_used(b, out, r, p, kk);
       return 0;
     }
     p += 1ull << kk;
@@ -666,19 +564,10 @@ int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) 
 
 #define CORRUPT(...) gpb__fail(GPB_ECORRUPT, __VA_ARGS__)
 
-/* The free run [s, s+len) must be recorded as one extent. */
-static int buddy_check_run(const gpb__buddy_t *b, uint64_t s, uint64_t len) {
-  const gpb__arec_t *r = gpb__atab_find(&b->exts->by_start, s);
-  if (!r || b->exts->chunks[r->units / 4096][r->units % 4096].len != len)
-    return CORRUPT("free run of %llu units at unit %llu is not an extent",
-                   (unsigned long long)len, (unsigned long long)s);
-  return 0;
-}
-
 /* What the walk over the units has seen so far. */
 typedef struct buddy_seen {
   uint64_t free[GPB_MAX_ORDERS], pairs[GPB_MAX_ORDERS];
-  uint64_t allocs, runs, run_start, run_len;
+  uint64_t allocs;
 } buddy_seen_t;
 
 /* Walks units [u0, u1): every unit in exactly one block. */
@@ -716,11 +605,6 @@ static int buddy_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
       if (!gpb__bits_test(&b->starts, u))
         return CORRUPT("allocation at unit %llu has no start bit",
                        (unsigned long long)u);
-      if (b->exts && w->run_len) {
-        if (buddy_check_run(b, w->run_start, w->run_len)) return GPB_ECORRUPT;
-        w->runs++;
-        w->run_len = 0;
-      }
       w->allocs++;
       u += r->units;
       continue;
@@ -733,11 +617,14 @@ static int buddy_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
     if (!(i & 1) && has_buddy(b, (uint32_t)k, i) && is_free(b, (uint32_t)k, i + 1))
       w->pairs[k]++;
     w->free[k]++;
-    if (!w->run_len) w->run_start = u;
-    w->run_len += 1ull << k;
     u += 1ull << k;
   }
   return 0;
+}
+
+void gpb__buddy_nfree(const gpb__buddy_t *b, uint64_t out[GPB_MAX_ORDERS]) {
+  if (!b->exts || gpb__fit_check(b, out))
+    memcpy(out, b->nfree, GPB_MAX_ORDERS * sizeof *out);
 }
 
 int gpb__buddy_check(const gpb__buddy_t *b) {
@@ -746,6 +633,11 @@ int gpb__buddy_check(const gpb__buddy_t *b) {
 
 int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
                         uint64_t nsb) {
+  if (b->exts) {
+    uint64_t nfree[GPB_MAX_ORDERS];
+    if (sb) return CORRUPT("a best-fit core has no superblocks");
+    return gpb__fit_check(b, nfree);
+  }
   buddy_seen_t w;
   memset(&w, 0, sizeof w);
   for (uint32_t k = 0; k < b->norders; k++) {
@@ -771,16 +663,6 @@ int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
     }
   }
   if (rc) return rc;
-  if (b->exts) {
-    if (w.run_len) {
-      if (buddy_check_run(b, w.run_start, w.run_len)) return GPB_ECORRUPT;
-      w.runs++;
-    }
-    if (w.runs != gpb__exts_count(b->exts))
-      return CORRUPT("%llu free runs, %llu extents recorded",
-                     (unsigned long long)w.runs,
-                     (unsigned long long)gpb__exts_count(b->exts));
-  }
   if (gpb__bits_count(&b->starts) != gpb__atab_count(&b->atab))
     return CORRUPT("%llu start bits for %llu allocations",
                    (unsigned long long)gpb__bits_count(&b->starts),
@@ -816,7 +698,7 @@ int gpb__buddy_carve_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   if (!node_valid(b, k, i)) return BADEV("block (order %u, index %llu) is "
                                          "outside the pool", k,
                                          (unsigned long long)i);
-  if (buddy_carve(b, k, i, 0))
+  if (buddy_carve(b, k, i))
     return BADEV("no free block contains (order %u, index %llu)", k,
                  (unsigned long long)i);
   return 0;

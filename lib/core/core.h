@@ -12,6 +12,8 @@
 
 #include "base/base.h"
 
+#include <string.h>
+
 /* ---------------------------------------------------------------- bitset */
 
 #define GPB__BITS_MAXLEV 8
@@ -35,6 +37,8 @@ GPB__HIDDEN void gpb__bits_prefault(gpb__bits_t *b);
 GPB__HIDDEN uint64_t gpb__bits_first(const gpb__bits_t *b);
 /* Highest set bit at or below i, or UINT64_MAX. */
 GPB__HIDDEN uint64_t gpb__bits_prev(const gpb__bits_t *b, uint64_t i);
+/* The first set bit at or after i, or UINT64_MAX. */
+GPB__HIDDEN uint64_t gpb__bits_next(const gpb__bits_t *b, uint64_t i);
 /* 0 when the summary levels agree with the bits. */
 GPB__HIDDEN int gpb__bits_check(const gpb__bits_t *b);
 GPB__HIDDEN uint64_t gpb__bits_count(const gpb__bits_t *b);
@@ -127,7 +131,7 @@ typedef struct gpb__exts {
   gpb__ext_t **chunks;
   uint32_t nchunks, made, free_head;
   uint64_t count;
-  gpb__atab_t by_start, by_end; /* unit -> record id (in .units) */
+  gpb__atab_t by_end; /* run end unit -> record id (in .units) */
   uint32_t head[GPB__EXT_BINS];
   uint64_t binmap[(GPB__EXT_BINS + 63) / 64];
 } gpb__exts_t;
@@ -135,12 +139,26 @@ typedef struct gpb__exts {
 GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x);
 GPB__HIDDEN void gpb__exts_fini(gpb__exts_t *x);
 GPB__HIDDEN void gpb__exts_clear(gpb__exts_t *x);
-/* Returns [start, start+len) to the free runs, merging with neighbours. */
-GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len);
-/* Takes n units aligned to 2^align_order from a well-fitting run. */
+/* Returns [start, start+len) to the free runs, merging with neighbours;
+ * right_end is the end of the free run that starts at start+len, or 0
+ * when that unit is not free. [*rs, *re) is the run it is now part of.
+ * GPB_EHOSTMEM (nothing changed) when the table cannot grow. */
+GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len,
+                              uint64_t right_end, uint64_t *rs, uint64_t *re);
+/* Takes n units aligned to 2^align_order from a well-fitting run: *out is
+ * the first, [*rs, *re) the run they came from. GPB_ENOMEM when no run
+ * fits, GPB_EHOSTMEM when the table cannot grow; either way nothing
+ * changed. */
 GPB__HIDDEN int gpb__exts_take(gpb__exts_t *x, uint64_t n,
-                               uint32_t align_order, uint64_t *out);
+                               uint32_t align_order, uint64_t *out,
+                               uint64_t *rs, uint64_t *re);
+/* The run recorded as exactly [start, end), or NULL. */
+GPB__HIDDEN const gpb__ext_t *gpb__exts_at(const gpb__exts_t *x,
+                                           uint64_t start, uint64_t end);
+GPB__HIDDEN size_t gpb__exts_bytes(const gpb__exts_t *x);
 GPB__HIDDEN uint64_t gpb__exts_count(const gpb__exts_t *x);
+/* Bins, links and keys agree with the count: 0 or GPB_ECORRUPT. */
+GPB__HIDDEN int gpb__exts_check(const gpb__exts_t *x);
 
 /* The core's one event sink. The core knows nothing of who listens:
  * the pool wires this up. With `counters` set, events are numbered and
@@ -253,6 +271,10 @@ GPB__HIDDEN void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i);
 GPB__HIDDEN int gpb__buddy_check(const gpb__buddy_t *b);
 GPB__HIDDEN int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
                                     uint64_t nsb);
+/* The free blocks of each order: kept for a buddy core, counted from the
+ * runs for a best-fit one (O(allocations), for checks and resyncs). */
+GPB__HIDDEN void gpb__buddy_nfree(const gpb__buddy_t *b,
+                                  uint64_t out[GPB_MAX_ORDERS]);
 GPB__HIDDEN int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn,
                                  void *user);
 /* Visits the blocks of units [u0, u1), which must start and end on block
@@ -284,6 +306,72 @@ static inline uint32_t gpb__canon_order(uint64_t u, uint64_t n) {
   return k;
 }
 
+/* The block info of block (k, unit u) of allocation r, or of a free one. */
+static inline void gpb__fill_used(const gpb__buddy_t *b, gpb_block_info_t *bi,
+                                  const gpb__arec_t *r, uint64_t u,
+                                  uint32_t k) {
+  memset(bi, 0, sizeof *bi);
+  bi->offset = u << b->min_shift;
+  bi->size = (1ull << k) << b->min_shift;
+  bi->order = k;
+  bi->used = 1;
+  bi->alloc_offset = (r->key - 1) << b->min_shift;
+  bi->alloc_size = r->units << b->min_shift;
+  bi->requested = r->requested;
+  bi->time_ns = r->time_ns;
+  bi->tag = r->tag;
+  bi->site = r->site;
+}
+
+static inline void gpb__fill_free(const gpb__buddy_t *b, gpb_block_info_t *bi,
+                                  uint64_t u, uint32_t k) {
+  memset(bi, 0, sizeof *bi);
+  bi->offset = u << b->min_shift;
+  bi->size = (1ull << k) << b->min_shift;
+  bi->order = k;
+}
+
+/* ------------------------------------------------------- best-fit core */
+
+/* A best-fit core (b->exts set: fit.c) keeps no per-order bitsets; buddy.c
+ * hands these its calls. Contracts as for the gpb__buddy_* they serve. */
+GPB__HIDDEN void gpb__fit_roots(gpb__buddy_t *b);
+GPB__HIDDEN int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units,
+                               uint64_t requested, uint32_t align_order,
+                               uint32_t tag, uint32_t site, uint64_t stream,
+                               uint64_t time_ns, uint64_t *unit);
+/* Frees the allocation at unit u, whose record the caller found. */
+GPB__HIDDEN int gpb__fit_free(gpb__buddy_t *b, uint64_t u,
+                              const gpb__arec_t *rec, uint64_t stream);
+/* The error for a free of `off`, which starts no allocation. */
+GPB__HIDDEN int gpb__fit_misuse(const gpb__buddy_t *b, uint64_t off);
+GPB__HIDDEN int gpb__fit_visit_range(const gpb__buddy_t *b, uint64_t u0,
+                                     uint64_t u1, gpb_visit_fn fn, void *user);
+GPB__HIDDEN int gpb__fit_lookup(const gpb__buddy_t *b, uint64_t u,
+                                gpb_block_info_t *out);
+/* Checks the core and counts its free blocks per order into nfree. */
+GPB__HIDDEN int gpb__fit_check(const gpb__buddy_t *b,
+                               uint64_t nfree[GPB_MAX_ORDERS]);
+
+/* The same decomposition as two masks, with no loop-carried chain: the
+ * blocks of orders set in *left ascend from u, then those set in *right
+ * descend to u + n. With h the highest bit where u and v = u + n differ,
+ * c = v with its low h bits cleared is the one point a block of order h
+ * could start at; [u, c) is blocks of the set bits of c - u, smallest
+ * first, and [c, v) of those of v - c, largest first. */
+static inline void gpb__canon_masks(uint64_t u, uint64_t n, uint64_t *left,
+                                    uint64_t *right) {
+  uint64_t v = u + n;
+  if (n == 0 || v < u) { /* nothing, or a range past 2^64: no blocks */
+    *left = *right = 0;
+    return;
+  }
+  uint32_t h = 63u - (uint32_t)__builtin_clzll(u ^ v);
+  uint64_t c = (v >> h) << h;
+  *left = c - u;
+  *right = v - c;
+}
+
 /* ------------------------------------------------------------------ stats */
 
 /* Applies one event to the counters. The pool and the model both run
@@ -307,39 +395,50 @@ static inline void gpb__stats_merge(gpb_stats_t *s, uint32_t k) {
 /* What gpb__stats_apply counts for an event of `type` on the range
  * [off, off+size) (besides the sequence number): the core calls it
  * directly when only the stats listen, so no event is built. */
+/* What an ALLOC or FREE of `size` bytes counts besides its blocks. */
+static inline void gpb__stats_count_bytes(gpb_stats_t *s, int type,
+                                          uint64_t size, uint64_t requested,
+                                          uint32_t tag) {
+  if (type == GPB_EV_ALLOC) {
+    s->allocs++;
+    s->live_allocs++;
+    s->requested_bytes += requested;
+    s->block_bytes += size;
+    s->free_bytes -= size;
+    if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] += size;
+    if (s->requested_bytes > s->requested_peak)
+      s->requested_peak = s->requested_bytes;
+    if (s->block_bytes > s->block_peak) s->block_peak = s->block_bytes;
+  } else {
+    s->frees++;
+    s->live_allocs--;
+    s->requested_bytes -= requested;
+    s->block_bytes -= size;
+    s->free_bytes += size;
+    if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] -= size;
+    if (s->free_bytes > s->free_peak) s->free_peak = s->free_bytes;
+  }
+}
+
+/* Adds d to free_blocks[k] for every order k set in mask. */
+static inline void gpb__stats_count_mask(gpb_stats_t *s, uint64_t mask,
+                                         uint64_t d) {
+  for (; mask; mask &= mask - 1) s->free_blocks[__builtin_ctzll(mask)] += d;
+}
+
 static inline void gpb__stats_count(gpb_stats_t *s, int type, uint64_t off,
                                     uint64_t size, uint64_t requested,
                                     uint32_t tag, uint32_t order) {
-  int64_t d = type == GPB_EV_ALLOC ? -1 : 1;
   switch (type) {
   case GPB_EV_ALLOC:
   case GPB_EV_FREE: {
+    uint64_t d = type == GPB_EV_ALLOC ? (uint64_t)-1 : 1;
     uint32_t shift = (uint32_t)__builtin_ctzll(s->min_block);
-    for (uint64_t u = off >> shift, n = size >> shift; n;) {
-      uint32_t k = gpb__canon_order(u, n);
-      s->free_blocks[k] += (uint64_t)d;
-      u += 1ull << k;
-      n -= 1ull << k;
-    }
-    if (type == GPB_EV_ALLOC) {
-      s->allocs++;
-      s->live_allocs++;
-      s->requested_bytes += requested;
-      s->block_bytes += size;
-      s->free_bytes -= size;
-      if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] += size;
-      if (s->requested_bytes > s->requested_peak)
-        s->requested_peak = s->requested_bytes;
-      if (s->block_bytes > s->block_peak) s->block_peak = s->block_bytes;
-    } else {
-      s->frees++;
-      s->live_allocs--;
-      s->requested_bytes -= requested;
-      s->block_bytes -= size;
-      s->free_bytes += size;
-      if (tag < GPB_MAX_TAGS) s->tag_bytes[tag] -= size;
-      if (s->free_bytes > s->free_peak) s->free_peak = s->free_bytes;
-    }
+    uint64_t l, r;
+    gpb__canon_masks(off >> shift, size >> shift, &l, &r);
+    gpb__stats_count_mask(s, l, d);
+    gpb__stats_count_mask(s, r, d);
+    gpb__stats_count_bytes(s, type, size, requested, tag);
     break;
   }
   case GPB_EV_SPLIT:
@@ -364,6 +463,55 @@ GPB__HIDDEN void gpb__stats_init(gpb_stats_t *s, uint64_t managed,
 GPB__HIDDEN void gpb__stats_finish(gpb_stats_t *s);
 /* Rebuilds the state-derived fields from a core; counters are kept. */
 GPB__HIDDEN void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b);
+
+/* ------------------------------------------------------------- events */
+
+/* The core's events go out through these (buddy.c and fit.c): counted in
+ * place when only the stats listen, else built and handed to the sink. */
+static inline void gpb__emit(gpb__buddy_t *b, int type, uint64_t unit,
+                       uint64_t units, uint32_t order, uint64_t requested,
+                       uint32_t tag, uint32_t site, uint64_t stream) {
+  if (type == GPB_EV_FAIL && b->mute_fail) return;
+  const gpb__sink_t *k = &b->sink;
+  if (k->counters) { /* counted in place, no event built */
+    uint64_t seq = ++k->counters->seq;
+    gpb__stats_count(k->counters, type, unit << b->min_shift,
+                     units << b->min_shift, requested, tag, order);
+    if (k->put)
+      k->put(k->put_ctx, seq, type, unit << b->min_shift, units << b->min_shift,
+             requested, stream, tag, order, site);
+    return;
+  }
+  if (!k->emit) return;
+  gpb_event_t ev = {.offset = unit << b->min_shift,
+                    .size = units << b->min_shift,
+                    .requested = requested,
+                    .stream = stream,
+                    .tag = tag,
+                    .type = (uint8_t)type,
+                    .order = (uint8_t)order,
+                    .site = (uint16_t)site};
+  k->emit(k->emit_ctx, &ev);
+}
+
+/* SPLIT or MERGE of the block (k, i): counted in place when only the
+ * stats listen, which keeps a 20-level cascade to a few adds per level. */
+static inline void gpb__emit_sm(gpb__buddy_t *b, int type, uint32_t k,
+                                 uint64_t i) {
+  const gpb__sink_t *sk = &b->sink;
+  if (sk->counters) {
+    uint64_t seq = ++sk->counters->seq; /* numbered even when nobody sees it */
+    if (type == GPB_EV_SPLIT)
+      gpb__stats_split(sk->counters, k);
+    else
+      gpb__stats_merge(sk->counters, k);
+    if (sk->put)
+      sk->put(sk->put_ctx, seq, type, (i << k) << b->min_shift,
+              (1ull << k) << b->min_shift, 0, 0, 0, k, 0);
+    return;
+  }
+  gpb__emit(b, type, i << k, 1ull << k, k, 0, 0, 0, 0);
+}
 
 /* ------------------------------------------------------------------ model */
 

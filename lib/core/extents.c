@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * extents.c: free extents for the best-fit placement policy.
+ * extents.c: free runs for the best-fit core (fit.c).
  *
- * A free extent is a maximal run of free units, whatever buddy blocks it is
- * made of. GPB_POLICY_BESTFIT places an allocation at the start of a
- * well-fitting extent and carves it as a run of buddy blocks, which is
- * what lets a buddy pool approach best-fit memory use.
+ * A free run is a maximal run of free units, whatever buddy blocks it is
+ * made of. Best fit places an allocation at the start of a well-fitting
+ * run (or its first aligned unit), and fit.c derives the buddy blocks.
  *
- * Extents are binned by length as in TLSF: exact bins below 16 units, then
+ * Runs are binned by length as in TLSF: exact bins below 16 units, then
  * 16 sub-bins per power of two, with a bitmap of non-empty bins, so the
  * smallest bin that surely fits is found in O(1). The bin that holds the
  * request's own length is also searched, a few entries deep, for an exact
  * or closer fit. Records live in fixed-size chunks (stable ids for the bin
- * lists, no copying on growth); two allocation tables map start and end
- * units to record ids so that a free merges with its neighbours in O(1).
+ * lists, no copying on growth).
+ *
+ * One table maps a run's end unit to its record. Keyed by the end, a run
+ * that an allocation takes from its front, the usual case, keeps its key,
+ * and so does a run that a free extends to the left; only a free that
+ * extends a run to the right moves a key. The run that starts at a unit
+ * is found through its end: the caller knows it as the next allocation's
+ * start (fit.c's start bits), so a second table keyed by start is not
+ * needed.
  */
 #include "core/core.h"
 
@@ -36,7 +42,7 @@ static uint32_t ext_bin(uint64_t len) {
 
 int gpb__exts_init(gpb__exts_t *x) {
   memset(x, 0, sizeof *x);
-  if (gpb__atab_init(&x->by_start, 256) || gpb__atab_init(&x->by_end, 256)) {
+  if (gpb__atab_init(&x->by_end, 256)) {
     gpb__exts_fini(x);
     return GPB_EHOSTMEM;
   }
@@ -46,13 +52,11 @@ int gpb__exts_init(gpb__exts_t *x) {
 void gpb__exts_fini(gpb__exts_t *x) {
   for (uint32_t c = 0; c < x->nchunks; c++) free(x->chunks[c]);
   free(x->chunks);
-  gpb__atab_fini(&x->by_start);
   gpb__atab_fini(&x->by_end);
   memset(x, 0, sizeof *x);
 }
 
 void gpb__exts_clear(gpb__exts_t *x) {
-  gpb__atab_clear(&x->by_start);
   gpb__atab_clear(&x->by_end);
   memset(x->head, 0, sizeof x->head);
   memset(x->binmap, 0, sizeof x->binmap);
@@ -63,6 +67,11 @@ void gpb__exts_clear(gpb__exts_t *x) {
     ext_rec(x, id)->next = x->free_head;
     x->free_head = id;
   }
+}
+
+size_t gpb__exts_bytes(const gpb__exts_t *x) {
+  return sizeof *x + gpb__atab_bytes(&x->by_end) +
+         (size_t)x->nchunks * EXT_CHUNK * sizeof(gpb__ext_t);
 }
 
 static uint32_t ext_new(gpb__exts_t *x) {
@@ -82,6 +91,11 @@ static uint32_t ext_new(gpb__exts_t *x) {
   }
   x->made = id;
   return id;
+}
+
+static void ext_put_back(gpb__exts_t *x, uint32_t id) {
+  ext_rec(x, id)->next = x->free_head;
+  x->free_head = id;
 }
 
 static void ext_bin_add(gpb__exts_t *x, uint32_t id) {
@@ -105,53 +119,85 @@ static void ext_bin_remove(gpb__exts_t *x, uint32_t id) {
   if (!x->head[e->bin]) x->binmap[e->bin / 64] &= ~(1ull << (e->bin % 64));
 }
 
-/* Adds [start, start+len) as an extent. The caller has merged neighbours. */
+/* Extent `id` now spans [start, start+len): its bin follows its length. */
+static void ext_resize(gpb__exts_t *x, uint32_t id, uint64_t start,
+                       uint64_t len) {
+  gpb__ext_t *e = ext_rec(x, id);
+  e->start = start;
+  if (ext_bin(len) != e->bin) {
+    ext_bin_remove(x, id);
+    e->len = len;
+    ext_bin_add(x, id);
+  } else {
+    e->len = len;
+  }
+}
+
+/* The run ending at unit `end`, or 0. */
+static uint32_t ext_ending(const gpb__exts_t *x, uint64_t end) {
+  const gpb__arec_t *r = gpb__atab_find(&x->by_end, end);
+  return r ? (uint32_t)r->units : 0;
+}
+
+/* Keys record `id` by `end`. GPB_EHOSTMEM when the table cannot grow. */
+static int ext_key(gpb__exts_t *x, uint64_t end, uint32_t id) {
+  gpb__arec_t r = {0};
+  r.units = id;
+  return gpb__atab_insert(&x->by_end, end, &r);
+}
+
+/* A new run [start, start+len), not touching another. */
 static int ext_insert(gpb__exts_t *x, uint64_t start, uint64_t len) {
   gpb_assert(len > 0);
   uint32_t id = ext_new(x);
   if (!id) return GPB_EHOSTMEM;
+  if (ext_key(x, start + len, id)) {
+    ext_put_back(x, id);
+    return GPB_EHOSTMEM;
+  }
   gpb__ext_t *e = ext_rec(x, id);
   e->start = start;
   e->len = len;
-  gpb__arec_t r = {0};
-  r.units = id;
-  if (gpb__atab_insert(&x->by_start, start, &r) ||
-      gpb__atab_insert(&x->by_end, start + len, &r)) {
-    gpb__atab_remove(&x->by_start, start);
-    e->next = x->free_head;
-    x->free_head = id;
-    return GPB_EHOSTMEM;
-  }
   ext_bin_add(x, id);
   x->count++;
   return 0;
 }
 
-static void ext_delete(gpb__exts_t *x, uint32_t id) {
-  gpb__ext_t *e = ext_rec(x, id);
+/* Drops run `id`, whose key the caller has removed or re-used. */
+static void ext_drop(gpb__exts_t *x, uint32_t id) {
   ext_bin_remove(x, id);
-  gpb__atab_remove(&x->by_start, e->start);
-  gpb__atab_remove(&x->by_end, e->start + e->len);
-  e->next = x->free_head;
-  x->free_head = id;
+  ext_put_back(x, id);
   x->count--;
 }
 
-int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len) {
-  const gpb__arec_t *l = gpb__atab_find(&x->by_end, start);
-  if (l) {
-    uint32_t id = (uint32_t)l->units;
-    uint64_t s = ext_rec(x, id)->start;
-    len += start - s;
-    start = s;
-    ext_delete(x, id);
+int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len,
+                  uint64_t right_end, uint64_t *rs, uint64_t *re) {
+  uint64_t end = start + len;
+  uint32_t l = ext_ending(x, start), r = right_end ? ext_ending(x, right_end) : 0;
+  gpb_assert(!right_end || (r && ext_rec(x, r)->start == end));
+  if (r) { /* the right run grows to the left: its key stays */
+    uint64_t s = start;
+    if (l) { /* and swallows the left run */
+      s = ext_rec(x, l)->start;
+      gpb__atab_remove(&x->by_end, start);
+      ext_drop(x, l);
+    }
+    ext_resize(x, r, s, right_end - s);
+    *rs = s;
+    *re = right_end;
+    return 0;
   }
-  const gpb__arec_t *r = gpb__atab_find(&x->by_start, start + len);
-  if (r) {
-    uint32_t id = (uint32_t)r->units;
-    len += ext_rec(x, id)->len;
-    ext_delete(x, id);
+  if (l) { /* the left run grows to the right: re-key it, insert first */
+    uint64_t s = ext_rec(x, l)->start;
+    if (ext_key(x, end, l)) return GPB_EHOSTMEM;
+    gpb__atab_remove(&x->by_end, start);
+    ext_resize(x, l, s, end - s);
+    *rs = s;
+    *re = end;
+    return 0;
   }
+  *rs = start;
+  *re = end;
   return ext_insert(x, start, len);
 }
 
@@ -163,7 +209,7 @@ static uint64_t ext_fit(const gpb__ext_t *e, uint64_t n, uint32_t a) {
 }
 
 int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
-                   uint64_t *out) {
+                   uint64_t *out, uint64_t *rs, uint64_t *re) {
   uint64_t need = n + (1ull << align_order) - 1;
   uint32_t best = 0;
   uint64_t best_len = UINT64_MAX, best_pos = 0;
@@ -202,15 +248,60 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
     }
   }
   if (!best) return GPB_ENOMEM;
-  gpb__ext_t e = *ext_rec(x, best);
-  ext_delete(x, best);
-  int rc = 0;
-  if (best_pos > e.start) rc |= ext_insert(x, e.start, best_pos - e.start);
-  if (best_pos + n < e.start + e.len)
-    rc |= ext_insert(x, best_pos + n, e.start + e.len - best_pos - n);
-  if (rc) return GPB_EHOSTMEM;
-  *out = best_pos;
+  gpb__ext_t *e = ext_rec(x, best);
+  uint64_t s = e->start, end = s + e->len, p = best_pos;
+  if (p == s && p + n == end) { /* exact */
+    gpb__atab_remove(&x->by_end, end);
+    ext_drop(x, best);
+  } else if (p == s) { /* the usual case: the run keeps its end, and key */
+    ext_resize(x, best, p + n, end - p - n);
+  } else if (p + n == end) { /* aligned to the end: [s, p) re-keyed */
+    if (ext_key(x, p, best)) return GPB_EHOSTMEM;
+    gpb__atab_remove(&x->by_end, end);
+    ext_resize(x, best, s, p - s);
+  } else { /* aligned inside: [p+n, end) keeps record and key, [s, p) new */
+    if (ext_insert(x, s, p - s)) return GPB_EHOSTMEM;
+    ext_resize(x, best, p + n, end - p - n);
+  }
+  *out = p;
+  *rs = s;
+  *re = end;
   return 0;
 }
 
+const gpb__ext_t *gpb__exts_at(const gpb__exts_t *x, uint64_t start,
+                               uint64_t end) {
+  uint32_t id = ext_ending(x, end);
+  if (!id || ext_rec(x, id)->start != start || ext_rec(x, id)->len != end - start)
+    return NULL;
+  return ext_rec(x, id);
+}
+
 uint64_t gpb__exts_count(const gpb__exts_t *x) { return x->count; }
+
+int gpb__exts_check(const gpb__exts_t *x) {
+  uint64_t n = 0;
+  for (uint32_t b = 0; b < GPB__EXT_BINS; b++) {
+    int bit = (int)((x->binmap[b / 64] >> (b % 64)) & 1u);
+    if (bit != (x->head[b] != 0))
+      return gpb__fail(GPB_ECORRUPT, "free-run bin %u: map bit %d, head %u", b,
+                       bit, x->head[b]);
+    uint32_t prev = 0;
+    for (uint32_t id = x->head[b]; id; id = ext_rec(x, id)->next) {
+      const gpb__ext_t *e = ext_rec(x, id);
+      if (id > x->made || e->prev != prev || e->bin != b ||
+          ext_bin(e->len) != b || e->len == 0 || ++n > x->count ||
+          ext_ending(x, e->start + e->len) != id)
+        return gpb__fail(GPB_ECORRUPT, "free-run bin %u: record %u is not "
+                         "linked, binned by its length or keyed by its end",
+                         b, id);
+      prev = id;
+    }
+  }
+  if (n != x->count || gpb__atab_count(&x->by_end) != n)
+    return gpb__fail(GPB_ECORRUPT, "%llu free runs binned, %llu counted, "
+                     "%llu keyed", (unsigned long long)n,
+                     (unsigned long long)x->count,
+                     (unsigned long long)gpb__atab_count(&x->by_end));
+  return 0;
+}

@@ -150,12 +150,14 @@ int gpb_model_visit(const gpb_model_t *m, gpb_visit_fn fn, void *user) {
 int gpb_model_check(const gpb_model_t *m) {
   int rc = gpb__buddy_check(&m->core);
   if (rc) return rc;
+  uint64_t nfree[GPB_MAX_ORDERS];
+  gpb__buddy_nfree(&m->core, nfree);
   for (uint32_t k = 0; k < m->core.norders; k++)
-    if (m->stats.free_blocks[k] != m->core.nfree[k])
+    if (m->stats.free_blocks[k] != nfree[k])
       return gpb__fail(GPB_ECORRUPT, "model stats: order %u free count %llu, "
                        "map has %llu", k,
                        (unsigned long long)m->stats.free_blocks[k],
-                       (unsigned long long)m->core.nfree[k]);
+                       (unsigned long long)nfree[k]);
   return 0;
 }
 

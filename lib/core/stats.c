@@ -81,10 +81,11 @@ void gpb__stats_finish(gpb_stats_t *s) {
 void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b) {
   uint64_t units = b->nunits;
   uint64_t min = 1ull << b->min_shift;
-  uint64_t free_units = 0;
+  uint64_t free_units = 0, nfree[GPB_MAX_ORDERS];
+  gpb__buddy_nfree(b, nfree);
   for (uint32_t k = 0; k < b->norders; k++) {
-    s->free_blocks[k] = b->nfree[k];
-    free_units += b->nfree[k] << k;
+    s->free_blocks[k] = nfree[k];
+    free_units += nfree[k] << k;
   }
   s->free_bytes = free_units * min;
   s->block_bytes = (units - free_units) * min;

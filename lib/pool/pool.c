@@ -532,7 +532,7 @@ int gpb_pool_check(const gpb_pool_t *cp) {
   gpb__arenas_stats(p, &s);
   /* Lent superblocks are records of the pool's core, blocks of arenas. */
   uint64_t nfree[GPB_MAX_ORDERS], live = gpb__atab_count(&p->core.atab);
-  memcpy(nfree, p->core.nfree, sizeof nfree);
+  gpb__buddy_nfree(&p->core, nfree);
   for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
     const gpb__buddy_t *c = &p->arenas[i].core;
     for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) nfree[k] += c->nfree[k];

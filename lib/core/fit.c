@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fit.c: the best-fit core (GPB_POLICY_BESTFIT), buddy blocks without
+ * per-block work.
+ *
+ * Under best fit, placement reads only the free runs (extents.c): maximal
+ * runs of free units, binned by length. Every allocation is still the
+ * canonical run of its range (maximal aligned power-of-two blocks, left to
+ * right), and so is every free run, since a best-fit core merges at once
+ * (no deferred pairs): a free block whose buddy is free is never left
+ * standing. The block map is therefore a function of the runs and the
+ * allocations, and this core keeps no per-order bitsets at all. What the
+ * buddy core does block by block, here is arithmetic:
+ *
+ *  - Taking [u, u+n) out of the run [s, e) cuts the run at u and at u+n.
+ *    The blocks that split are exactly the nodes inside [s, e) that hold a
+ *    cut point strictly inside: for each cut, the orders from one above
+ *    the point's alignment up to the largest node that still fits in the
+ *    run. They split top-down; the rest of the run's blocks are untouched.
+ *  - Freeing [u, u+n) into the merged run [s, e) is the mirror image: the
+ *    nodes inside [s, e) that hold u or u+n strictly inside merge,
+ *    bottom-up, and nothing else changes.
+ *
+ * So an allocation or free costs the run search, a few table operations
+ * and O(orders) register arithmetic for its SPLIT and MERGE events (counted
+ * in place when only the stats listen), instead of O(orders^2) bit tests
+ * and two bitset updates per block of the run. The core does not count
+ * its free blocks per order (nfree stays zero): the stats do, from the
+ * events, and gpb__buddy_nfree counts them from the runs when asked (the
+ * checks compare the two). The start bit of each
+ * allocation lets lookups find the run around any unit: it begins where
+ * the previous allocation ends and ends where the next one starts.
+ */
+#include "core/core.h"
+
+#include <string.h>
+
+/* The orders [*lo, *hi] of the nodes inside [s, e) holding unit p strictly
+ * inside (s < p < e). Empty when *hi < *lo.
+ *
+ * A node of order k holds p strictly inside when k > ctz(p). It lies
+ * inside [s, e) when its base, p with the low k bits cleared, is >= s and
+ * its last unit, p with them set, is <= e - 1. Both hold for small k and
+ * fail from some k on. For the base: where p and s first differ (bit d,
+ * set in p) the base keeps p's bit for k <= d, so it exceeds s; at k = d+1
+ * and above it equals s's own high bits, which is >= s only while s has
+ * no set bit below k. The end mirrors it with e - 1 and p's clear bits. */
+static inline void fit_chain(const gpb__buddy_t *b, uint64_t p, uint64_t s,
+                             uint64_t e, uint32_t *lo, uint32_t *hi) {
+  uint32_t kl = 64, kr, k;
+  if (s) {
+    uint32_t d = 63u - (uint32_t)__builtin_clzll(p ^ s);
+    kl = (s & ((2ull << d) - 1)) ? d : (uint32_t)__builtin_ctzll(s);
+  }
+  uint64_t last = e - 1;
+  if (last == p) {
+    kr = (uint32_t)__builtin_ctzll(~p);
+  } else {
+    uint32_t d = 63u - (uint32_t)__builtin_clzll(p ^ last);
+    kr = (~last & ((2ull << d) - 1)) ? d : (uint32_t)__builtin_ctzll(~last);
+  }
+  k = kl < kr ? kl : kr;
+  *lo = (uint32_t)__builtin_ctzll(p) + 1;
+  *hi = k < b->cap ? k : b->cap;
+}
+
+/* Counts a chain of splits (d = 1) or merges (d = -1) of one node per
+ * order lo..hi into q: one block of order hi fewer, one more of each order
+ * lo..hi-1, two more of order lo-1. Returns how many. */
+static inline uint64_t fit_chain_count(gpb_stats_t *q, uint32_t lo,
+                                       uint32_t hi, uint64_t d) {
+  q->free_blocks[hi] -= d;
+  for (uint32_t k = lo; k < hi; k++) q->free_blocks[k] += d;
+  q->free_blocks[lo - 1] += 2 * d;
+  return hi - lo + 1;
+}
+
+/* Splits (down) or merges (up) the nodes of [s, e) holding cut a or cut c
+ * (0: no cut there), each node once. */
+static void fit_cuts(gpb__buddy_t *b, int type, uint64_t a, uint64_t c,
+                     uint64_t s, uint64_t e) {
+  uint32_t alo = 1, ahi = 0, clo = 1, chi = 0;
+  if (a) fit_chain(b, a, s, e, &alo, &ahi);
+  if (c) fit_chain(b, c, s, e, &clo, &chi);
+  uint32_t lo = alo < clo ? alo : clo, hi = ahi > chi ? ahi : chi;
+  if (hi < lo) return;
+  /* The two chains share their top nodes when both cuts fall in one
+   * block: those go once. */
+  int split = type == GPB_EV_SPLIT;
+  gpb_stats_t *q = b->sink.counters;
+  if (q && !b->sink.put) { /* only the stats listen: count, build nothing */
+    uint64_t d = split ? 1 : (uint64_t)-1, n = 0;
+    if (ahi >= alo) n += fit_chain_count(q, alo, ahi, d);
+    if (chi >= clo) n += fit_chain_count(q, clo, chi, d);
+    if (ahi >= alo && chi >= clo) { /* shared nodes counted twice: undo one */
+      uint32_t m = 64u - (uint32_t)__builtin_clzll(a ^ c); /* a >> m == c >> m */
+      if (m < alo) m = alo;
+      if (m < clo) m = clo;
+      if (m <= ahi) n -= fit_chain_count(q, m, ahi, -d);
+    }
+    q->seq += n;
+    if (split)
+      q->splits += n;
+    else
+      q->merges += n;
+    return;
+  }
+  for (uint32_t x = 0; x <= hi - lo; x++) {
+    /* Splits run from the top down, merges from the bottom up, so a node
+     * is always a whole free block, or two, when its event comes. */
+    uint32_t k = split ? hi - x : lo + x;
+    uint64_t na = UINT64_MAX, nc = UINT64_MAX;
+    if (k >= alo && k <= ahi) na = a >> k;
+    if (k >= clo && k <= chi) nc = c >> k;
+    if (nc == na) nc = UINT64_MAX;
+    for (int j = 0; j < 2; j++) {
+      uint64_t i = j ? nc : na;
+      if (i == UINT64_MAX) continue;
+      gpb__emit_sm(b, type, k, i);
+    }
+  }
+}
+
+void gpb__fit_roots(gpb__buddy_t *b) {
+  uint64_t s, e;
+  gpb__exts_add(b->exts, 0, b->nunits, 0, &s, &e); /* empty table: no growth */
+}
+
+static uint32_t fit_ceil_log2(uint64_t n) {
+  return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
+}
+
+int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
+                   uint32_t align_order, uint32_t tag, uint32_t site,
+                   uint64_t stream, uint64_t time_ns, uint64_t *unit) {
+  uint64_t u, s, e;
+  int rc = gpb__exts_take(b->exts, units, align_order, &u, &s, &e);
+  if (rc == 0) {
+    gpb__arec_t rec = {0, units, requested, time_ns, tag, site};
+    if (gpb__atab_insert(&b->atab, u, &rec)) {
+      /* Give the units back; the key it needs, if any, was just freed. */
+      uint64_t s2, e2;
+      gpb__exts_add(b->exts, u, units, e - u > units ? e : 0, &s2, &e2);
+      rc = GPB_EHOSTMEM;
+    }
+  }
+  if (rc) {
+    gpb__emit(b, GPB_EV_FAIL, 0, 0, fit_ceil_log2(units), requested, tag, site,
+              stream);
+    if (rc == GPB_EHOSTMEM)
+      return gpb__fail(rc, "no host memory to record the allocation");
+    return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
+                     (unsigned long long)units, (unsigned long long)requested);
+  }
+  gpb__atab_prefetch(&b->atab, u + units); /* as in gpb__buddy_alloc */
+  gpb__bits_set(&b->starts, u);
+  fit_cuts(b, GPB_EV_SPLIT, u > s ? u : 0, e - u > units ? u + units : 0, s, e);
+  gpb__emit(b, GPB_EV_ALLOC, u, units, gpb__canon_order(u, units), requested,
+            tag, site, stream);
+  *unit = u;
+  return 0;
+}
+
+int gpb__fit_free(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *rec,
+                  uint64_t stream) {
+  gpb__arec_t r = *rec; /* the table's slot changes on removal */
+  uint64_t n = r.units, s, e, right = 0;
+  /* The unit after the allocation is free unless an allocation starts
+   * there; then its run ends where the next allocation starts. */
+  if (u + n < b->nunits && !gpb__bits_test(&b->starts, u + n)) {
+    right = gpb__bits_next(&b->starts, u + n);
+    if (right == UINT64_MAX) right = b->nunits;
+  }
+  /* First, as it alone can fail: then nothing has changed. */
+  if (gpb__exts_add(b->exts, u, n, right, &s, &e))
+    return gpb__fail(GPB_EHOSTMEM, "no host memory to record the free run");
+  gpb__atab_remove(&b->atab, u);
+  gpb__bits_clear(&b->starts, u);
+  gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), r.requested, r.tag,
+            r.site, stream);
+  fit_cuts(b, GPB_EV_MERGE, u > s ? u : 0, e - u > n ? u + n : 0, s, e);
+  return 0;
+}
+
+/* The free run holding unit u: 0 and [*s, *e), or -1 when u lies in an
+ * allocation (*s is then its first unit), or GPB_ECORRUPT. */
+static int fit_run_around(const gpb__buddy_t *b, uint64_t u, uint64_t *s,
+                          uint64_t *e) {
+  uint64_t p = gpb__bits_prev(&b->starts, u), lo = 0;
+  if (p != UINT64_MAX) {
+    const gpb__arec_t *r = gpb__atab_find(&b->atab, p);
+    if (!r) return GPB_ECORRUPT;
+    lo = p + r->units;
+    if (lo > u) {
+      *s = p;
+      return -1;
+    }
+  }
+  uint64_t nx = gpb__bits_next(&b->starts, u);
+  *s = lo;
+  *e = nx == UINT64_MAX ? b->nunits : nx;
+  return 0;
+}
+
+int gpb__fit_misuse(const gpb__buddy_t *b, uint64_t off) {
+  uint64_t s, e, u = off >> b->min_shift;
+  int rc = fit_run_around(b, u, &s, &e);
+  if (rc == 0)
+    return gpb__fail(GPB_EDOUBLEFREE,
+                     "offset %llu lies in a free block (freed twice?)",
+                     (unsigned long long)off);
+  return gpb__fail(GPB_EINTERIOR,
+                   "offset %llu is inside the allocation at offset %llu",
+                   (unsigned long long)off,
+                   rc == -1 ? (unsigned long long)(s << b->min_shift) : 0ull);
+}
+
+int gpb__fit_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
+                         gpb_visit_fn fn, void *user) {
+  gpb_block_info_t bi;
+  for (uint64_t u = u0; u < u1;) {
+    const gpb__arec_t *r =
+        gpb__bits_test(&b->starts, u) ? gpb__atab_find(&b->atab, u) : NULL;
+    uint64_t p, m;
+    if (r) {
+      for (p = u, m = r->units; m;) {
+        uint32_t k = gpb__canon_order(p, m);
+        gpb__fill_used(b, &bi, r, p, k);
+        int rc = fn(&bi, user);
+        if (rc) return rc;
+        p += 1ull << k;
+        m -= 1ull << k;
+      }
+      u += r->units;
+      continue;
+    }
+    uint64_t s, e;
+    if (fit_run_around(b, u, &s, &e))
+      return gpb__fail(GPB_ECORRUPT, "unit %llu is in no block",
+                       (unsigned long long)u);
+    for (p = s, m = e - s; p < u;) { /* the run's blocks before u */
+      uint32_t k = gpb__canon_order(p, m);
+      p += 1ull << k;
+      m -= 1ull << k;
+    }
+    if (p != u)
+      return gpb__fail(GPB_ECORRUPT, "unit %llu starts no block",
+                       (unsigned long long)u);
+    while (m && p < u1) {
+      uint32_t k = gpb__canon_order(p, m);
+      gpb__fill_free(b, &bi, p, k);
+      int rc = fn(&bi, user);
+      if (rc) return rc;
+      p += 1ull << k;
+      m -= 1ull << k;
+    }
+    u = p;
+  }
+  return 0;
+}
+
+int gpb__fit_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) {
+  uint64_t s, e;
+  int rc = fit_run_around(b, u, &s, &e);
+  const gpb__arec_t *r = NULL;
+  if (rc == -1) {
+    r = gpb__atab_find(&b->atab, s);
+    e = s + r->units;
+  } else if (rc) {
+    return gpb__fail(GPB_ECORRUPT, "unit %llu is in no block",
+                     (unsigned long long)u);
+  }
+  for (uint64_t p = s, m = e - s; m;) {
+    uint32_t k = gpb__canon_order(p, m);
+    if (u < p + (1ull << k)) {
+      if (r)
+        gpb__fill_used(b, out, r, p, k);
+      else
+        gpb__fill_free(b, out, p, k);
+      return 0;
+    }
+    p += 1ull << k;
+    m -= 1ull << k;
+  }
+  return gpb__fail(GPB_ECORRUPT, "unit %llu is in no block",
+                   (unsigned long long)u);
+}
+
+#define CORRUPT(...) gpb__fail(GPB_ECORRUPT, __VA_ARGS__)
+
+int gpb__fit_check(const gpb__buddy_t *b, uint64_t nfree[GPB_MAX_ORDERS]) {
+  uint64_t allocs = 0, runs = 0;
+  memset(nfree, 0, GPB_MAX_ORDERS * sizeof *nfree);
+  if (gpb__bits_check(&b->starts))
+    return CORRUPT("start bits: summary disagrees with the bitset");
+  if (gpb__exts_check(b->exts)) return GPB_ECORRUPT;
+  for (uint64_t u = 0; u < b->nunits;) {
+    if (gpb__bits_test(&b->starts, u)) {
+      const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
+      if (!r)
+        return CORRUPT("unit %llu has a start bit but no allocation",
+                       (unsigned long long)u);
+      if (r->units == 0 || r->units > b->nunits - u ||
+          r->requested > (r->units << b->min_shift) || r->tag >= GPB_MAX_TAGS)
+        return CORRUPT("allocation at unit %llu has a bad record",
+                       (unsigned long long)u);
+      uint64_t nx = gpb__bits_next(&b->starts, u + 1);
+      if (nx < u + r->units)
+        return CORRUPT("allocations at units %llu and %llu overlap",
+                       (unsigned long long)u, (unsigned long long)nx);
+      allocs++;
+      u += r->units;
+      continue;
+    }
+    /* A free run: up to the next allocation, and exactly one extent. */
+    uint64_t nx = gpb__bits_next(&b->starts, u);
+    uint64_t e = nx == UINT64_MAX ? b->nunits : nx;
+    if (!gpb__exts_at(b->exts, u, e))
+      return CORRUPT("free run of %llu units at unit %llu is not an extent",
+                     (unsigned long long)(e - u), (unsigned long long)u);
+    runs++;
+    for (uint64_t p = u, m = e - u; m;) {
+      uint32_t k = gpb__canon_order(p, m);
+      nfree[k]++;
+      p += 1ull << k;
+      m -= 1ull << k;
+    }
+    u = e;
+  }
+  if (allocs != gpb__atab_count(&b->atab))
+    return CORRUPT("%llu allocations reachable, %llu recorded",
+                   (unsigned long long)allocs,
+                   (unsigned long long)gpb__atab_count(&b->atab));
+  if (gpb__bits_count(&b->starts) != allocs)
+    return CORRUPT("%llu start bits for %llu allocations",
+                   (unsigned long long)gpb__bits_count(&b->starts),
+                   (unsigned long long)allocs);
+  if (runs != gpb__exts_count(b->exts))
+    return CORRUPT("%llu free runs, %llu extents recorded",
+                   (unsigned long long)runs,
+                   (unsigned long long)gpb__exts_count(b->exts));
+  for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) {
+    if (b->npairs[k] || (k < b->norders && b->ndq[k]))
+      return CORRUPT("order %u: a best-fit core left buddies unmerged", k);
+  }
+  return 0;
+}
