@@ -25,11 +25,12 @@
  * coalesces back.
  *
  * GPB_POLICY_BESTFIT goes further: the request, rounded to whole units, is
- * placed at the start of a well-fitting maximal free run (extents.c) and
- * carved out of the buddy blocks there as its canonical run. Waste is then
- * below one min_block per allocation and placement approaches best fit,
- * while blocks, buddies, splits and merges stay as in any buddy pool.
- * A bitset of allocation starts lets any unit find its allocation.
+ * placed at the start of a well-fitting maximal free run (extents.c) as
+ * its canonical run. Waste is then below one min_block per allocation and
+ * placement approaches best fit, while blocks, buddies, splits and merges
+ * stay as in any buddy pool. Such a core keeps no per-order bitsets: its
+ * blocks follow from its runs, and fit.c handles its calls. A bitset of
+ * allocation starts lets any unit find its allocation.
  */
 #include "core/core.h"
 
