@@ -590,6 +590,10 @@ static void test_vmm(uint64_t *rng, gpb_policy_t policy, int solo,
     ASSERT_U64_EQ(fake_counts.vmm_unsafe_unmaps, 0);
     check_pool(p, &w);
   }
+  /* A refused page fails the request like a full pool: a FAIL event. */
+  gpb_stats_t fin;
+  ASSERT_OK(gpb_pool_stats(p, &fin));
+  ASSERT_U64_EQ(fin.failures, fails);
   printf("vmm (%s, %s): %llu failed allocations, %llu maps, %llu unmaps, "
          "%llu device syncs\n", gpb_policy_name(policy),
          solo ? "one stream" : "two streams", (unsigned long long)fails,

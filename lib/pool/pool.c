@@ -332,7 +332,15 @@ static int pool_vmm_use(gpb_pool_t *p, uint64_t unit, void *stream) {
   if (!r) return 0;
   uint32_t sh = p->core.min_shift;
   int rc = gpb__vmm_use(p->vmm, unit << sh, r->units << sh);
-  if (rc) gpb__pool_core_free(p, &p->core, p->gpu, unit << sh, stream, 1);
+  if (rc) {
+    gpb__arec_t a = *r; /* the free below removes the record */
+    gpb__pool_core_free(p, &p->core, p->gpu, unit << sh, stream, 1);
+    /* The core placed the block, so its ALLOC and FREE went out; the
+     * request failed all the same, and consumers and stats must see it. */
+    uint32_t order = a.units > 1 ? 64u - (uint32_t)__builtin_clzll(a.units - 1) : 0;
+    gpb__emit(&p->core, GPB_EV_FAIL, 0, 0, order, a.requested, a.tag, a.site,
+              (uint64_t)(uintptr_t)stream);
+  }
   return rc;
 }
 
