@@ -509,6 +509,20 @@ int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn, void *user) {
   return gpb__buddy_visit_range(b, 0, b->nunits, fn, user);
 }
 
+int gpb__buddy_visit_alloc(const gpb__buddy_t *b, const gpb__arec_t *r,
+                           gpb_visit_fn fn, void *user) {
+  gpb_block_info_t bi;
+  for (uint64_t p = r->key - 1, m = r->units; m;) {
+    uint32_t k = gpb__canon_order(p, m);
+    gpb__fill_used(b, &bi, r, p, k);
+    int rc = fn(&bi, user);
+    if (rc) return rc;
+    p += 1ull << k;
+    m -= 1ull << k;
+  }
+  return 0;
+}
+
 int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
                            gpb_visit_fn fn, void *user) {
   if (b->exts) return gpb__fit_visit_range(b, u0, u1, fn, user);
@@ -516,14 +530,8 @@ int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
   for (uint64_t u = u0; u < u1;) {
     const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
     if (r) {
-      for (uint64_t p = u, m = r->units; m;) {
-        uint32_t k = gpb__canon_order(p, m);
-        gpb__fill_used(b, &bi, r, p, k);
-        int rc = fn(&bi, user);
-        if (rc) return rc;
-        p += 1ull << k;
-        m -= 1ull << k;
-      }
+      int rc = gpb__buddy_visit_alloc(b, r, fn, user);
+      if (rc) return rc;
       u += r->units;
       continue;
     }

@@ -275,6 +275,10 @@ GPB__HIDDEN int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
  * runs for a best-fit one (O(allocations), for checks and resyncs). */
 GPB__HIDDEN void gpb__buddy_nfree(const gpb__buddy_t *b,
                                   uint64_t out[GPB_MAX_ORDERS]);
+/* Visits the canonical blocks of allocation r, in address order. */
+GPB__HIDDEN int gpb__buddy_visit_alloc(const gpb__buddy_t *b,
+                                       const gpb__arec_t *r, gpb_visit_fn fn,
+                                       void *user);
 GPB__HIDDEN int gpb__buddy_visit(const gpb__buddy_t *b, gpb_visit_fn fn,
                                  void *user);
 /* Visits the blocks of units [u0, u1), which must start and end on block

@@ -223,14 +223,8 @@ int gpb__fit_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
         gpb__bits_test(&b->starts, u) ? gpb__atab_find(&b->atab, u) : NULL;
     uint64_t p, m;
     if (r) {
-      for (p = u, m = r->units; m;) {
-        uint32_t k = gpb__canon_order(p, m);
-        gpb__fill_used(b, &bi, r, p, k);
-        int rc = fn(&bi, user);
-        if (rc) return rc;
-        p += 1ull << k;
-        m -= 1ull << k;
-      }
+      int rc = gpb__buddy_visit_alloc(b, r, fn, user);
+      if (rc) return rc;
       u += r->units;
       continue;
     }
