@@ -117,10 +117,11 @@ typedef struct gpb_config {
   /* Per-thread arenas: 1 (the default) is one lock for the whole pool;
    * N up to 64 gives threads N sub-allocators, each with its own lock,
    * fed superblocks by the pool, so threads allocate in parallel; 0 is
-   * one per online CPU. Buddy and trim policies only. Costs some memory
-   * (each arena keeps up to one free superblock). While a hook, publisher
-   * or trace listens, calls serialize again so events keep one order.
-   * GPB_ARENAS=N sets it when this is 1 (bestfit pools ignore it). See
+   * one per online CPU. Every policy; not with GPB_CFG_VMM. Costs some
+   * memory (each arena keeps up to one free superblock, and best fit's
+   * runs stop at superblock edges). While a hook, publisher or trace
+   * listens, calls serialize again so events keep one order.
+   * GPB_ARENAS=N sets it when this is 1 (VMM pools ignore it). See
    * docs/DESIGN.md. */
   uint32_t arenas;
 } gpb_config_t;

@@ -210,7 +210,7 @@ static void bestfit_policy(void) {
   ASSERT_OK(gpb_free(p, c));
   ASSERT_OK(gpb_free(p, d));
   ASSERT_OK(gpb_free(p, e));
-  ASSERT_OK(gpb_pool_coalesce(p)); /* the 1-unit frees were deferred */
+  ASSERT_OK(gpb_pool_coalesce(p)); /* nothing is deferred: a no-op */
   ASSERT_OK(gpb_pool_stats(p, &s));
   ASSERT_U64_EQ(s.free_blocks[2], 1);
   ASSERT_U64_EQ(s.free_blocks[1], 1);
@@ -419,6 +419,27 @@ static void size_format(void) {
   ASSERT_EQ(back, 3 << 19);
 }
 
+/* A fitting run deep in its bin, behind more than the 16 entries a
+ * request looks at first, with nothing larger free: it must still be
+ * found rather than the request failing. */
+static void bestfit_deep_bin(void) {
+  enum { RUNS = 20 };
+  gpb_pool_t *p = make(4096 * 256, 256, GPB_POLICY_BESTFIT, 0);
+  void *a[RUNS + 1], *sep[RUNS + 1], *rest, *q;
+  for (int i = 0; i <= RUNS; i++) { /* [33][1][32][1]...[32][1][rest] */
+    ASSERT_OK(gpb_alloc(p, (size_t)(i ? 32 : 33) * 256, &a[i]));
+    ASSERT_OK(gpb_alloc(p, 256, &sep[i]));
+  }
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_OK(gpb_alloc(p, s.free_bytes, &rest));
+  for (int i = 0; i <= RUNS; i++) ASSERT_OK(gpb_free(p, a[i])); /* 33 first */
+  ASSERT_OK(gpb_alloc(p, 33 * 256, &q)); /* 32 and 33 share a bin */
+  ASSERT(q == a[0]);
+  ASSERT_OK(gpb_pool_check(p));
+  gpb_pool_destroy(p);
+}
+
 int main(void) {
   defaults();
   size_format();
@@ -428,6 +449,7 @@ int main(void) {
   deferred_merge();
   trim_policy();
   bestfit_policy();
+  bestfit_deep_bin();
   debug_fill();
   hooks_and_model();
   printf("api: all checks passed\n");

@@ -187,10 +187,14 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
 int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
                           uint32_t min_shift, gpb_policy_t policy,
                           uint32_t cap) {
-  if (policy == GPB_POLICY_BESTFIT)
-    return gpb__fail(GPB_EINVAL, "arenas need the buddy or trim policy");
   int rc = gpb__buddy_init(b, nunits, min_shift, policy);
   if (rc) return rc;
+  if (b->exts) { /* best fit: no run until a superblock is adopted */
+    gpb__exts_clear(b->exts);
+    b->cap = cap < b->norders ? cap : b->norders - 1;
+    b->bounded = 1;
+    return 0;
+  }
   /* Drop the roots init set: an arena owns only what it is lent. */
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {
@@ -204,11 +208,19 @@ int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
 }
 
 void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (b->exts) {
+    gpb__fit_adopt(b, i << k);
+    return;
+  }
   gpb_assert(node_valid(b, k, i) && !gpb__bits_test(&b->freeb[k], i));
   set_free(b, k, i);
 }
 
 void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (b->exts) {
+    gpb__fit_disown(b, i << k);
+    return;
+  }
   gpb_assert(is_free(b, k, i));
   clear_free(b, k, i);
 }
@@ -331,7 +343,7 @@ static inline void buddy_split_left(gpb__buddy_t *b, uint32_t j, uint64_t i,
 }
 
 int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
-  if (b->exts) return GPB_EINVAL; /* arenas refuse best fit */
+  if (b->exts) return gpb__fit_lend(b, k, unit);
   uint32_t j = buddy_find(b, k);
   if (j == b->norders) return GPB_ENOMEM;
   uint64_t i = gpb__bits_first(&b->freeb[j]);
@@ -351,6 +363,7 @@ int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t u) {
   if (!r || r->tag != GPB__TAG_LENT)
     return gpb__fail(GPB_ECORRUPT, "unit %llu is not a lent superblock",
                      (unsigned long long)u);
+  if (b->exts) return gpb__fit_unlend(b, u, r);
   uint32_t k = (uint32_t)__builtin_ctzll(r->units);
   gpb__atab_remove(&b->atab, u);
   gpb__bits_clear(&b->starts, u);
@@ -631,9 +644,20 @@ static int buddy_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
   return 0;
 }
 
-void gpb__buddy_nfree(const gpb__buddy_t *b, uint64_t out[GPB_MAX_ORDERS]) {
-  if (!b->exts || gpb__fit_check(b, out))
+void gpb__buddy_nfree_in(const gpb__buddy_t *b, const uint64_t *sb,
+                         uint64_t nsb, uint64_t out[GPB_MAX_ORDERS]) {
+  if (!b->exts || gpb__fit_check(b, sb, nsb, out))
     memcpy(out, b->nfree, GPB_MAX_ORDERS * sizeof *out);
+}
+
+void gpb__buddy_nfree(const gpb__buddy_t *b, uint64_t out[GPB_MAX_ORDERS]) {
+  gpb__buddy_nfree_in(b, NULL, 0, out);
+}
+
+int gpb__buddy_sb_free(const gpb__buddy_t *b, uint64_t sb) {
+  if (b->exts)
+    return gpb__exts_at(b->exts, sb << b->cap, (sb + 1) << b->cap) != NULL;
+  return gpb__bits_test(&b->freeb[b->cap], sb);
 }
 
 int gpb__buddy_check(const gpb__buddy_t *b) {
@@ -644,8 +668,7 @@ int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
                         uint64_t nsb) {
   if (b->exts) {
     uint64_t nfree[GPB_MAX_ORDERS];
-    if (sb) return CORRUPT("a best-fit core has no superblocks");
-    return gpb__fit_check(b, nfree);
+    return gpb__fit_check(b, sb, nsb, nfree);
   }
   buddy_seen_t w;
   memset(&w, 0, sizeof w);

@@ -139,12 +139,16 @@ typedef struct gpb__exts {
 GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x);
 GPB__HIDDEN void gpb__exts_fini(gpb__exts_t *x);
 GPB__HIDDEN void gpb__exts_clear(gpb__exts_t *x);
-/* Returns [start, start+len) to the free runs, merging with neighbours;
- * right_end is the end of the free run that starts at start+len, or 0
- * when that unit is not free. [*rs, *re) is the run it is now part of.
- * GPB_EHOSTMEM (nothing changed) when the table cannot grow. */
+/* Returns [start, start+len) to the free runs, merging with the run that
+ * ends at start (when `left`) and with the one that starts at start+len:
+ * right_end is that run's end, or 0 when that unit is not free or must
+ * not merge. [*rs, *re) is the run it is now part of. GPB_EHOSTMEM
+ * (nothing changed) when the table cannot grow. */
 GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len,
-                              uint64_t right_end, uint64_t *rs, uint64_t *re);
+                              int left, uint64_t right_end, uint64_t *rs,
+                              uint64_t *re);
+/* Drops the run [start, end) whole. GPB_ENOTFOUND when it is not one. */
+GPB__HIDDEN int gpb__exts_remove(gpb__exts_t *x, uint64_t start, uint64_t end);
 /* Takes n units aligned to 2^align_order from a well-fitting run: *out is
  * the first, [*rs, *re) the run they came from. GPB_ENOMEM when no run
  * fits, GPB_EHOSTMEM when the table cannot grow; either way nothing
@@ -213,6 +217,9 @@ typedef struct gpb__buddy {
    * superblock order for an arena's core, whose roots are the superblocks
    * lent to it (two lent superblocks never merge inside the arena). */
   uint32_t cap;
+  /* A best-fit arena core's runs stop at multiples of 2^cap: they never
+   * reach into the next superblock, which may belong to another core. */
+  uint8_t bounded;
   /* Set while an attempt may still be retried elsewhere: a failure then
    * emits no FAIL, since the request has not failed yet. */
   uint8_t mute_fail;
@@ -272,9 +279,15 @@ GPB__HIDDEN int gpb__buddy_check(const gpb__buddy_t *b);
 GPB__HIDDEN int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
                                     uint64_t nsb);
 /* The free blocks of each order: kept for a buddy core, counted from the
- * runs for a best-fit one (O(allocations), for checks and resyncs). */
+ * runs for a best-fit one (O(allocations), for checks and resyncs), over
+ * the nsb superblocks in sb for an arena's core. */
 GPB__HIDDEN void gpb__buddy_nfree(const gpb__buddy_t *b,
                                   uint64_t out[GPB_MAX_ORDERS]);
+GPB__HIDDEN void gpb__buddy_nfree_in(const gpb__buddy_t *b, const uint64_t *sb,
+                                     uint64_t nsb,
+                                     uint64_t out[GPB_MAX_ORDERS]);
+/* Superblock sb (a block of order cap) is one free block in this core. */
+GPB__HIDDEN int gpb__buddy_sb_free(const gpb__buddy_t *b, uint64_t sb);
 /* Visits the canonical blocks of allocation r, in address order. */
 GPB__HIDDEN int gpb__buddy_visit_alloc(const gpb__buddy_t *b,
                                        const gpb__arec_t *r, gpb_visit_fn fn,
@@ -353,9 +366,15 @@ GPB__HIDDEN int gpb__fit_visit_range(const gpb__buddy_t *b, uint64_t u0,
                                      uint64_t u1, gpb_visit_fn fn, void *user);
 GPB__HIDDEN int gpb__fit_lookup(const gpb__buddy_t *b, uint64_t u,
                                 gpb_block_info_t *out);
-/* Checks the core and counts its free blocks per order into nfree. */
-GPB__HIDDEN int gpb__fit_check(const gpb__buddy_t *b,
-                               uint64_t nfree[GPB_MAX_ORDERS]);
+/* Checks the core (over the nsb superblocks listed in sb, or all of it
+ * when sb is NULL) and counts its free blocks per order into nfree. */
+GPB__HIDDEN int gpb__fit_check(const gpb__buddy_t *b, const uint64_t *sb,
+                               uint64_t nsb, uint64_t nfree[GPB_MAX_ORDERS]);
+GPB__HIDDEN int gpb__fit_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit);
+GPB__HIDDEN int gpb__fit_unlend(gpb__buddy_t *b, uint64_t u,
+                                const gpb__arec_t *rec);
+GPB__HIDDEN void gpb__fit_adopt(gpb__buddy_t *b, uint64_t u);
+GPB__HIDDEN void gpb__fit_disown(gpb__buddy_t *b, uint64_t u);
 
 /* The same decomposition as two masks, with no loop-carried chain: the
  * blocks of orders set in *left ascend from u, then those set in *right

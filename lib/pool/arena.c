@@ -99,9 +99,6 @@ int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
   }
   if (n > GPB__MAX_ARENAS) n = GPB__MAX_ARENAS;
   if (n <= 1) return 0;
-  if (p->info.policy == GPB_POLICY_BESTFIT)
-    return gpb__fail(GPB_EINVAL, "arenas need the buddy or trim policy "
-                     "(bestfit places by free runs across the whole pool)");
   /* Superblocks: 1/16 of an arena's fair share, so a few stay with each
    * arena and most of the pool stays shared; at most 8 MiB, so memory an
    * arena strands is small; at least 64 minimum blocks, so they are worth
@@ -322,7 +319,7 @@ int gpb__arenas_free(gpb_pool_t *p, uint64_t off, void *stream, int async) {
   uint64_t sb = u >> p->sb_order;
   /* Keep one free superblock per arena; give back any more. */
   if (rc == 0 && a->core.nfree[p->sb_order] > 1 &&
-      gpb__bits_test(&a->core.freeb[p->sb_order], sb)) {
+      gpb__buddy_sb_free(&a->core, sb)) {
     if (!loud) pthread_mutex_lock(&p->lock);
     arena_unlend(p, a, sb);
     if (!loud) pthread_mutex_unlock(&p->lock);
@@ -377,12 +374,12 @@ void gpb__arenas_reclaim(gpb_pool_t *p, int drain) {
   }
   for (uint64_t sb = 0; sb < p->nsb; sb++) {
     uint8_t o = atomic_load_explicit(&p->owner[sb], memory_order_relaxed);
-    if (o && gpb__bits_test(&p->arenas[o - 1].core.freeb[p->sb_order], sb))
+    if (o && gpb__buddy_sb_free(&p->arenas[o - 1].core, sb))
       arena_unlend(p, &p->arenas[o - 1], sb);
   }
 }
 
-int gpb__arenas_check(const gpb_pool_t *p) {
+int gpb__arenas_check(const gpb_pool_t *p, uint64_t nfree[GPB_MAX_ORDERS]) {
   if (!p->arenas) return 0;
   uint64_t *sbs = malloc(sizeof *sbs * (p->nsb ? p->nsb : 1));
   if (!sbs) return gpb__fail(GPB_EHOSTMEM, "no host memory to check arenas");
@@ -410,6 +407,10 @@ int gpb__arenas_check(const gpb_pool_t *p) {
       char why[200];
       snprintf(why, sizeof why, "%s", gpb_last_error_detail());
       rc = gpb__fail(GPB_ECORRUPT, "arena %u: %s", i, why);
+    } else {
+      uint64_t c[GPB_MAX_ORDERS];
+      gpb__buddy_nfree_in(&p->arenas[i].core, sbs, n, c);
+      for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) nfree[k] += c[k];
     }
   }
   free(sbs);

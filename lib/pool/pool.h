@@ -157,7 +157,9 @@ GPB__HIDDEN void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out);
 GPB__HIDDEN void gpb__arenas_reclaim(gpb_pool_t *p, int drain);
 /* With every lock held: every invariant of the arenas and of the pool's
  * core with them. */
-GPB__HIDDEN int gpb__arenas_check(const gpb_pool_t *p);
+/* Checks the arenas and adds their free blocks per order to nfree. */
+GPB__HIDDEN int gpb__arenas_check(const gpb_pool_t *p,
+                                  uint64_t nfree[GPB_MAX_ORDERS]);
 
 /* The host backend (backend-host.c): backed = 0 reserves address space
  * only (the virtual backend). */
