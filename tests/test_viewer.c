@@ -676,7 +676,8 @@ static void test_png(void) {
 }
 
 /* The font draws something for every printable character and nothing
- * outside the glyph cell. */
+ * outside the glyph cell (rows 1..7, and 8 for descenders); lowercase
+ * letters are not capitals. */
 static void test_font(void) {
   gpbt_fb_t fb;
   ASSERT_OK(gpbt_fb_init(&fb, GPBT_FONT_W * 2, GPBT_FONT_H * 2));
@@ -689,10 +690,24 @@ static void test_font(void) {
       for (int x = 0; x < fb.w; x++)
         if (fb.px[y * fb.w + x]) {
           on++;
-          ASSERT(x < 10 && y >= 2 && y < 16);
+          ASSERT(x < 10 && y >= 2 && y < 18);
+          if (y >= 16 && !strchr("gjpqy", ch))
+            FAILF("glyph '%c' reaches the descender row", ch);
         }
     if (!on) FAILF("glyph '%c' is empty", ch);
   }
+  gpbt_fb_t up;
+  ASSERT_OK(gpbt_fb_init(&up, fb.w, fb.h));
+  for (int ch = 'a'; ch <= 'z'; ch++) {
+    char s[2] = {(char)ch, 0}, u[2] = {(char)(ch - 32), 0};
+    gpbt_fb_fill(&fb, 0, 0, fb.w, fb.h, 0);
+    gpbt_fb_fill(&up, 0, 0, fb.w, fb.h, 0);
+    gpbt_font_draw(&fb, 0, 0, 2, 0xFFFFFFFFu, s);
+    gpbt_font_draw(&up, 0, 0, 2, 0xFFFFFFFFu, u);
+    if (!memcmp(fb.px, up.px, (size_t)fb.w * (size_t)fb.h * sizeof *fb.px))
+      FAILF("'%c' is drawn as '%c'", ch, ch - 32);
+  }
+  gpbt_fb_free(&up);
   gpbt_fb_free(&fb);
 }
 
