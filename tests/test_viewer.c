@@ -180,6 +180,41 @@ static void test_known_layout(void) {
   vapp_close(&a);
 }
 
+/* ------------------------------------------------------------- text */
+
+/* Whether `text` is drawn in `color` at scale `sc` with its top left in
+ * [x0, x1) x [y0, y1): its glyph pixels in that color, the rest of its
+ * cells not. Lets a test read the panels without knowing their layout. */
+static int fb_has_text(const gpbt_fb_t *fb, int x0, int y0, int x1, int y1,
+                       int sc, uint32_t color, const char *text) {
+  gpbt_fb_t m;
+  int w = gpbt_font_width(sc, text), h = GPBT_FONT_H * sc;
+  ASSERT_OK(gpbt_fb_init(&m, w, h));
+  gpbt_fb_fill(&m, 0, 0, w, h, 0);
+  gpbt_font_draw(&m, 0, 0, sc, 1, text);
+  int found = 0;
+  if (x0 < 0) x0 = 0;
+  if (y0 < 0) y0 = 0;
+  for (int y = y0; y < y1 && y + h <= fb->h && !found; y++)
+    for (int x = x0; x < x1 && x + w <= fb->w && !found; x++) {
+      int ok = 1;
+      for (int j = 0; j < h && ok; j++)
+        for (int i = 0; i < w && ok; i++) {
+          uint32_t p = fb->px[(size_t)(y + j) * (size_t)fb->w + (size_t)(x + i)];
+          ok = m.px[j * w + i] ? p == color : p != color;
+        }
+      found = ok;
+    }
+  gpbt_fb_free(&m);
+  return found;
+}
+
+#define ASSERT_TEXT(fb, color, text)                                   \
+  do {                                                                 \
+    if (!fb_has_text(fb, 0, 0, (fb)->w, (fb)->h, 1, color, text))     \
+      FAILF("\"%s\" is not drawn in %08x", text, (unsigned)(color));   \
+  } while (0)
+
 /* ------------------------------------------------------------ contrast */
 
 /* Sum of absolute RGB differences: 0 same, 765 black against white. */
@@ -833,6 +868,257 @@ static void test_grid(void) {
   vgrid_close(&g);
 }
 
+/* ------------------------------------------------------------- unusable */
+
+/* UNUSABLE is for the largest request seen: two free 256 KiB blocks serve
+ * the 256 KiB requests made so far (0.000; it said 1.000, for a request
+ * of all 512 KiB free), and after a 512 KiB request failed, none serves
+ * it (1.000, in red). Free buddies count merged in LARGEST. */
+static void test_unusable(void) {
+  gpb_trace_op_t ops[] = {
+      op_alloc(0, 256 * KIB, 0), op_alloc(1, 256 * KIB, 0),
+      op_alloc(2, 256 * KIB, 0), op_free(1),
+      op_alloc(3, 512 * KIB, 0), /* fails: no 512 KiB block */
+  };
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, 5, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
+  uint64_t for_bytes;
+  vapp_update(&a, 0);
+  ASSERT(vapp_unusable(&a, &for_bytes) < 0); /* no request yet */
+  ASSERT_OK(vapp_seek(&a, 4));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  vframe_draw(&a, &fb);
+  ASSERT(vapp_unusable(&a, &for_bytes) == 0.0);
+  ASSERT_U64_EQ(for_bytes, 256 * KIB);
+  ASSERT_TEXT(&fb, VC_TEXT, "UNUSABLE  0.000 FOR 256.0 KiB");
+  ASSERT_OK(vapp_seek(&a, 5));
+  vapp_update(&a, 0);
+  vframe_draw(&a, &fb);
+  ASSERT_U64_EQ(a.stats.failures, 1);
+  ASSERT(vapp_unusable(&a, &for_bytes) == 1.0);
+  ASSERT_U64_EQ(for_bytes, 512 * KIB);
+  ASSERT_TEXT(&fb, VC_ALERT, "UNUSABLE  1.000 FOR 512.0 KiB");
+  /* Back to the start, the requests are forgotten with the rest. */
+  ASSERT_OK(vapp_seek(&a, 0));
+  vapp_update(&a, 0);
+  ASSERT(vapp_unusable(&a, NULL) < 0);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+}
+
+/* ----------------------------------------------------------------- refit */
+
+/* A map that fits the window fits it again when the window shrinks (it
+ * kept its cell size and showed the start of the pool) or grows; one the
+ * user zoomed keeps its zoom. */
+static void test_refit(void) {
+  gpb_trace_op_t op = op_alloc(0, 64 * KIB, 1);
+  vops_t *o;
+  ASSERT_OK(vops_open_array(&op, 1, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 64 * 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 1));
+  static const int sizes[][2] = {{822, 280}, {500, 200}, {420, 150},
+                                 {1000, 600}, {822, 280}};
+  for (int lay = 0; lay < 2; lay++) {
+    if (lay) vinput_key(&a, 't');
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+      vframe_layout(&a, sizes[i][0], sizes[i][1]);
+      vapp_sync_map(&a);
+      if (a.map.start != 0 || a.map.end != 64 * 1024 * KIB)
+        FAILF("layout %d, %dx%d: the map shows [%" PRIu64 ", %" PRIu64 ")",
+              lay, sizes[i][0], sizes[i][1], a.map.start, a.map.end);
+    }
+  }
+  vinput_key(&a, 't');
+  vframe_layout(&a, 822, 280);
+  uint64_t fit = a.map.bpc; /* about 512: 64 MiB on 512x256 cells */
+  vinput_key(&a, 'z');
+  uint64_t zoom = a.map.bpc;
+  ASSERT(a.map.zoomed && zoom < fit && zoom >= 256);
+  vframe_layout(&a, 900, 300); /* zoomed: kept */
+  ASSERT_U64_EQ(a.map.bpc, zoom);
+  vframe_layout(&a, 700, 250);
+  ASSERT_U64_EQ(a.map.bpc, zoom);
+  /* Grown until the whole pool shows at that zoom: fitted from then on. */
+  vframe_layout(&a, 1200, 700);
+  ASSERT(!a.map.zoomed);
+  vframe_layout(&a, 700, 250);
+  ASSERT(a.map.start == 0 && a.map.end == 64 * 1024 * KIB);
+  vinput_key(&a, 'z');
+  vinput_key(&a, 'f');
+  vframe_layout(&a, 822, 280);
+  ASSERT(!a.map.zoomed && a.map.bpc == fit && a.map.end == 64 * 1024 * KIB);
+  vapp_close(&a);
+}
+
+/* -------------------------------------------------------- trace addresses */
+
+/* In a replay, / finds the traced program's addresses (PyTorch's ids)
+ * as well as offsets, inside an allocation too, and the hover shows the
+ * trace id of the block's allocation. */
+static void test_trace_addr(void) {
+  const uint64_t A = 0x7fb400000000ull, B = 0x7fb400100000ull;
+  gpb_trace_op_t ops[] = {op_alloc(A, 64 * KIB, 1), op_alloc(B, 100 * KIB, 2),
+                          op_alloc(7, 4 * KIB, 3)};
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, 3, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 3));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  gpb_block_info_t b;
+  /* B's 100 KiB took a 128 KiB block after A's 64 KiB one. */
+  ASSERT_OK(gpb_model_lookup(a.model, 128 * KIB, &b));
+  ASSERT(b.used && b.requested == 100 * KIB);
+  char where[32];
+  snprintf(where, sizeof where, "0x%" PRIx64, B);
+  vinput_find(&a, where);
+  ASSERT(a.have_sel && a.sel_off == 128 * KIB);
+  snprintf(where, sizeof where, "0x%" PRIx64, (uint64_t)(B + 0x5010));
+  vinput_find(&a, where);
+  ASSERT(a.have_sel && a.sel_off == 128 * KIB + 0x5010);
+  snprintf(where, sizeof where, "0x%" PRIx64, (uint64_t)(B + 100 * KIB)); /* past it */
+  a.have_sel = 0;
+  vinput_find(&a, where);
+  ASSERT(!a.have_sel);
+  vinput_find(&a, "0x10000"); /* an offset as ever: A's block */
+  ASSERT(a.have_sel && a.sel_off == 0x10000);
+  vinput_key(&a, VKEY_ESC);
+  vinput_key(&a, 'f');
+  /* Hover a byte 4 KiB into B: its allocation's id, and where in it. */
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
+  vframe_draw(&a, &fb);
+  char want[64];
+  static const uint64_t into[2] = {4 * KIB, 0};
+  for (int i = 0; i < 2; i++) {
+    uint64_t c = (128 * KIB + into[i]) / a.map.bpc;
+    int cx = a.map_x + (int)(c % (uint64_t)a.map.cols) * a.cell_px;
+    int cy = a.map_y + (int)(c / (uint64_t)a.map.cols) * a.cell_px;
+    uint64_t at = vframe_offset_at(&a, cx, cy, NULL);
+    ASSERT(at >= 128 * KIB && at <= 128 * KIB + into[i]);
+    vinput_motion(&a, cx, cy, 0);
+    vframe_draw(&a, &fb);
+    if (at > 128 * KIB)
+      snprintf(want, sizeof want, "TRACE  ID 0x%" PRIx64 " +0x%" PRIx64, B,
+               (uint64_t)(at - 128 * KIB));
+    else
+      snprintf(want, sizeof want, "TRACE  ID 0x%" PRIx64, B);
+    ASSERT_TEXT(&fb, VC_TEXT, want);
+  }
+  vinput_motion(&a, a.map_x, a.map_y, 0); /* A's first byte */
+  vframe_draw(&a, &fb);
+  snprintf(want, sizeof want, "TRACE  ID 0x%" PRIx64, A);
+  ASSERT_TEXT(&fb, VC_TEXT, want);
+  /* The table kept along: a seek back and forth still knows B. */
+  ASSERT_OK(vapp_seek(&a, 1));
+  uint64_t id;
+  ASSERT_ERR(vreplay_trace_id(a.rp, 128 * KIB, &id), GPB_ENOTFOUND);
+  ASSERT_OK(vapp_seek(&a, 3));
+  ASSERT_OK(vreplay_trace_id(a.rp, 128 * KIB, &id));
+  ASSERT_U64_EQ(id, B);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+}
+
+/* --------------------------------------------------------------- reattach */
+
+static gpb_pool_t *named_pool(const char *name, uint64_t size) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_HOST;
+  cfg.pool_size = size;
+  cfg.min_block = 4 * KIB;
+  cfg.name = name;
+  cfg.flags = GPB_CFG_NO_ENV;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  return p;
+}
+
+/* Updates until the view has seen `events` events or is closed. */
+static void live_catch_up(vapp_t *a, uint64_t seq) {
+  for (int i = 0; i < 200 && !vapp_closed(a) && gpb_model_seq(a->model) < seq; i++) {
+    vapp_update(a, 0);
+    if (gpb_model_seq(a->model) < seq) usleep(1000);
+  }
+}
+
+/* A program that restarts publishes its pool again under the same name:
+ * the single-pool view and a grid's cell leave DISCONNECTED (CLOSED) for
+ * the new pool, of another size, with its blocks; they stayed on the old
+ * one's last state. */
+static void test_reattach(void) {
+  char name[64];
+  snprintf(name, sizeof name, "t-view-re-%d", (int)getpid());
+  gpb_pool_t *p1 = named_pool(name, 1024 * KIB);
+  void *x;
+  ASSERT_OK(gpb_alloc(p1, 64 * KIB, &x));
+  vapp_t a, *b = malloc(sizeof *b);
+  ASSERT(b);
+  ASSERT_OK(vapp_open_live(&a, name, NULL, NULL));
+  ASSERT_OK(vapp_open_live(b, name, NULL, NULL));
+  vgrid_t g;
+  vgrid_init(&g, NULL, VCOLOR_ORDER, VLAYOUT_LINEAR);
+  ASSERT_OK(vgrid_add_app(&g, b, name));
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(p1, &st));
+  live_catch_up(&a, st.seq);
+  ASSERT(!a.disconnected && a.stats.live_allocs == 1);
+  gpb_pool_destroy(p1);
+  for (int i = 0; i < 200 && !a.disconnected; i++) vapp_update(&a, 0);
+  for (int i = 0; i < 200 && !vapp_closed(b); i++) vgrid_update(&g, 0);
+  ASSERT(a.disconnected && vapp_closed(b) && g.cells[0].closed_ns);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 640, 300));
+  vframe_draw(&a, &fb);
+  vinput_key(&a, '2'); /* a view setting the new reader keeps */
+
+  gpb_pool_t *p2 = named_pool(name, 2048 * KIB);
+  void *y[3];
+  for (int i = 0; i < 3; i++) ASSERT_OK(gpb_alloc(p2, 100 * KIB, &y[i]));
+  ASSERT_OK(gpb_pool_stats(p2, &st));
+  /* Once a second it looks again: due now. */
+  a.retry_ns = b->retry_ns = 0;
+  for (int i = 0; i < 200 && a.disconnected; i++) vapp_update(&a, 0);
+  ASSERT(!a.disconnected && !a.failed);
+  live_catch_up(&a, st.seq);
+  ASSERT_U64_EQ(a.info.managed_size, 2048 * KIB);
+  ASSERT_U64_EQ(a.stats.live_allocs, 3);
+  ASSERT_EQ(a.map.color, VCOLOR_ORDER);
+  /* Its requests came before the reader: UNUSABLE learns them from the
+   * live blocks (100 KiB, in 128 KiB blocks). */
+  uint64_t for_bytes;
+  ASSERT(vapp_unusable(&a, &for_bytes) >= 0);
+  ASSERT_U64_EQ(for_bytes, 128 * KIB);
+  vframe_draw(&a, &fb);
+  ASSERT(a.map.end == 2048 * KIB && a.map.start == 0);
+  /* The grid's cell comes back by itself, no longer CLOSED. */
+  for (int i = 0; i < 200 && vapp_closed(b); i++) vgrid_update(&g, 0);
+  ASSERT(!vapp_closed(b) && !g.cells[0].closed_ns);
+  live_catch_up(b, st.seq);
+  ASSERT_U64_EQ(b->stats.live_allocs, 3);
+  vgrid_draw(&g, &fb);
+  gpbt_fb_free(&fb);
+  vgrid_close(&g);
+  vapp_close(&a);
+  for (int i = 0; i < 3; i++) ASSERT_OK(gpb_free(p2, y[i]));
+  gpb_pool_destroy(p2);
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -845,6 +1131,10 @@ int main(void) {
   test_title_tail();
   test_full_speed();
   test_grid();
+  test_reattach();
+  test_unusable();
+  test_refit();
+  test_trace_addr();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

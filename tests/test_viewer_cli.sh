@@ -17,6 +17,7 @@ export SDL_VIDEODRIVER=dummy
 $view --help >"$tmp/help" || fail "--help exits nonzero"
 grep -q -- "--headless" "$tmp/help" || fail "--help does not mention --headless"
 grep -q "SAVE A PNG" "$tmp/help" || fail "--help has no keys guide"
+grep -q "UNUSABLE X FOR S" "$tmp/help" || fail "--help does not say what UNUSABLE is"
 
 $view --no-such-option >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad option does not exit 2"

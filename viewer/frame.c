@@ -215,19 +215,18 @@ static void frame_stats(vapp_t *a, frame_pen_t *p) {
            vfmt_bytes(st->internal_frag_bytes, b1, 32),
            st->block_bytes ? 100.0 * (double)st->internal_frag_bytes /
                                  (double)st->block_bytes : 0);
-  double unusable = 0;
-  uint32_t top = st->num_orders ? st->num_orders - 1 : 0;
-  /* The index for the largest request the free space could serve if it
-   * were one block: how much of the free space is unusable for it. */
-  if (st->free_bytes) {
-    uint32_t j = 63u - (uint32_t)__builtin_clzll(st->free_bytes / st->min_block
-                                                     ? st->free_bytes / st->min_block
-                                                     : 1);
-    if (j > top) j = top;
-    unusable = st->unusable_index[j];
-  }
-  pen_line(p, VC_TEXT, "EXT FRAG  %.3f  UNUSABLE %.3f", st->external_frag,
-           unusable);
+  pen_line(p, VC_TEXT, "EXT FRAG  %.3f", st->external_frag);
+  /* For the largest request seen, not for one as large as all free
+   * memory: that read 1.000 whenever the largest free block held less
+   * than half of the free bytes, which was most of the time. */
+  uint64_t for_bytes;
+  double unusable = vapp_unusable(a, &for_bytes);
+  if (unusable < 0)
+    pen_line(p, VC_DIM, "UNUSABLE  - (%s)",
+             st->free_bytes ? "no request yet" : "nothing free");
+  else
+    pen_line(p, unusable >= 1.0 ? VC_ALERT : VC_TEXT, "UNUSABLE  %.3f FOR %s",
+             unusable, vfmt_bytes(for_bytes, b1, 32));
   pen_line(p, VC_DIM, "LIVE %" PRIu64 "  FAIL %" PRIu64, st->live_allocs,
            st->failures);
   pen_line(p, VC_DIM, "SEQ %" PRIu64, st->seq);
@@ -358,10 +357,11 @@ static void frame_box(gpbt_fb_t *fb, int x, int y, int w, int h) {
   gpbt_fb_rect(fb, x, y, w, h, VC_DIM);
 }
 
+/* The box for block b, with byte `at` of it under the mouse (or found). */
 static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
-                        int mx, int my) {
+                        uint64_t at, int mx, int my) {
   int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
-  char l[9][80], b1[32], b2[32];
+  char l[12][80], b1[32], b2[32];
   int n = 0;
   snprintf(l[n++], 80, "OFFSET 0x%" PRIx64 " (%" PRIu64 ")", b->offset, b->offset);
   if (a->info.base)
@@ -378,6 +378,17 @@ static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
     uint64_t now = a->map.now_ns;
     double age = now > b->time_ns && b->time_ns ? (double)(now - b->time_ns) / 1e9 : 0;
     snprintf(l[n++], 80, "TAG    %u  AGE %.3f S", b->tag, age);
+    /* A replay's block is the traced program's allocation: its id there
+     * (the address, for PyTorch and RMM), and where in it the byte under
+     * the mouse is, which / finds again. */
+    uint64_t id;
+    if (a->kind == VSRC_REPLAY && vreplay_trace_id(a->rp, b->alloc_offset, &id) == 0) {
+      if (at > b->alloc_offset && at < b->alloc_offset + b->alloc_size)
+        snprintf(l[n++], 80, "TRACE  ID 0x%" PRIx64 " +0x%" PRIx64, id,
+                 at - b->alloc_offset);
+      else
+        snprintf(l[n++], 80, "TRACE  ID 0x%" PRIx64, id);
+    }
   }
   snprintf(l[n++], 80, "BUDDY  %s", frame_buddy(a, b));
   int w = 0;
@@ -437,9 +448,10 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
 
   gpb_block_info_t hb;
   int hover = 0;
+  uint64_t hoff = UINT64_MAX;
   if (a->mouse_in) {
-    uint64_t off = vframe_offset_at(a, a->mouse_x, a->mouse_y, NULL);
-    if (off != UINT64_MAX && gpb_model_lookup(a->model, off, &hb) == 0) hover = 1;
+    hoff = vframe_offset_at(a, a->mouse_x, a->mouse_y, NULL);
+    if (hoff != UINT64_MAX && gpb_model_lookup(a->model, hoff, &hb) == 0) hover = 1;
   }
   gpb_block_info_t sb;
   if (a->have_sel && gpb_model_lookup(a->model, a->sel_off, &sb) == 0)
@@ -465,8 +477,9 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
     frame_box(fb, x, y, w, GPBT_FONT_H * ts + 8 * s);
     gpbt_font_draw(fb, x + 8 * s, y + 3 * s, ts, VC_ALERT, t);
   }
-  if (hover) frame_hover(a, fb, &hb, a->mouse_x, a->mouse_y);
+  if (hover) frame_hover(a, fb, &hb, hoff, a->mouse_x, a->mouse_y);
   else if (a->have_sel && !a->mouse_in)
-    frame_hover(a, fb, &sb, a->map_x + a->map_w / 2, a->map_y + a->map_h / 3);
+    frame_hover(a, fb, &sb, a->sel_off, a->map_x + a->map_w / 2,
+                a->map_y + a->map_h / 3);
   if (a->show_help) vframe_help(fb, a->scale);
 }

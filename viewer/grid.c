@@ -111,32 +111,29 @@ static int grid_open(vgrid_t *g, const char *key, int remote, int loud,
     free(a);
     return rc;
   }
+  vapp_set_source(a, key, remote, g->token);
   *out = a;
   return 0;
 }
 
-/* A pool seen by a scan: new ones join, closed ones get a fresh reader. */
+/* A pool seen by a scan: new ones join, closed ones get a fresh reader
+ * (vapp_reopen, as a single-pool view whose program came back). */
 static void grid_found(vgrid_t *g, const char *key, int remote) {
   int i = grid_find(g, key);
-  if (i >= 0 && !vapp_closed(g->cells[i].app)) return;
-  vapp_t *a;
-  if (grid_open(g, key, remote, 0, &a)) return;
-  if (i < 0) {
-    if (vgrid_add_app(g, a, key)) {
-      vgrid_message(g, "%d pools shown at most; %s is not", VGRID_MAX, key);
-      grid_free_app(a);
+  if (i >= 0) {
+    vcell_t *c = &g->cells[i];
+    if (vapp_closed(c->app) && vapp_reopen(c->app) == 0) {
+      c->closed_ns = 0;
+      c->w = c->h = 0; /* sized again by the next layout */
     }
     return;
   }
-  vcell_t *c = &g->cells[i];
-  a->map.color = c->app->map.color;
-  a->map.layout = c->app->map.layout;
-  a->scale = c->app->scale;
-  if (g->focus == c->app) g->focus = a;
-  grid_free_app(c->app);
-  c->app = a;
-  c->closed_ns = 0;
-  c->w = c->h = 0; /* sized again by the next layout */
+  vapp_t *a;
+  if (grid_open(g, key, remote, 0, &a)) return;
+  if (vgrid_add_app(g, a, key)) {
+    vgrid_message(g, "%d pools shown at most; %s is not", VGRID_MAX, key);
+    grid_free_app(a);
+  }
 }
 
 typedef struct grid_names {
@@ -237,6 +234,8 @@ void vgrid_update(vgrid_t *g, double dt) {
     vcell_t *c = &g->cells[i];
     vapp_update(c->app, dt);
     if (vapp_closed(c->app) && !c->closed_ns) c->closed_ns = now;
+    /* A pool comes back by itself too (vapp_update looks for it). */
+    if (!vapp_closed(c->app) && c->closed_ns) c->closed_ns = 0, c->w = c->h = 0;
   }
   for (int i = 0; i < g->n;) {
     vcell_t *c = &g->cells[i];

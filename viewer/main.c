@@ -294,6 +294,7 @@ static int open_source(opts_t *o, vapp_t *app) {
     char title[sizeof app->title];
     snprintf(title, sizeof title, "remote %s", o->connect);
     if ((rc = vapp_open_attach(app, at, title))) return rc;
+    vapp_set_source(app, o->connect, 1, o->token);
   } else {
     rc = vapp_open_live(app, o->name, o->connect, o->token);
     if (rc) return rc;
