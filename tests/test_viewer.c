@@ -33,6 +33,9 @@ static uint32_t px(const gpbt_fb_t *fb, int x, int y) {
   return fb->px[(size_t)y * (size_t)fb->w + (size_t)x];
 }
 
+/* A pixel of the map of view `a`, at (x, y) from the map's corner. */
+#define ASSERT_MPX(fb, x, y, want) ASSERT_PX(fb, a.map_x + (x), a.map_y + (y), want)
+
 #define ASSERT_PX(fb, x, y, want)                                            \
   do {                                                                       \
     uint32_t got_ = px(fb, x, y), want_ = (want);                            \
@@ -85,10 +88,12 @@ static void test_known_layout(void) {
   ASSERT_OK(vapp_seek(&a, 4));
   a.paused = 1;
   gpbt_fb_t fb;
-  ASSERT_OK(gpbt_fb_init(&fb, 762, 280));
+  ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
   vapp_update(&a, 0);
   vframe_draw(&a, &fb);
-  /* Geometry: the map is the left 512x256, one pixel per cell. */
+  /* Geometry: the map is 512x256 right of the ruler's 60-pixel margin
+   * ("6 256 KiB" and a space), one pixel per cell. */
+  ASSERT_EQ(a.map_x, 60);
   ASSERT_EQ(a.map_w, 512);
   ASSERT_EQ(a.map_h, 256);
   ASSERT_EQ(a.map.cols, 512);
@@ -97,32 +102,32 @@ static void test_known_layout(void) {
   ASSERT_U64_EQ(a.map.start, 0);
 
   uint32_t used_start = vc_scale(VC_USED, 0.55), free_start = vc_scale(VC_FREE, 0.55);
-  ASSERT_PX(&fb, 100, 10, VC_FREE);   /* freed [0, 256K) */
-  ASSERT_PX(&fb, 0, 0, free_start);   /* ... which starts a block */
-  ASSERT_PX(&fb, 0, 1, VC_FREE);      /* no block starts at 4K */
-  ASSERT_PX(&fb, 100, 64, VC_USED);   /* the 3000 bytes asked for */
-  ASSERT_PX(&fb, 374, 64, VC_USED);   /* byte 2992..2999 */
-  ASSERT_PX(&fb, 375, 64, VC_WASTE);  /* byte 3000.. is waste */
-  ASSERT_PX(&fb, 511, 64, VC_WASTE);
-  ASSERT_PX(&fb, 0, 64, used_start);
-  ASSERT_PX(&fb, 0, 65, free_start);  /* 4K free buddy at 260K */
-  ASSERT_PX(&fb, 0, 66, free_start);  /* 8K free at 264K */
-  ASSERT_PX(&fb, 0, 67, VC_FREE);
-  ASSERT_PX(&fb, 0, 68, free_start);  /* 16K free at 272K */
-  ASSERT_PX(&fb, 300, 70, VC_FREE);
-  ASSERT_PX(&fb, 0, 80, used_start);  /* 64K used at 320K */
-  ASSERT_PX(&fb, 200, 80, VC_USED);
-  ASSERT_PX(&fb, 511, 95, VC_USED);
-  ASSERT_PX(&fb, 0, 96, free_start);  /* 128K free at 384K */
-  ASSERT_PX(&fb, 0, 128, free_start); /* 512K free at 512K */
-  ASSERT_PX(&fb, 400, 255, VC_FREE);
+  ASSERT_MPX(&fb, 100, 10, VC_FREE);   /* freed [0, 256K) */
+  ASSERT_MPX(&fb, 0, 0, free_start);   /* ... which starts a block */
+  ASSERT_MPX(&fb, 0, 1, VC_FREE);      /* no block starts at 4K */
+  ASSERT_MPX(&fb, 100, 64, VC_USED);   /* the 3000 bytes asked for */
+  ASSERT_MPX(&fb, 374, 64, VC_USED);   /* byte 2992..2999 */
+  ASSERT_MPX(&fb, 375, 64, VC_WASTE);  /* byte 3000.. is waste */
+  ASSERT_MPX(&fb, 511, 64, VC_WASTE);
+  ASSERT_MPX(&fb, 0, 64, used_start);
+  ASSERT_MPX(&fb, 0, 65, free_start);  /* 4K free buddy at 260K */
+  ASSERT_MPX(&fb, 0, 66, free_start);  /* 8K free at 264K */
+  ASSERT_MPX(&fb, 0, 67, VC_FREE);
+  ASSERT_MPX(&fb, 0, 68, free_start);  /* 16K free at 272K */
+  ASSERT_MPX(&fb, 300, 70, VC_FREE);
+  ASSERT_MPX(&fb, 0, 80, used_start);  /* 64K used at 320K */
+  ASSERT_MPX(&fb, 200, 80, VC_USED);
+  ASSERT_MPX(&fb, 511, 95, VC_USED);
+  ASSERT_MPX(&fb, 0, 96, free_start);  /* 128K free at 384K */
+  ASSERT_MPX(&fb, 0, 128, free_start); /* 512K free at 512K */
+  ASSERT_MPX(&fb, 400, 255, VC_FREE);
 
   /* Hovering the waste shows the box: its border is drawn in VC_DIM. */
   a.mouse_in = 1;
-  a.mouse_x = 400;
+  a.mouse_x = a.map_x + 400;
   a.mouse_y = 64;
   vframe_draw(&a, &fb);
-  ASSERT_PX(&fb, 400 + 14, 64 + 14, VC_DIM);
+  ASSERT_MPX(&fb, 400 + 14, 64 + 14, VC_DIM);
   a.mouse_in = 0;
 
   /* The buddy tree: 9 orders, 512 columns of 2 KiB, one row per order
@@ -132,34 +137,35 @@ static void test_known_layout(void) {
   ASSERT_EQ(a.map.layout, VLAYOUT_TREE);
   ASSERT_U64_EQ(a.map.bpc, 2 * KIB);
   int rp = a.row_px;
-  ASSERT_EQ(rp, 256 / 9);
+  ASSERT_EQ(rp, a.map_h / 9); /* a line of offsets under the rows */
+  ASSERT_EQ(a.map_w, 512);
 #define ROW_Y(k) ((8 - (k)) * rp + rp / 2)
-  ASSERT_PX(&fb, 10, ROW_Y(8), VC_SPLIT);  /* the root is split */
-  ASSERT_PX(&fb, 10, ROW_Y(6), VC_FREE);   /* [0, 256K) free, order 6 */
-  ASSERT_PX(&fb, 0, ROW_Y(6), vc_scale(VC_FREE, 0.5)); /* its start */
-  ASSERT_PX(&fb, 10, ROW_Y(5), VC_BG);     /* nothing of order 5 there */
-  ASSERT_PX(&fb, 128, ROW_Y(0), VC_USED);  /* 4K used at 256K */
-  ASSERT_PX(&fb, 130, ROW_Y(0), VC_FREE);  /* its free buddy */
-  ASSERT_PX(&fb, 128, ROW_Y(1), VC_SPLIT);
-  ASSERT_PX(&fb, 170, ROW_Y(4), VC_USED);  /* 64K used at 320K = col 160.. */
-  ASSERT_PX(&fb, 300, ROW_Y(8), VC_SPLIT);
-  ASSERT_PX(&fb, 300, ROW_Y(7), VC_FREE);  /* 512K free at 512K */
+  ASSERT_MPX(&fb, 10, ROW_Y(8), VC_SPLIT);  /* the root is split */
+  ASSERT_MPX(&fb, 10, ROW_Y(6), VC_FREE);   /* [0, 256K) free, order 6 */
+  ASSERT_MPX(&fb, 0, ROW_Y(6), vc_scale(VC_FREE, 0.5)); /* its start */
+  ASSERT_MPX(&fb, 10, ROW_Y(5), VC_BG);     /* nothing of order 5 there */
+  ASSERT_MPX(&fb, 128, ROW_Y(0), VC_USED);  /* 4K used at 256K */
+  ASSERT_MPX(&fb, 130, ROW_Y(0), VC_FREE);  /* its free buddy */
+  ASSERT_MPX(&fb, 128, ROW_Y(1), VC_SPLIT);
+  ASSERT_MPX(&fb, 170, ROW_Y(4), VC_USED);  /* 64K used at 320K = col 160.. */
+  ASSERT_MPX(&fb, 300, ROW_Y(8), VC_SPLIT);
+  ASSERT_MPX(&fb, 300, ROW_Y(7), VC_FREE);  /* 512K free at 512K */
   /* By order, the tree colors each row by its order: used in the ramp's
    * color, free greyed (it drew state colors whatever the mode). */
   vinput_key(&a, '2');
   vframe_draw(&a, &fb);
   ASSERT_EQ(a.map.color, VCOLOR_ORDER);
-  ASSERT_PX(&fb, 10, ROW_Y(6), vc_free_of(vc_ramp(6 / 8.0)));
-  ASSERT_PX(&fb, 128, ROW_Y(0), vc_ramp(0));
-  ASSERT_PX(&fb, 130, ROW_Y(0), vc_free_of(vc_ramp(0)));
-  ASSERT_PX(&fb, 170, ROW_Y(4), vc_ramp(4 / 8.0));
-  ASSERT_PX(&fb, 300, ROW_Y(8), VC_SPLIT);
-  ASSERT_PX(&fb, 10, ROW_Y(5), VC_BG);
+  ASSERT_MPX(&fb, 10, ROW_Y(6), vc_free_of(vc_ramp(6 / 8.0)));
+  ASSERT_MPX(&fb, 128, ROW_Y(0), vc_ramp(0));
+  ASSERT_MPX(&fb, 130, ROW_Y(0), vc_free_of(vc_ramp(0)));
+  ASSERT_MPX(&fb, 170, ROW_Y(4), vc_ramp(4 / 8.0));
+  ASSERT_MPX(&fb, 300, ROW_Y(8), VC_SPLIT);
+  ASSERT_MPX(&fb, 10, ROW_Y(5), VC_BG);
   /* Tag and age need allocations, which tree rows do not keep: state. */
   vinput_key(&a, '3');
   vframe_draw(&a, &fb);
-  ASSERT_PX(&fb, 128, ROW_Y(0), VC_USED);
-  ASSERT_PX(&fb, 130, ROW_Y(0), VC_FREE);
+  ASSERT_MPX(&fb, 128, ROW_Y(0), VC_USED);
+  ASSERT_MPX(&fb, 130, ROW_Y(0), VC_FREE);
   vinput_key(&a, '1');
 #undef ROW_Y
 
@@ -245,13 +251,13 @@ static void test_free_contrast(void) {
   ASSERT_OK(vapp_seek(&a, 2));
   a.paused = 1;
   gpbt_fb_t fb;
-  ASSERT_OK(gpbt_fb_init(&fb, 762, 280));
+  ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
   for (int mode = 0; mode < VCOLOR_COUNT; mode++) {
     vmap_set_color(&a.map, (vcolor_mode_t)mode);
     vframe_draw(&a, &fb);
     /* Row 32 (the 4K block at 64K) is used from x 0; row 200 is free. */
-    uint32_t used = px(&fb, 300, 0), free_ = px(&fb, 300, 200);
-    uint32_t used4k = px(&fb, 300, 16);
+    uint32_t used = px(&fb, a.map_x + 300, 0), free_ = px(&fb, a.map_x + 300, 200);
+    uint32_t used4k = px(&fb, a.map_x + 300, 16);
     int dbg = rgb_dist(free_, VC_BG), du = rgb_dist(free_, used);
     if (dbg < FREE_BG_MIN || du < FREE_USED_MIN ||
         rgb_dist(free_, used4k) < FREE_USED_MIN)
@@ -348,9 +354,10 @@ static void test_title_tail(void) {
   ASSERT_OK(gpbt_fb_init(&fb, 762, 280));
   ASSERT_OK(gpbt_fb_init(&want, 762, 280));
   vframe_draw(&a, &fb);
-  /* The panel's pen: x = map_w + 8, width fb.w - map_w - 14; the title is
-   * its second line. */
-  int x = a.map_w + 8, y = 6 + (GPBT_FONT_H + 1), max = (fb.w - a.map_w - 14) / GPBT_FONT_W;
+  /* The panel's pen: x = the map's right + 8, width to 14 pixels from
+   * the frame's edge; the title is its second line. */
+  int right = a.map_x + a.map_w;
+  int x = right + 8, y = 6 + (GPBT_FONT_H + 1), max = (fb.w - right - 14) / GPBT_FONT_W;
   char t[64];
   snprintf(t, sizeof t, "...%s", a.title + strlen(a.title) - (size_t)(max - 3));
   ASSERT(strstr(t, "my-run-42.trace.gz"));
@@ -1034,6 +1041,70 @@ static void test_trace_addr(void) {
   vapp_close(&a);
 }
 
+/* ------------------------------------------------------------ legibility */
+
+/* The map has an address ruler (round offsets at their rows; the tree's
+ * rows labelled with order and block size, offsets across), each coloring
+ * a legend, the status line the file name, and text is drawn larger from
+ * 1200x700 on. */
+static void test_legible(void) {
+  ASSERT_EQ(vframe_auto_scale(1280, 800, 1), 2);
+  ASSERT_EQ(vframe_auto_scale(1000, 600, 1), 1);
+  ASSERT_EQ(vframe_auto_scale(1280, 800, 2), 2);
+  ASSERT_EQ(vframe_auto_scale(2560, 1600, 2), 4);
+  gpb_trace_op_t ops[] = {op_alloc(0, 256 * KIB, 1), op_alloc(1, 3000, 2)};
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, 2, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 2));
+  a.paused = 1;
+  snprintf(a.title, sizeof a.title, "%s", "/runs/17/kv-Run.trace.gz");
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
+  vapp_update(&a, 0);
+  vframe_draw(&a, &fb);
+  /* 4 KiB a row: labels two lines (20 rows) apart at least, so at each
+   * 128 KiB, 32 rows apart, on their row. */
+  int gx = a.map_x;
+  ASSERT(fb_has_text(&fb, 0, 0, gx, 1, 1, VC_DIM, "0x0"));
+  ASSERT(fb_has_text(&fb, 0, 32 - 1, gx, 32, 1, VC_DIM, "0x20000"));
+  ASSERT(fb_has_text(&fb, 0, 224 - 1, gx, 224, 1, VC_DIM, "0xe0000"));
+  ASSERT(!fb_has_text(&fb, 0, 0, gx, a.map_h, 1, VC_DIM, "0x10000"));
+  ASSERT_TEXT(&fb, VC_DIM, "REQUESTED");
+  ASSERT_TEXT(&fb, VC_DIM, "WASTE");
+  ASSERT(fb_has_text(&fb, 0, a.map_h, fb.w, fb.h, 1, VC_TEXT, "kv-Run.trace.gz"));
+  vinput_key(&a, '2');
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_DIM, "COLOR: BLOCK SIZE (ORDER), BYTE-WEIGHTED");
+  ASSERT_TEXT(&fb, VC_DIM, "1.0 MiB");
+  vinput_key(&a, '3');
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_DIM, "COLOR: TAG OF THE ALLOCATION");
+  ASSERT_TEXT(&fb, VC_DIM, "2"); /* tags 1 and 2 are live */
+  vinput_key(&a, '4');
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_DIM, "NEW");
+  vinput_key(&a, '1');
+  vinput_key(&a, 't');
+  vframe_draw(&a, &fb);
+  for (uint32_t k = 0; k < 9; k++) {
+    char l[64], sz[32];
+    gpb_size_format((4 * KIB) << k, sz, sizeof sz);
+    *strstr(sz, ".0") = 0;
+    snprintf(l, sizeof l, "%u %s%s", k, sz, k >= 8 ? " MiB" : " KiB");
+    int y = a.map_y + (int)(8 - k) * a.row_px;
+    if (!fb_has_text(&fb, 0, y - 2, gx, y + a.row_px, 1, VC_DIM, l))
+      FAILF("tree row %u is not labelled \"%s\"", k, l);
+  }
+  ASSERT_TEXT(&fb, VC_DIM, "SPLIT");
+  ASSERT(fb_has_text(&fb, gx, a.map_y + a.map_h, fb.w, fb.h, 1, VC_DIM, "0x80000"));
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+}
+
 /* --------------------------------------------------------------- reattach */
 
 static gpb_pool_t *named_pool(const char *name, uint64_t size) {
@@ -1135,6 +1206,7 @@ int main(void) {
   test_unusable();
   test_refit();
   test_trace_addr();
+  test_legible();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

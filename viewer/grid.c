@@ -84,6 +84,7 @@ int vgrid_add_app(vgrid_t *g, vapp_t *app, const char *key) {
   app->map.color = g->color;
   app->map.layout = g->layout;
   app->scale = g->scale;
+  app->cell_scale = g->cell_scale;
   g->n++;
   return 0;
 }
@@ -285,19 +286,21 @@ void vgrid_layout(vgrid_t *g, int w, int h) {
     int x = gap + (i % g->cols) * (cw + gap), y = gap + (i / g->cols) * (ch + gap);
     int resized = c->w != cw || c->h != ch;
     c->x = x, c->y = y, c->w = cw, c->h = ch;
+    int cp = g->cell_scale > 0 ? g->cell_scale : s;
     a->scale = s;
+    a->cell_scale = g->cell_scale;
     a->map_x = x;
     a->map_y = y;
     a->map_w = cw;
     a->map_h = ch > label + 1 ? ch - label : 1;
-    a->cell_px = s;
-    int cols = a->map_w / s, rows;
+    a->cell_px = cp;
+    int cols = a->map_w / cp, rows;
     if (a->map.layout == VLAYOUT_TREE) {
       rows = (int)a->map.norders;
       a->row_px = a->map_h / rows > 0 ? a->map_h / rows : 1;
     } else {
-      rows = a->map_h / s;
-      a->row_px = s;
+      rows = a->map_h / cp;
+      a->row_px = cp;
     }
     /* The focused view resizes the map to the window and may zoom it:
      * back in its cell the pool is shown whole again. */
@@ -385,6 +388,7 @@ void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb) {
   int s = g->scale < 1 ? 1 : g->scale;
   if (g->focus) {
     g->focus->scale = s;
+    g->focus->cell_scale = g->cell_scale;
     vframe_draw(g->focus, fb);
     if (!g->focus->searching) grid_hint(fb, s);
     return;

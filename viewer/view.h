@@ -260,7 +260,8 @@ typedef struct vapp {
   const char *token;
   uint64_t retry_ns;
   /* interaction */
-  int scale;              /* UI scale: 1, or 2 on HiDPI */
+  int scale;              /* UI scale: text and panels (vframe_auto_scale) */
+  int cell_scale;         /* map pixels per cell: the HiDPI factor; 0: scale */
   int mouse_x, mouse_y, mouse_in;
   int have_sel;
   uint64_t sel_off;       /* selected (searched) offset */
@@ -330,8 +331,15 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb);
 void vframe_map(const vapp_t *a, gpbt_fb_t *fb);
 /* The keys help box, centered. */
 void vframe_help(gpbt_fb_t *fb, int scale);
-/* Sets the geometry for a frame of w x h and sizes the map grid. */
+/* Sets the geometry for a frame of w x h and sizes the map grid. The
+ * map's left margin holds the address ruler (tree: the row labels). A
+ * map that was fitted to the window is fitted again when the window
+ * changes; a zoomed one keeps its zoom. */
 void vframe_layout(vapp_t *a, int w, int h);
+/* The UI scale for a window of w x h output pixels at dpr output pixels
+ * per point (2 on HiDPI): the 5x7 font doubled from 1200x700 points up,
+ * where it was too small to read at 1. */
+int vframe_auto_scale(int w, int h, int dpr);
 /* Byte offset under pixel (x, y) of the map, its cell index in *cell;
  * UINT64_MAX when (x, y) is not over the pool. */
 uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell);
@@ -399,6 +407,7 @@ typedef struct vgrid {
   char msg[256];
   uint64_t msg_until_ns;
   int scale;
+  int cell_scale;       /* as vapp_t's */
   int mouse_x, mouse_y, mouse_in;
   int show_help, want_shot;
   int cols, rows;       /* the last layout */
