@@ -33,6 +33,7 @@
  */
 #include "core/core.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The orders [*lo, *hi] of the nodes inside [s, e) holding unit p strictly
@@ -342,6 +343,53 @@ int gpb__fit_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) {
   }
   return gpb__fail(GPB_ECORRUPT, "unit %llu is in no block",
                    (unsigned long long)u);
+}
+
+/* Node (k, i) is one free block of this core: a run covers it whole.
+ * Used where the node's buddy lies outside the core, so that the run
+ * cannot hold the parent and the node is one of its canonical blocks. */
+static int fit_node_free(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  uint64_t s, e, u = i << k;
+  if (u >= b->nunits || (1ull << k) > b->nunits - u) return 0;
+  return fit_run_around(b, u, &s, &e) == 0 && s <= u && e - u >= (1ull << k);
+}
+
+static int fit_key_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+size_t gpb__fit_merged(const gpb__buddy_t *b, const uint64_t *xs, size_t nx,
+                       int64_t *d) {
+  /* A best-fit core merges at once, so only nodes free outside it (an
+   * arena's wholly free superblocks) can merge: with each other, or with
+   * a free block of this core next to them, level by level up. */
+  if (!nx) return 0;
+  uint64_t few[32], *cur = nx <= 16 ? few : malloc(2 * nx * sizeof *cur);
+  if (!cur) return 0; /* no memory: the figures count the map as it is */
+  uint64_t *next = cur + nx;
+  const uint64_t imask = (1ull << 58) - 1;
+  memcpy(cur, xs, nx * sizeof *cur);
+  qsort(cur, nx, sizeof *cur, fit_key_cmp);
+  size_t nc = nx;
+  for (uint32_t k = (uint32_t)(cur[0] >> 58); nc && k + 1 < b->norders; k++) {
+    size_t nn = 0;
+    for (size_t x = 0; x < nc; x++) {
+      uint64_t i = cur[x] & imask;
+      if (x + 1 < nc && (cur[x + 1] & imask) == (i ^ 1) && !(i & 1)) {
+        x++; /* both halves free outside */
+      } else if (!fit_node_free(b, k, i ^ 1)) {
+        continue; /* stays as it is */
+      }
+      d[k] -= 2;
+      d[k + 1] += 1;
+      next[nn++] = GPB__NODE(k + 1, i >> 1);
+    }
+    memcpy(cur, next, nn * sizeof *cur);
+    nc = nn;
+  }
+  if (cur != few) free(cur);
+  return 0;
 }
 
 #define CORRUPT(...) gpb__fail(GPB_ECORRUPT, __VA_ARGS__)
