@@ -258,11 +258,43 @@ static void run_round(uint64_t *rng, long steps) {
   gpb_pool_destroy(r.pool);
 }
 
+/* Many superblocks of one arena free as a whole only once their deferred
+ * pairs merge: 8 pairs wait per order, so 4 superblocks of 8 KiB blocks
+ * (two pairs each at order 5) and 8 of 4 KiB blocks (one pair each at
+ * order 4, the rest merged) make 12. The coalesced figures must merge
+ * every one with its buddy; the checker's walk of the map says what they
+ * should be (it once counted at most 8 per arena). */
+static void arena_merged_superblocks(void) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.backend = GPB_BACKEND_VIRTUAL;
+  cfg.pool_size = (size_t)2 << 20; /* 256 B blocks, 32 KiB superblocks */
+  cfg.min_block = 256;
+  cfg.arenas = 4;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  void *big[4][4], *small[8][8];
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) ASSERT_OK(gpb_alloc(p, 8 << 10, &big[i][j]));
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 8; j++) ASSERT_OK(gpb_alloc(p, 4 << 10, &small[i][j]));
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) ASSERT_OK(gpb_free(p, big[i][j]));
+  for (int i = 0; i < 8; i++) /* one deferred pair in each */
+    for (int j = 0; j < 2; j++) ASSERT_OK(gpb_free(p, small[i][j]));
+  for (int i = 0; i < 8; i++)
+    for (int j = 2; j < 8; j++) ASSERT_OK(gpb_free(p, small[i][j]));
+  ASSERT_OK(gpb_pool_check(p));
+  gpb_pool_destroy(p);
+}
+
 int main(void) {
   uint64_t seed = test_seed(), rng = seed;
   long rounds = (long)(24 * test_scale()), steps = 600;
   if (rounds < 2) rounds = 2;
   for (long i = 0; i < rounds; i++) run_round(&rng, steps);
+  arena_merged_superblocks();
   /* GPB_ARENAS sets the count when the config leaves the default (1). */
   gpb_config_t cfg;
   gpb_pool_t *p;

@@ -364,38 +364,31 @@ void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out, int64_t *merged) {
   p->stats.block_peak = out->block_peak;
   p->stats.free_peak = out->free_peak;
   /* The superblocks free as a whole in the arenas: a free block of the
-   * superblock order there, or pieces that merge into one. Few: an arena
-   * gives back all but one wholly free superblock. */
+   * superblock order there, or pieces that merge into one (many while
+   * frees wait on streams, before the arenas give spares back). Each is
+   * a distinct superblock, so nsb entries hold them all. */
   uint64_t few[64], *xs = few;
-  size_t nx = 0, cap = 64;
-  for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
+  size_t nx = 0, cap = p->arenas ? p->nsb : 0;
+  if (cap > 64 && !(xs = malloc(cap * sizeof *xs)))
+    xs = few, cap = 0; /* no memory: no merges across cores */
+  for (uint32_t i = 0; i < p->narenas && p->arenas && cap; i++) {
     const gpb__buddy_t *c = &p->arenas[i].core;
     uint32_t k = c->cap;
-    size_t want = nx + c->nfree[k] + 8;
-    if (want > cap) {
-      uint64_t *m = malloc(2 * want * sizeof *m);
-      if (!m) break; /* no memory: no merges across cores */
-      memcpy(m, xs, nx * sizeof *m);
-      if (xs != few) free(xs);
-      xs = m;
-      cap = 2 * want;
-    }
     /* A best-fit arena keeps no bitsets: its whole superblocks are the
      * runs a superblock long, among the superblocks it owns. */
-    for (uint64_t sb = 0; c->exts && sb < p->nsb && nx < want; sb++)
+    for (uint64_t sb = 0; c->exts && sb < p->nsb && nx < cap; sb++)
       if (atomic_load_explicit(&p->owner[sb], memory_order_relaxed) == i + 1 &&
           gpb__buddy_sb_free(c, sb))
         xs[nx++] = GPB__NODE(k, sb);
     uint64_t x = c->freeb[k].nbits ? c->freeb[k].nbits - 1 : UINT64_MAX;
-    for (uint64_t left = c->nfree[k]; left && x != UINT64_MAX; left--) {
+    for (uint64_t left = c->nfree[k]; left && x != UINT64_MAX && nx < cap; left--) {
       x = gpb__bits_prev(&c->freeb[k], x);
       if (x == UINT64_MAX) break;
       xs[nx++] = GPB__NODE(k, x);
       x = x ? x - 1 : UINT64_MAX;
     }
-    uint64_t top[8];
-    size_t nt = gpb__buddy_merged(c, NULL, 0, merged, top, 8);
-    for (size_t t = 0; t < nt; t++) xs[nx++] = GPB__NODE(k, top[t]);
+    size_t nt = gpb__buddy_merged(c, NULL, 0, merged, xs + nx, cap - nx);
+    for (size_t t = 0; t < nt; t++, nx++) xs[nx] = GPB__NODE(k, xs[nx]);
   }
   gpb__buddy_merged(&p->core, xs, nx, merged, NULL, 0);
   if (xs != few) free(xs);
