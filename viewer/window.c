@@ -13,6 +13,7 @@
  * many frames were drawn.
  */
 #include "view.h"
+#include "json.h"
 
 #include <SDL.h>
 #include <errno.h>
@@ -70,6 +71,33 @@ static void save_shot(int *count, const gpbt_fb_t *fb, char *msg, size_t n) {
   }
   if (gpbt_png_write(path, fb) == 0) snprintf(msg, n, "saved %s", path);
   else snprintf(msg, n, "could not save %s: %s", path, strerror(errno));
+}
+
+/* GPB_VIEW_TEST_STATE=PATH: at exit, what the input left behind, as one
+ * JSON object, so tests/test_viewer_xvfb.sh can drive a real window with
+ * input events and check their effect. */
+static void window_state(const char *path, const vapp_t *a, const gpbt_fb_t *fb) {
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  gpbt_json_t j = {f, ",", 0};
+  fputc('{', f);
+  gpbt_json_put_int(&j, "width", fb->w);
+  gpbt_json_put_int(&j, "height", fb->h);
+  gpbt_json_put_bool(&j, "paused", a->paused);
+  gpbt_json_put_bool(&j, "searching", a->searching);
+  gpbt_json_put_str(&j, "search", a->search);
+  gpbt_json_put_bool(&j, "have_sel", a->have_sel);
+  gpbt_json_put_u64(&j, "sel_off", a->sel_off);
+  gpbt_json_put_str(&j, "message", a->msg);
+  gpbt_json_put_int(&j, "map_cols", a->map.cols);
+  gpbt_json_put_int(&j, "map_rows", a->map.rows);
+  gpbt_json_put_u64(&j, "map_start", a->map.start);
+  gpbt_json_put_u64(&j, "map_end", a->map.end);
+  gpbt_json_put_int(&j, "color", (int)a->map.color);
+  fputc(',', f);
+  vapp_json_members(a, f);
+  fputs("}\n", f);
+  fclose(f);
 }
 
 int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
@@ -240,6 +268,8 @@ int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
   if (quit_ns)
     fprintf(stderr, "gpubuddy-view: %" PRIu64 " frames in %" PRIu64 " ms\n",
             frames, (uint64_t)((gpb_now_ns() - t0) / 1000000u));
+  const char *sp = getenv("GPB_VIEW_TEST_STATE");
+  if (sp && *sp && !grid) window_state(sp, app, &fb);
   SDL_StopTextInput();
   if (tex) SDL_DestroyTexture(tex);
   gpbt_fb_free(&fb);
