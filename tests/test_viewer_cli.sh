@@ -17,6 +17,7 @@ export SDL_VIDEODRIVER=dummy
 $view --help >"$tmp/help" || fail "--help exits nonzero"
 grep -q -- "--headless" "$tmp/help" || fail "--help does not mention --headless"
 grep -q "SAVE A PNG" "$tmp/help" || fail "--help has no keys guide"
+grep -q "UNUSABLE X FOR S" "$tmp/help" || fail "--help does not say what UNUSABLE is"
 
 $view --no-such-option >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad option does not exit 2"
@@ -134,6 +135,19 @@ assert j["ops"] == j["total_ops"] == 3801, j
 assert j["pool_size"] == 4294967296, j  # next power of two >= 2 x 1.33 GiB
 for k in ("bytes_used", "largest_free", "stats"):
     assert k in j, k
+PY
+# At op 2958 in a 2 GiB pool, two free 128 MiB buddies that deferred
+# coalescing kept apart are one 256 MiB block to any request: the largest
+# free block is 256 MiB (it said 128 MiB).
+$view --trace "$top/samples/traces/torch-gpt.trace.gz" --pool-size 2G --headless \
+  --png "$tmp/g2.png" --at 2958 --json > "$tmp/j2.json" 2>/dev/null ||
+  fail "--pool-size 2G --at 2958 --json exited $?"
+python3 - "$tmp/j2.json" <<'PY' || fail "--json at op 2958: $(cat "$tmp/j2.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ops"] == 2958, j
+assert j["stats"]["free_blocks"][19] == 3, j  # 128 MiB blocks, two of them buddies
+assert j["largest_free"] == 256 << 20, j
 PY
 # Values that used to be accepted and ignored now fail, exit 2.
 for bad in "--at -5" "--at 1e3" "--find 0xzz" "--count 0"; do

@@ -21,12 +21,17 @@ const char *const vinput_keys_help =
     "UP DOWN PGUP PGDN  DRAG    SCROLL\n"
     "C            CYCLE COLORS: STATE, ORDER, TAG, AGE (1-4)\n"
     "T            BLOCK MAP / BUDDY TREE (ONE ROW PER ORDER)\n"
-    "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K)\n"
+    "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K);\n"
+    "             A REPLAY ALSO FINDS THE TRACE'S OWN ADDRESSES\n"
     "CLICK MAP    SELECT A BLOCK       ESC  CLEAR\n"
     "P            SAVE A PNG SCREENSHOT\n"
     "GRID OF POOLS (--ALL, --CONNECT A,B): CLICK ONE TO WATCH IT\n"
     "G            BACK TO THE GRID (ESC TOO, WITH NOTHING SELECTED)\n"
-    "H  ?         THIS HELP            Q  QUIT";
+    "H  ?         THIS HELP            Q  QUIT\n"
+    "FIGURES COUNT FREE BUDDIES MERGED, AS A REQUEST FINDS THEM.\n"
+    "UNUSABLE X FOR S: SHARE OF THE FREE BYTES IN BLOCKS SMALLER THAN S,\n"
+    "THE BLOCK OF THE LARGEST REQUEST SEEN (0: ANY FREE BLOCK TAKES IT,\n"
+    "1: NONE DOES, AND SUCH A REQUEST FAILS NOW)";
 
 /* Parses "0x1f00", "4096", "64K", "1.5MiB": hex or gpb_size_parse. */
 int vinput_parse_where(const char *s, uint64_t *out) {
@@ -54,6 +59,24 @@ static void input_find(vapp_t *a) {
   uint64_t off = v;
   /* A value inside the reservation is an address; otherwise an offset. */
   if (base && v >= base && v - base < a->info.managed_size) off = v - base;
+  /* A replay also knows the traced program's addresses (0x7fb4...: the
+   * ids of PyTorch and RMM traces): a live allocation's id, or a byte
+   * inside its request when the value is no offset. */
+  uint64_t toff, tid;
+  if (a->kind == VSRC_REPLAY && vreplay_find_trace(a->rp, v, &toff, &tid) == 0 &&
+      (tid == v || off >= a->info.managed_size)) {
+    gpb_block_info_t b;
+    if (gpb_model_lookup(a->model, toff, &b) == 0) {
+      a->have_sel = 1;
+      a->sel_off = toff;
+      vmap_center(&a->map, b.offset, b.size);
+      vapp_message(a, "trace address 0x%llx: allocation id 0x%llx, block of "
+                   "order %u at offset 0x%llx", (unsigned long long)v,
+                   (unsigned long long)tid, b.order,
+                   (unsigned long long)b.offset);
+      return;
+    }
+  }
   if (off >= a->info.managed_size) {
     vapp_message(a, "0x%llx is past the end of the pool",
                  (unsigned long long)v);

@@ -60,7 +60,8 @@ static void usage(FILE *f) {
 "  --tree             start in the buddy-tree layout (one row per order)\n"
 "  --find WHERE       select and zoom to an address or offset (0x.., 4096, 1M)\n"
 "  --size WxH         window or image size (default 1280x800)\n"
-"  --scale N          UI scale (default: 2 on HiDPI windows, else 1)\n"
+"  --scale N          UI scale of text and map (default: text at 2 from\n"
+"                     1200x700 up, twice that on HiDPI; map cells of a point)\n"
 "headless (no display needed):\n"
 "  --headless --png OUT.png [--at N|end]   render one frame after N ops\n"
 "  --headless --frames DIR [--interval-ms K] [--count N]\n"
@@ -294,6 +295,7 @@ static int open_source(opts_t *o, vapp_t *app) {
     char title[sizeof app->title];
     snprintf(title, sizeof title, "remote %s", o->connect);
     if ((rc = vapp_open_attach(app, at, title))) return rc;
+    vapp_set_source(app, o->connect, 1, o->token);
   } else {
     rc = vapp_open_live(app, o->name, o->connect, o->token);
     if (rc) return rc;
@@ -358,11 +360,17 @@ static int headless_png(const char *path, const gpbt_fb_t *fb) {
 static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
   gpbt_fb_t fb;
   if (gpbt_fb_init(&fb, o->w, o->h)) return GPB_EHOSTMEM;
+  /* As a window of that size would draw it: text doubled from 1200x700
+   * up, a pixel per map cell. */
+  int ui = o->scale ? o->scale : vframe_auto_scale(fb.w, fb.h, 1);
+  int cells = o->scale ? 0 : 1;
   if (grid) {
-    grid->scale = o->scale ? o->scale : 1;
+    grid->scale = ui;
+    grid->cell_scale = cells;
     vgrid_layout(grid, fb.w, fb.h);
   } else {
-    app->scale = o->scale ? o->scale : 1;
+    app->scale = ui;
+    app->cell_scale = cells;
     vframe_layout(app, fb.w, fb.h);
   }
   int rc = 0;

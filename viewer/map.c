@@ -151,14 +151,20 @@ int vmap_resize(vmap_t *m, int cols, int rows) {
     }
     m->cap = need;
   }
-  int first = m->cols == 0;
   m->cols = cols;
   m->rows = rows;
   m->ncells = n;
-  if (first) m->bpc = map_fit_bpc(m);
+  /* Unzoomed, the view follows the window: it kept the old cell size,
+   * so a smaller window showed only the start of the pool. */
+  if (!m->zoomed) {
+    m->bpc = map_fit_bpc(m);
+    m->start = 0;
+  }
   m->ndirty = 0;
   memset(m->dflag, 0, m->cap);
   map_settle(m);
+  /* Grown past the zoom, the whole pool shows: fitted again. */
+  if (m->zoomed && m->bpc >= map_fit_bpc(m)) m->zoomed = 0;
   return 0;
 }
 
@@ -177,6 +183,7 @@ void vmap_set_color(vmap_t *m, vcolor_mode_t c) {
 void vmap_fit(vmap_t *m) {
   m->bpc = map_fit_bpc(m);
   m->start = 0;
+  m->zoomed = 0;
   map_settle(m);
 }
 
@@ -193,6 +200,7 @@ void vmap_zoom(vmap_t *m, int steps, uint64_t anchor, uint64_t anchor_cell) {
   uint64_t back = anchor_cell * nb;
   m->start = anchor > back ? anchor - back : 0;
   map_settle(m);
+  m->zoomed = m->bpc < map_fit_bpc(m);
 }
 
 void vmap_scroll(vmap_t *m, int64_t rows) {
@@ -220,6 +228,7 @@ void vmap_center(vmap_t *m, uint64_t off, uint64_t block_size) {
   uint64_t back = lead * m->bpc;
   m->start = off > back ? off - back : 0;
   map_settle(m);
+  m->zoomed = m->bpc < map_fit_bpc(m);
 }
 
 uint64_t vmap_offset_at(const vmap_t *m, int cx, int cy) {

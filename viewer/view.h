@@ -96,6 +96,7 @@ typedef struct vmap {
   uint8_t *dflag;
   size_t ndirty;
   int all_dirty, need_rebuild;
+  int zoomed;        /* the user zoomed in: a resize keeps the zoom */
   /* Events wider than VMAP_WIDE cells do not update cells one by one:
    * they mark chunks of VMAP_CHUNK cells stale, and vmap_refresh rebuilds
    * those from the model once per frame, so an event costs O(1) cells
@@ -108,7 +109,9 @@ typedef struct vmap {
 
 int vmap_init(vmap_t *m, uint64_t managed, uint64_t min_block);
 void vmap_free(vmap_t *m);
-/* Sets the grid; keeps the zoom when it can. Marks a rebuild. */
+/* Sets the grid and marks a rebuild. A fitted view is fitted to the new
+ * grid (a smaller window showed only part of the pool); a zoomed one
+ * keeps its zoom and start when it can. */
 int vmap_resize(vmap_t *m, int cols, int rows);
 void vmap_set_layout(vmap_t *m, vlayout_t l);
 void vmap_set_color(vmap_t *m, vcolor_mode_t c);
@@ -205,6 +208,16 @@ const gpb_model_t *vreplay_model(const vreplay_t *r);
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r);
 const char *vreplay_error(const vreplay_t *r);
 uint64_t vreplay_failures(const vreplay_t *r);
+/* The trace id of the allocation at offset off (its address in the
+ * traced program, for PyTorch and RMM traces): 0, or GPB_ENOTFOUND. The
+ * first call builds an offset -> id table in one pass over the live ids;
+ * the replay keeps it from then on. */
+int vreplay_trace_id(vreplay_t *r, uint64_t off, uint64_t *id);
+/* A trace address: a live allocation's id, or inside its request. The
+ * pool offset it is at in *off and the allocation's id in *id; 0, or
+ * GPB_ENOTFOUND. Not exact ids cost a pass over the live ids. */
+int vreplay_find_trace(vreplay_t *r, uint64_t addr, uint64_t *off,
+                       uint64_t *id);
 
 /* -------------------------------------------------------------- the app */
 
@@ -234,8 +247,21 @@ typedef struct vapp {
   uint64_t total_ops;     /* 0 = unknown */
   uint64_t seek_to;       /* replay: UINT64_MAX = none */
   uint64_t last_age_rebuild_ns;
+  /* UNUSABLE is for the largest request seen (vapp_unusable); a live
+   * view that resynchronized looks at the live blocks for it again. */
+  uint64_t max_req;
+  int req_rescan;
+  uint64_t req_rescan_ns;
+  /* live: what to attach to again when the program comes back (the
+   * single-pool view retries once a second; the grid when it finds the
+   * name again); src "" when unknown */
+  char src[GPB_NAME_MAX + 320];
+  int src_remote;
+  const char *token;
+  uint64_t retry_ns;
   /* interaction */
-  int scale;              /* UI scale: 1, or 2 on HiDPI */
+  int scale;              /* UI scale: text and panels (vframe_auto_scale) */
+  int cell_scale;         /* map pixels per cell: the HiDPI factor; 0: scale */
   int mouse_x, mouse_y, mouse_in;
   int have_sel;
   uint64_t sel_off;       /* selected (searched) offset */
@@ -258,6 +284,11 @@ int vapp_open_live(vapp_t *a, const char *name, const char *connect,
                    const char *token);
 /* A live view of an attached reader; takes `at` (closed on failure). */
 int vapp_open_attach(vapp_t *a, gpb_attach_t *at, const char *title);
+/* Where a live view attached (a local name; HOST:PORT[/NAME] when
+ * remote), so vapp_reopen can attach there again. token is kept, not
+ * copied. */
+void vapp_set_source(vapp_t *a, const char *key, int remote,
+                     const char *token);
 /* "gpubuddy-view: cannot attach to WHERE: why" on stderr, one line. */
 void vapp_attach_error(const char *where, int rc);
 void vapp_close(vapp_t *a);
@@ -276,6 +307,21 @@ uint64_t vapp_pos(const vapp_t *a);
 void vapp_sync_map(vapp_t *a);
 /* A live source whose pool is gone or whose stream broke. */
 int vapp_closed(const vapp_t *a);
+/* How often a disconnected view looks for its pool again: a relay that
+ * does not answer can hold a dial for 10 s, so remote ones less often. */
+#define VAPP_RETRY_NS 1000000000ull
+#define VAPP_RETRY_REMOTE_NS 10000000000ull
+/* Attaches a closed live view to its source again (a restarted program
+ * publishing under the same name, or the relay serving it again): a
+ * fresh reader, the view's settings kept. 0; or an error, the view left
+ * as it was, when there is nothing there or only the old program's
+ * segment. The grid and the single-pool view both come back this way. */
+int vapp_reopen(vapp_t *a);
+/* UNUSABLE: the share of free bytes in blocks too small for the largest
+ * request seen so far (its block size in *for_bytes): 0 when every free
+ * block could take it, 1 when none can and that request would fail now.
+ * -1 before any request or with nothing free. */
+double vapp_unusable(vapp_t *a, uint64_t *for_bytes);
 /* The --json figures as object members, no braces: "ops":..,"stats":{..}. */
 void vapp_json_members(const vapp_t *a, FILE *f);
 
@@ -285,8 +331,15 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb);
 void vframe_map(const vapp_t *a, gpbt_fb_t *fb);
 /* The keys help box, centered. */
 void vframe_help(gpbt_fb_t *fb, int scale);
-/* Sets the geometry for a frame of w x h and sizes the map grid. */
+/* Sets the geometry for a frame of w x h and sizes the map grid. The
+ * map's left margin holds the address ruler (tree: the row labels). A
+ * map that was fitted to the window is fitted again when the window
+ * changes; a zoomed one keeps its zoom. */
 void vframe_layout(vapp_t *a, int w, int h);
+/* The UI scale for a window of w x h output pixels at dpr output pixels
+ * per point (2 on HiDPI): the 5x7 font doubled from 1200x700 points up,
+ * where it was too small to read at 1. */
+int vframe_auto_scale(int w, int h, int dpr);
 /* Byte offset under pixel (x, y) of the map, its cell index in *cell;
  * UINT64_MAX when (x, y) is not over the pool. */
 uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell);
@@ -354,6 +407,7 @@ typedef struct vgrid {
   char msg[256];
   uint64_t msg_until_ns;
   int scale;
+  int cell_scale;       /* as vapp_t's */
   int mouse_x, mouse_y, mouse_in;
   int show_help, want_shot;
   int cols, rows;       /* the last layout */

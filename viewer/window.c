@@ -4,7 +4,8 @@
  * vframe_draw fills to a streaming texture and turns SDL events into
  * input.c's keys and mouse calls, so every other mode builds without SDL2.
  * The window is sized in the renderer's output pixels, so HiDPI screens
- * get full resolution and a UI scale of 2. While nothing can change (a
+ * get full resolution and a UI scale of 2; text doubles again in a big
+ * window (vframe_auto_scale). While nothing can change (a
  * paused or finished replay, a paused or closed live view) it sleeps
  * until an event, redrawing a few times a second at most.
  *
@@ -121,9 +122,13 @@ int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
     SDL_GetWindowSize(win, &ww, &wh);
     sx = ww ? (double)ow / ww : 1;
     sy = wh ? (double)oh / wh : 1;
-    int ui = scale ? scale : (sx >= 1.5 ? 2 : 1);
-    if (grid) grid->scale = ui;
-    else app->scale = ui;
+    /* --scale N scales everything; by default the map keeps a cell per
+     * point and the text doubles in a window big enough for it. */
+    int dpr = sx >= 1.5 ? 2 : 1;
+    int ui = scale ? scale : vframe_auto_scale(ow, oh, dpr);
+    int cells = scale ? 0 : dpr;
+    if (grid) grid->scale = ui, grid->cell_scale = cells;
+    else app->scale = ui, app->cell_scale = cells;
     if (ow != fb.w || oh != fb.h || !tex) {
       if (tex) SDL_DestroyTexture(tex);
       gpbt_fb_free(&fb);
