@@ -47,7 +47,7 @@ while i < len(b):
 raw = zlib.decompress(data)
 want = bytes.fromhex(sys.argv[2])
 n = 0
-for y in range(h - 40):
+for y in range(h - 100):  # above the timeline and status line
     row = raw[y * (3 * w + 1) + 1:(y + 1) * (3 * w + 1)]
     n += sum(1 for x in range(w - 250) if row[3 * x:3 * x + 3] == want)
 print(n)
