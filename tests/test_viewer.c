@@ -1190,6 +1190,154 @@ static void test_reattach(void) {
   gpb_pool_destroy(p2);
 }
 
+/* ------------------------------------------------- sites, timeline, OOM */
+
+/* A v2 trace with two call sites and a failure: site 1 takes [0, 256K)
+ * and [512K, 768K), site 2 [768K, 896K) and then [896K, 960K); the
+ * 512 KiB request (op 6: a fail line is an alloc and its free) finds
+ * 384 KiB free, 256 KiB at most in one block. */
+static const char sites_trace[] =
+    "# gpubuddy-trace v2\n"
+    "# site 1 /srv/app+0x1a2f3 load_weights;/srv/app+0x2b10 main\n"
+    "# site 2 model.py:12 forward;train.py:40 step\n"
+    "1 1000 alloc 0x10 262144 1 0x0 1\n"
+    "2 2000 alloc 0x20 262144 2 0x0 2\n"
+    "3 3000 alloc 0x30 262144 1 0x0 1\n"
+    "4 4000 alloc 0x40 131072 2 0x0 2\n"
+    "5 5000 free 0x20 262144 2 0x0 2\n"
+    "6 6000 fail 0x0 524288 3 0x0 2\n"
+    "7 7000 alloc 0x50 65536 2 0x0 2\n";
+
+static void sites_open(vapp_t *a, char *path) {
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  ASSERT(write(fd, sites_trace, sizeof sites_trace - 1) ==
+         (ssize_t)(sizeof sites_trace - 1));
+  close(fd);
+  vops_t *o;
+  ASSERT_OK(vops_open_trace(path, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  ASSERT_OK(vapp_open_replay(a, o, &cfg));
+  ASSERT_U64_EQ(a->total_ops, 8);
+}
+
+/* The --json members of a into buf. */
+static void sites_json(const vapp_t *a, char *buf, size_t n) {
+  memset(buf, 0, n);
+  FILE *f = fmemopen(buf, n - 1, "w");
+  ASSERT(f);
+  vapp_json_members(a, f);
+  fclose(f);
+}
+
+static void test_sites(void) {
+  char path[] = "/tmp/test_viewer_sites_XXXXXX";
+  vapp_t a;
+  sites_open(&a, path);
+  ASSERT_OK(vapp_seek(&a, 8));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  ASSERT(a.tl_h > 20); /* a frame this tall has the timeline */
+
+  /* The hover over site 1's block names it and its frames, innermost
+   * first. */
+  a.mouse_in = 1;
+  a.mouse_x = a.map_x + 10;
+  a.mouse_y = a.map_y + 2;
+  ASSERT(vframe_offset_at(&a, a.mouse_x, a.mouse_y, NULL) < 256 * KIB);
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "SITE   1");
+  ASSERT_TEXT(&fb, VC_TEXT, "/srv/app+0x1a2f3 load_weights");
+  ASSERT_TEXT(&fb, VC_TEXT, "/srv/app+0x2b10 main");
+  char l[8][80];
+  ASSERT_EQ(vsite_hover(&a, 2, l, 8, 79), 3);
+  ASSERT(strstr(l[1], "model.py:12 forward") && strstr(l[2], "train.py:40 step"));
+  a.mouse_in = 0;
+
+  /* --color site: each site's blocks in its own color. */
+  ASSERT(vc_site(1) != vc_site(2));
+  vmap_set_color(&a.map, VCOLOR_SITE);
+  vframe_draw(&a, &fb);
+  uint64_t row = (uint64_t)a.map.cols * a.map.bpc;
+  int y1 = (int)(16 * KIB / row), y2 = (int)(800 * KIB / row);
+  ASSERT_MPX(&fb, 5, y1, vc_site(1));
+  ASSERT_MPX(&fb, 5, y2, vc_site(2));
+  ASSERT_TEXT(&fb, VC_DIM, "#1 load_weights");
+
+  /* The side panel by site: site 1 (512 KiB) over site 2 (192 KiB). */
+  a.side_sites = 1;
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "LIVE BYTES BY CALL SITE");
+  gpbt_site_row_t r[4];
+  ASSERT_EQ((int)vsite_top(&a, r, 4), 2);
+  ASSERT(r[0].site == 1 && r[0].bytes == 512 * KIB);
+  ASSERT(r[1].site == 2 && r[1].bytes == 192 * KIB);
+
+  /* The timeline stacks site 1 at the bottom (the most bytes), marks the
+   * failure at op 6 in red. */
+  int bx = a.tl_x + a.tl_w * 7 / 8 - 4 * a.scale;
+  ASSERT_PX(&fb, bx, a.tl_y + a.tl_h - 1, vc_site(1));
+  int ox = a.tl_x + (int)((double)a.tl_w * 6 / 8);
+  ASSERT_PX(&fb, ox, a.tl_y + a.tl_h / 2, VC_ALERT);
+
+  /* The failure: recorded, explained in the hook, in --json. */
+  ASSERT_U64_EQ(a.series.ooms, 1);
+  ASSERT_U64_EQ(a.series.oom[0].x, 6);
+  ASSERT_U64_EQ(a.series.oom[0].requested, 512 * KIB);
+  const gpbt_oom_t *w = &a.oom.ex[0].why;
+  ASSERT_U64_EQ(w->free_bytes, 384 * KIB);
+  ASSERT_U64_EQ(w->largest_free, 256 * KIB);
+  ASSERT_U64_EQ(w->win.live_bytes, 256 * KIB);
+  static char js[16384];
+  sites_json(&a, js, sizeof js);
+  ASSERT(strstr(js, "\"ooms\":{\"count\":1,\"explained\":[{\"op\": 6,"
+                    "\"requested\": 524288,\"free\": 393216,"
+                    "\"largest\": 262144"));
+  const char *t1 = strstr(js, "\"top_sites\":[{\"id\": 1,\"bytes\": 524288");
+  ASSERT(t1 && strstr(t1, "load_weights") && strstr(t1, "{\"id\": 2,"));
+
+  /* A click on the timeline seeks there; on the red mark, it goes to
+   * the failure and explains it. */
+  int cx = a.tl_x + a.tl_w * 2 / 8 + 1;
+  uint64_t want = vtl_x_at(&a, cx);
+  ASSERT_U64_EQ(want, 2);
+  vinput_button(&a, cx, a.tl_y + a.tl_h / 2, 1);
+  vinput_button(&a, cx, a.tl_y + a.tl_h / 2, 0);
+  ASSERT_U64_EQ(a.seek_to, 2);
+  vapp_update(&a, 0);
+  ASSERT_U64_EQ(vapp_pos(&a), 2);
+  ASSERT_EQ(a.oom.sel, -1);
+  vframe_draw(&a, &fb);
+  vinput_button(&a, ox + 1, a.tl_y + 2, 1);
+  vinput_button(&a, ox + 1, a.tl_y + 2, 0);
+  vapp_update(&a, 0);
+  ASSERT_U64_EQ(vapp_pos(&a), 6);
+  ASSERT(a.oom.sel >= 0);
+  ASSERT_U64_EQ(a.oom.ex[a.oom.sel].rec.x, 6);
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_ALERT, "OUT OF MEMORY AT OP 6 (FAILURE 1 OF 1)");
+  ASSERT_TEXT(&fb, VC_TEXT, "FREE 384.0 KiB  LARGEST FREE BLOCK 256.0 KiB");
+  /* Esc closes the panel; O opens it again; seeking back and forth
+   * counts the failure once. */
+  vinput_key(&a, VKEY_ESC);
+  ASSERT_EQ(a.oom.sel, -1);
+  ASSERT_OK(vapp_seek(&a, 0));
+  ASSERT_OK(vapp_seek(&a, 8));
+  ASSERT_U64_EQ(a.series.ooms, 1);
+  vinput_key(&a, 'o');
+  vapp_update(&a, 0);
+  ASSERT(a.oom.sel >= 0);
+  ASSERT_U64_EQ(vapp_pos(&a), 6);
+  vapp_close(&a);
+  gpbt_fb_free(&fb);
+  unlink(path);
+  printf("sites, timeline, OOM: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1207,6 +1355,7 @@ int main(void) {
   test_refit();
   test_trace_addr();
   test_legible();
+  test_sites();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)
