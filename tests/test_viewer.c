@@ -1278,11 +1278,11 @@ static void test_sites(void) {
   ASSERT(r[1].site == 2 && r[1].bytes == 192 * KIB);
 
   /* The timeline stacks site 1 at the bottom (the most bytes), marks the
-   * failure at op 6 in red. */
+   * failure at op 6 in red along its top. */
   int bx = a.tl_x + a.tl_w * 7 / 8 - 4 * a.scale;
   ASSERT_PX(&fb, bx, a.tl_y + a.tl_h - 1, vc_site(1));
   int ox = a.tl_x + (int)((double)a.tl_w * 6 / 8);
-  ASSERT_PX(&fb, ox, a.tl_y + a.tl_h / 2, VC_ALERT);
+  ASSERT_PX(&fb, ox, a.tl_y + 1, VC_ALERT);
 
   /* The failure: recorded, explained in the hook, in --json. */
   ASSERT_U64_EQ(a.series.ooms, 1);

@@ -57,7 +57,7 @@ static void usage(FILE *f) {
 "                     ops, used, largest free, \"ooms\" (count, the first\n"
 "                     failures explained), \"top_sites\" (live bytes)\n"
 "  --oom N            open the explanation of the Nth failed allocation\n"
-"                     (seeks there; with --headless, the frame shows it)\n"
+"                     (a replay seeks there, paused)\n"
 "  --min-block SIZE   minimum block (default 256)\n"
 "  --policy P         placement policy, as gpubuddy-replay (default buddy)\n"
 "  --speed OPS        ops per second (default: whole trace in ~20 s; 0 = max)\n"
@@ -371,6 +371,24 @@ static int headless_png(const char *path, const gpbt_fb_t *fb) {
   return rc;
 }
 
+/* --oom N: a replay runs on to its Nth failure (to the end when it has
+ * not met it yet), goes there and opens its explanation. */
+static int apply_oom(const opts_t *o, vapp_t *app) {
+  if (app->kind != VSRC_REPLAY || !o->oom) return 0;
+  if (app->series.noom < o->oom) vapp_seek(app, UINT64_MAX - 1);
+  if (app->series.noom < o->oom) {
+    fprintf(stderr, "gpubuddy-view: --oom %llu: the replay has %llu failed "
+            "allocation%s\n", (unsigned long long)o->oom,
+            (unsigned long long)app->series.ooms,
+            app->series.ooms == 1 ? "" : "s");
+    return GPB_ENOTFOUND;
+  }
+  voom_pick(app, (size_t)(o->oom - 1));
+  if (app->seek_to != UINT64_MAX) vapp_seek(app, app->seek_to);
+  app->paused = 1;
+  return 0;
+}
+
 static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
   gpbt_fb_t fb;
   if (gpbt_fb_init(&fb, o->w, o->h)) return GPB_EHOSTMEM;
@@ -402,20 +420,9 @@ static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
     vapp_seek(app, at);
     app->paused = 1;
   }
-  if (app && app->kind == VSRC_REPLAY && o->oom) {
-    /* Failures are found by running on: to the end when not there. */
-    if (app->series.noom < o->oom) vapp_seek(app, UINT64_MAX - 1);
-    if (app->series.noom < o->oom) {
-      fprintf(stderr, "gpubuddy-view: --oom %llu: the replay has %llu failed "
-              "allocation%s\n", (unsigned long long)o->oom,
-              (unsigned long long)app->series.ooms,
-              app->series.ooms == 1 ? "" : "s");
-      gpbt_fb_free(&fb);
-      return GPB_ENOTFOUND;
-    }
-    voom_pick(app, (size_t)(o->oom - 1));
-    if (app->seek_to != UINT64_MAX) vapp_seek(app, app->seek_to);
-    app->paused = 1;
+  if (app && (rc = apply_oom(o, app)) != 0) {
+    gpbt_fb_free(&fb);
+    return rc;
   }
   if (o->png) {
     if (grid) {
@@ -721,7 +728,8 @@ int main(int argc, char **argv) {
     rc = run_headless(&o, &app, NULL);
     if (o.json && !rc) print_json(&app);
   } else {
-    rc = run_window(&o, &app, NULL);
+    rc = apply_oom(&o, &app);
+    if (!rc) rc = run_window(&o, &app, NULL);
   }
   vapp_close(&app);
   return rc ? 1 : 0;

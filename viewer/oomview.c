@@ -197,12 +197,16 @@ static int oom_lines(const vapp_t *a, const voom_ex_t *e, char (*l)[96]) {
              w->win.live_allocs == 1 ? "" : "S");
     for (size_t i = 0; i < w->nlist; i++) {
       const gpbt_oom_alloc_t *x = &w->list[i];
-      char age[32], sh[40];
+      char age[32], sh[48];
       gpbt_ns_format(age, sizeof age,
                      w->time_ns > x->time_ns ? w->time_ns - x->time_ns : 0);
-      vsite_short(vapp_site_text(a, x->site), sh, sizeof sh);
-      snprintf(l[n++], 96, " 0x%" PRIx64 " %s AGE %s SITE %u %s", x->offset,
-               vfmt_bytes(x->size, b1, 32), age, x->site, sh);
+      sh[0] = 0;
+      if (x->site) {
+        int k = snprintf(sh, sizeof sh, "SITE %u ", x->site);
+        vsite_short(vapp_site_text(a, x->site), sh + k, sizeof sh - (size_t)k);
+      }
+      snprintf(l[n++], 96, " 0x%" PRIx64 " %s AGE %s %s", x->offset,
+               vfmt_bytes(x->size, b1, 32), age, sh);
     }
     if (w->win.live_allocs > w->nlist)
       snprintf(l[n++], 96, " ... AND %" PRIu64 " MORE",

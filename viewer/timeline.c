@@ -9,7 +9,8 @@
  * the VTL_GROUPS with the most bytes over the points kept, each in its
  * colour on the map, the rest of the used bytes grey ("other"). A short
  * frame keeps the thin progress bar. Both mark every failed allocation
- * the series kept with a red tick, and the position with a white line.
+ * the series kept with a red tick (along the chart's top quarter), and
+ * the position with a white line.
  * A click on a tick explains that failure (oomview.c); elsewhere a
  * replay seeks there, and a live view, which cannot go back, says so.
  */
@@ -134,16 +135,20 @@ void vtl_draw(vapp_t *a, gpbt_fb_t *fb) {
   int ppx = tl_px(a, pos, lo, hi);
   if (tall) {
     tl_chart(a, fb, lo, hi);
-    gpbt_font_draw(fb, a->tl_x + 2 * s, a->tl_y + s, s, VC_DIM,
-                   vtl_by_tag(a) ? "LIVE BYTES BY TAG" : "LIVE BYTES BY SITE");
   } else if (a->kind == VSRC_REPLAY && a->total_ops) {
     gpbt_fb_fill(fb, a->tl_x, a->tl_y, ppx - a->tl_x, a->tl_h, TL_OTHER);
   }
+  /* Failures: ticks along the top of the chart, so that a run of them
+   * leaves the stack below readable; the thin bar, its whole height. */
   const vseries_t *se = &a->series;
+  int th = tall ? a->tl_h / 4 : a->tl_h;
   for (size_t i = 0; i < se->noom; i++) {
     int x = tl_px(a, se->oom[i].x, lo, hi);
-    gpbt_fb_fill(fb, x - (s > 1 ? s / 2 : 0), a->tl_y, s, a->tl_h, TL_OOM);
+    gpbt_fb_fill(fb, x - (s > 1 ? s / 2 : 0), a->tl_y, s, th, TL_OOM);
   }
+  if (tall)
+    gpbt_font_draw(fb, a->tl_x + 2 * s, a->tl_y + th + s, s, VC_DIM,
+                   vtl_by_tag(a) ? "LIVE BYTES BY TAG" : "LIVE BYTES BY SITE");
   /* The failure explained, marked above the band. */
   if (a->oom.sel >= 0) {
     int x = tl_px(a, a->oom.ex[a->oom.sel].rec.x, lo, hi);
