@@ -1324,9 +1324,15 @@ static void test_sites(void) {
   vframe_draw(&a, &fb);
   ASSERT_TEXT(&fb, VC_ALERT, "OUT OF MEMORY AT OP 6 (FAILURE 1 OF 1)");
   ASSERT_TEXT(&fb, VC_TEXT, "FREE 384.0 KiB  LARGEST FREE BLOCK 256.0 KiB");
-  /* Esc closes the panel; O opens it again; seeking back and forth
-   * counts the failure once. */
+  /* Esc closes the panel, and so does a step off the failure; O opens
+   * it again; seeking back and forth counts the failure once. */
   vinput_key(&a, VKEY_ESC);
+  ASSERT_EQ(a.oom.sel, -1);
+  vinput_key(&a, 'o');
+  ASSERT(a.oom.sel >= 0);
+  vinput_key(&a, '.');
+  vapp_update(&a, 0);
+  ASSERT_U64_EQ(vapp_pos(&a), 7);
   ASSERT_EQ(a.oom.sel, -1);
   ASSERT_OK(vapp_seek(&a, 0));
   ASSERT_OK(vapp_seek(&a, 8));

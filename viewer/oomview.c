@@ -125,7 +125,13 @@ void voom_pick(vapp_t *a, size_t i) {
 
 void voom_update(vapp_t *a) {
   voom_t *o = &a->oom;
-  if (!o->want || a->seek_to != UINT64_MAX) return;
+  if (a->seek_to != UINT64_MAX) return;
+  /* A replay that moved off the failure shown shows another state than
+   * the panel's: the panel closes. */
+  if (!o->want && o->sel >= 0 && a->kind == VSRC_REPLAY &&
+      vapp_pos(a) != o->ex[o->sel].rec.x)
+    o->sel = -1;
+  if (!o->want) return;
   o->want = 0;
   if (vapp_pos(a) != o->rec.x) {
     vapp_message(a, "could not replay to the failure at op %" PRIu64, o->rec.x);

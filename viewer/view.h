@@ -431,7 +431,8 @@ void voom_pick(vapp_t *a, size_t i);
 /* O and [ ]: the failure at or before the position, the previous, the
  * next one; Esc closes the panel. */
 void voom_key(vapp_t *a, int key);
-/* Per update: a replay that reached the failure wanted explains it. */
+/* Per update: a replay that reached the failure wanted explains it; one
+ * that left the failure shown closes the panel. */
 void voom_update(vapp_t *a);
 /* The panel and the window marked on the map. */
 void voom_draw(vapp_t *a, gpbt_fb_t *fb);
