@@ -1195,30 +1195,11 @@ static void test_reattach(void) {
 
 /* ------------------------------------------------- sites, timeline, OOM */
 
-/* A v2 trace with two call sites and a failure: site 1 takes [0, 256K)
- * and [512K, 768K), site 2 [768K, 896K) and then [896K, 960K); the
- * 512 KiB request (op 6: a fail line is an alloc and its free) finds
- * 384 KiB free, 256 KiB at most in one block. */
-static const char sites_trace[] =
-    "# gpubuddy-trace v2\n"
-    "# site 1 /srv/app+0x1a2f3 load_weights;/srv/app+0x2b10 main\n"
-    "# site 2 model.py:12 forward;train.py:40 step\n"
-    "1 1000 alloc 0x10 262144 1 0x0 1\n"
-    "2 2000 alloc 0x20 262144 2 0x0 2\n"
-    "3 3000 alloc 0x30 262144 1 0x0 1\n"
-    "4 4000 alloc 0x40 131072 2 0x0 2\n"
-    "5 5000 free 0x20 262144 2 0x0 2\n"
-    "6 6000 fail 0x0 524288 3 0x0 2\n"
-    "7 7000 alloc 0x50 65536 2 0x0 2\n";
-
-static void sites_open(vapp_t *a, char *path) {
-  int fd = mkstemp(path);
-  ASSERT(fd >= 0);
-  ASSERT(write(fd, sites_trace, sizeof sites_trace - 1) ==
-         (ssize_t)(sizeof sites_trace - 1));
-  close(fd);
+/* tests/data/sites_oom.trace: two call sites and a failure (its header
+ * says where the blocks go). */
+static void sites_open(vapp_t *a) {
   vops_t *o;
-  ASSERT_OK(vops_open_trace(path, &o));
+  ASSERT_OK(vops_open_trace(GPB_TEST_DATA "/sites_oom.trace", &o));
   gpb_config_t cfg;
   cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
   ASSERT_OK(vapp_open_replay(a, o, &cfg));
@@ -1235,9 +1216,8 @@ static void sites_json(const vapp_t *a, char *buf, size_t n) {
 }
 
 static void test_sites(void) {
-  char path[] = "/tmp/test_viewer_sites_XXXXXX";
   vapp_t a;
-  sites_open(&a, path);
+  sites_open(&a);
   ASSERT_OK(vapp_seek(&a, 8));
   a.paused = 1;
   vapp_update(&a, 0);
@@ -1343,7 +1323,6 @@ static void test_sites(void) {
   ASSERT_U64_EQ(vapp_pos(&a), 6);
   vapp_close(&a);
   gpbt_fb_free(&fb);
-  unlink(path);
   printf("sites, timeline, OOM: ok\n");
 }
 

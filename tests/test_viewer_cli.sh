@@ -151,23 +151,12 @@ assert j["ops"] == 2958, j
 assert j["stats"]["free_blocks"][19] == 3, j  # 128 MiB blocks, two of them buddies
 assert j["largest_free"] == 256 << 20, j
 PY
-# Why blocks are where they are: a v2 trace with two call sites and a
-# failed 512 KiB request (op 6) that found 384 KiB free, 256 KiB at most in
-# one block. --json explains it and ranks the sites by live bytes;
+# Why blocks are where they are: tests/data/sites_oom.trace has two call
+# sites and a failed 512 KiB request (op 6) that found 384 KiB free, 256
+# KiB at most in one block. --json explains it and ranks the sites by live bytes;
 # --color site and --oom 1 render; --oom 2 asks for a failure not there.
-cat > "$tmp/s.trace" <<'EOF2'
-# gpubuddy-trace v2
-# site 1 /srv/app+0x1a2f3 load_weights;/srv/app+0x2b10 main
-# site 2 model.py:12 forward;train.py:40 step
-1 1000 alloc 0x10 262144 1 0x0 1
-2 2000 alloc 0x20 262144 2 0x0 2
-3 3000 alloc 0x30 262144 1 0x0 1
-4 4000 alloc 0x40 131072 2 0x0 2
-5 5000 free 0x20 262144 2 0x0 2
-6 6000 fail 0x0 524288 3 0x0 2
-7 7000 alloc 0x50 65536 2 0x0 2
-EOF2
-$view --trace "$tmp/s.trace" --pool-size 1M --min-block 4K --headless --json \
+sites="$top/tests/data/sites_oom.trace"
+$view --trace "$sites" --pool-size 1M --min-block 4K --headless --json \
   --png "$tmp/s.png" --color site --sites --oom 1 > "$tmp/s.json" 2>"$tmp/err" ||
   fail "--color site --oom 1 exited $?: $(cat "$tmp/err")"
 python3 - "$tmp/s.json" <<'PY' || fail "--json with sites: $(cat "$tmp/s.json")"
@@ -182,7 +171,7 @@ t = j["top_sites"]
 assert [s["id"] for s in t] == [1, 2], t
 assert t[0]["bytes"] == 524288 and "load_weights" in t[0]["frames"], t
 PY
-$view --trace "$tmp/s.trace" --pool-size 1M --min-block 4K --headless \
+$view --trace "$sites" --pool-size 1M --min-block 4K --headless \
   --png "$tmp/s2.png" --oom 2 >/dev/null 2>"$tmp/err" &&
   fail "--oom 2 of a trace with one failure succeeded"
 grep -q "has 1 failed allocation" "$tmp/err" || fail "--oom 2: $(cat "$tmp/err")"
