@@ -150,7 +150,7 @@ uint64_t vmap_offset_at(const vmap_t *m, int cx, int cy);
 
 #define VSERIES_CAP 512
 #define VSERIES_K 8        /* groups a point keeps: its largest sites, tags */
-#define VSERIES_OOMS 4096  /* failures kept one by one (the rest: counted) */
+#define VSERIES_OOMS 1024  /* failures kept one by one (the rest: counted) */
 /* One failed allocation: where (x), what it asked, whose. */
 typedef struct vseries_oom {
   uint64_t x, requested;
@@ -268,6 +268,7 @@ int vreplay_find_trace(vreplay_t *r, uint64_t addr, uint64_t *off,
                        uint64_t *id);
 /* vops_site of the replay's ops. */
 const char *vreplay_site(const vreplay_t *r, uint32_t site);
+
 /* -------------------------------------------------- failures explained */
 
 /* oomview.c: a failed allocation explained by tools/common/oom.c (the
