@@ -492,6 +492,26 @@ static void bestfit_deep_bin(void) {
   gpb_pool_destroy(p);
 }
 
+/* A request whose own bin is empty goes to the closest run of the next
+ * bin up, not to the bin's newest (34 and 35 units share a bin). */
+static void bestfit_next_bin(void) {
+  gpb_pool_t *p = make(4096 * 256, 256, GPB_POLICY_BESTFIT, 0);
+  void *a34, *a35, *sep[2], *rest, *q;
+  ASSERT_OK(gpb_alloc(p, 34 * 256, &a34));
+  ASSERT_OK(gpb_alloc(p, 256, &sep[0]));
+  ASSERT_OK(gpb_alloc(p, 35 * 256, &a35));
+  ASSERT_OK(gpb_alloc(p, 256, &sep[1]));
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_OK(gpb_alloc(p, s.free_bytes, &rest));
+  ASSERT_OK(gpb_free(p, a34));
+  ASSERT_OK(gpb_free(p, a35)); /* the newest in the bin */
+  ASSERT_OK(gpb_alloc(p, 20 * 256, &q));
+  ASSERT(q == a34);
+  ASSERT_OK(gpb_pool_check(p));
+  gpb_pool_destroy(p);
+}
+
 int main(void) {
   defaults();
   size_format();
@@ -503,6 +523,7 @@ int main(void) {
   trim_policy();
   bestfit_policy();
   bestfit_deep_bin();
+  bestfit_next_bin();
   debug_fill();
   hooks_and_model();
   printf("api: all checks passed\n");

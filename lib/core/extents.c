@@ -27,7 +27,7 @@
 #include <string.h>
 
 #define EXT_CHUNK 4096u
-#define EXT_PEEK 16 /* entries of the request's own bin examined */
+#define EXT_PEEK 16 /* entries of a bin examined for the closest fit */
 
 static inline gpb__ext_t *ext_rec(const gpb__exts_t *x, uint32_t id) {
   return &x->chunks[id / EXT_CHUNK][id % EXT_CHUNK];
@@ -236,13 +236,17 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
         continue;
       }
       b = (b / 64) * 64 + (uint32_t)__builtin_ctzll(w);
-      for (uint32_t id = x->head[b]; id; id = ext_rec(x, id)->next) {
+      /* Every run of a bin above `need`'s holds the request aligned;
+       * the bin spans 1/16 of a power of two: the closest of a few. */
+      int look = 0;
+      for (uint32_t id = x->head[b]; id && look < EXT_PEEK;
+           id = ext_rec(x, id)->next, look++) {
         const gpb__ext_t *e = ext_rec(x, id);
         uint64_t p = ext_fit(e, n, align_order);
-        if (p != UINT64_MAX) {
+        if (p != UINT64_MAX && e->len < best_len) {
           best = id;
+          best_len = e->len;
           best_pos = p;
-          break;
         }
       }
       if (best) break;
