@@ -1225,6 +1225,9 @@ static void test_sites(void) {
   ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
   vframe_draw(&a, &fb);
   ASSERT(a.tl_h > 20); /* a frame this tall has the timeline */
+  /* ... stacked by site (the state colors name no sites): its legend. */
+  ASSERT_TEXT(&fb, VC_DIM, "LIVE BYTES BY SITE");
+  ASSERT_TEXT(&fb, VC_DIM, "#2 forward");
 
   /* The hover over site 1's block names it and its frames, innermost
    * first. */

@@ -93,11 +93,9 @@ static int tl_groups(const vapp_t *a, int by_tag, uint32_t *ids) {
 
 /* The stacked chart, a column per pixel: the last point at or before
  * the column's x (none before the first point, nor past the last). */
-static void tl_chart(const vapp_t *a, gpbt_fb_t *fb, uint64_t lo, uint64_t hi) {
+static void tl_chart(const vapp_t *a, gpbt_fb_t *fb, uint64_t lo, uint64_t hi,
+                     int by_tag, const uint32_t *ids, int ng) {
   const vseries_t *se = &a->series;
-  int by_tag = vtl_by_tag(a);
-  uint32_t ids[VTL_GROUPS];
-  int ng = tl_groups(a, by_tag, ids);
   double ymax = (double)a->stats.managed_bytes;
   if (!se->n || ymax <= 0) return;
   int h = a->tl_h, i = 0;
@@ -124,6 +122,32 @@ static void tl_chart(const vapp_t *a, gpbt_fb_t *fb, uint64_t lo, uint64_t hi) {
   }
 }
 
+/* What the stack is, and its groups' colors and names, on a dark strip
+ * under the failure ticks, as far as the band's width goes. */
+static void tl_legend(const vapp_t *a, gpbt_fb_t *fb, int dy, int by_tag,
+                      const uint32_t *ids, int ng) {
+  int s = a->scale < 1 ? 1 : a->scale, y = a->tl_y + dy;
+  int end = a->tl_x + a->tl_w - 2 * s;
+  const char *what = by_tag ? "LIVE BYTES BY TAG" : "LIVE BYTES BY SITE";
+  int x = a->tl_x + 2 * s, w = gpbt_font_width(s, what);
+  gpbt_fb_fill(fb, x - s, y - s, w + 2 * s, (GPBT_FONT_H + 2) * s, VC_PANEL);
+  x = gpbt_font_draw(fb, x, y, s, VC_DIM, what) + 4 * s;
+  for (int k = 0; k < ng; k++) {
+    char t[40], sh[24];
+    if (by_tag)
+      snprintf(t, sizeof t, "%u", ids[k]);
+    else
+      snprintf(t, sizeof t, "#%u %s", ids[k],
+               vsite_short(vapp_site_text(a, ids[k]), sh, sizeof sh));
+    w = 8 * s + gpbt_font_width(s, t);
+    if (x + w + 2 * s > end) break;
+    gpbt_fb_fill(fb, x - s, y - s, w + 3 * s, (GPBT_FONT_H + 2) * s, VC_PANEL);
+    gpbt_fb_fill(fb, x, y + s, 5 * s, 5 * s,
+                 by_tag ? vc_tag(ids[k]) : vc_site(ids[k]));
+    x = gpbt_font_draw(fb, x + 7 * s, y, s, VC_DIM, t) + 5 * s;
+  }
+}
+
 void vtl_draw(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale < 1 ? 1 : a->scale;
   if (a->tl_h <= 0) return;
@@ -133,8 +157,11 @@ void vtl_draw(vapp_t *a, gpbt_fb_t *fb) {
   gpbt_fb_fill(fb, a->tl_x, a->tl_y, a->tl_w, a->tl_h, VC_GRID);
   uint64_t pos = vapp_pos(a);
   int ppx = tl_px(a, pos, lo, hi);
+  int by_tag = vtl_by_tag(a), ng = 0;
+  uint32_t ids[VTL_GROUPS];
   if (tall) {
-    tl_chart(a, fb, lo, hi);
+    ng = tl_groups(a, by_tag, ids);
+    tl_chart(a, fb, lo, hi, by_tag, ids, ng);
   } else if (a->kind == VSRC_REPLAY && a->total_ops) {
     gpbt_fb_fill(fb, a->tl_x, a->tl_y, ppx - a->tl_x, a->tl_h, TL_OTHER);
   }
@@ -146,9 +173,7 @@ void vtl_draw(vapp_t *a, gpbt_fb_t *fb) {
     int x = tl_px(a, se->oom[i].x, lo, hi);
     gpbt_fb_fill(fb, x - (s > 1 ? s / 2 : 0), a->tl_y, s, th, TL_OOM);
   }
-  if (tall)
-    gpbt_font_draw(fb, a->tl_x + 2 * s, a->tl_y + th + s, s, VC_DIM,
-                   vtl_by_tag(a) ? "LIVE BYTES BY TAG" : "LIVE BYTES BY SITE");
+  if (tall) tl_legend(a, fb, th + s, by_tag, ids, ng);
   /* The failure explained, marked above the band. */
   if (a->oom.sel >= 0) {
     int x = tl_px(a, a->oom.ex[a->oom.sel].rec.x, lo, hi);
