@@ -431,6 +431,12 @@ GPB_API const gpb_model_t *gpb_sim_model(const gpb_sim_t *s);
  * also refuses one larger than its base's own alignment). */
 GPB_API int gpb_sim_alloc(gpb_sim_t *s, uint64_t size, uint64_t align,
                           uint32_t tag, uint64_t time_ns, uint64_t *offset);
+/* As gpb_sim_alloc, with call site `site` (0 unknown, else 1 to
+ * GPB_MAX_SITES, as a trace op names it) on the allocation, its block
+ * infos and its events, as a pool recording call sites keeps them. */
+GPB_API int gpb_sim_alloc_site(gpb_sim_t *s, uint64_t size, uint64_t align,
+                               uint32_t tag, uint32_t site, uint64_t time_ns,
+                               uint64_t *offset);
 /* As gpb_free: misuse gets the pool's codes and changes nothing. */
 GPB_API int gpb_sim_free(gpb_sim_t *s, uint64_t offset, uint64_t time_ns);
 /* Sizes an empty simulator's allocation table for `live` allocations at

@@ -42,6 +42,7 @@ static void app_event(const gpb_event_t *ev, void *user) {
   if (!ev) { /* resync from a keyframe: the sums must be rebuilt */
     a->map.need_rebuild = 1;
     a->req_rescan = 1;
+    vsite_resync(a);
     return;
   }
   a->events++;
@@ -49,13 +50,25 @@ static void app_event(const gpb_event_t *ev, void *user) {
       ev->requested > a->max_req)
     a->max_req = ev->requested;
   vmap_event(&a->map, ev);
-  vseries_tick(&a->series, ev->seq, a->model);
+  /* A replay's x is its op, so the timeline seeks by it; live: the seq. */
+  uint64_t x = a->kind == VSRC_REPLAY ? vreplay_pos(a->rp) : ev->seq;
+  if (ev->type == GPB_EV_ALLOC) {
+    gpbt_sites_alloc(&a->sites, ev->site, ev->size);
+  } else if (ev->type == GPB_EV_FREE) {
+    gpbt_sites_free(&a->sites, ev->site, ev->size);
+  } else if (ev->type == GPB_EV_FAIL) {
+    gpbt_sites_fail(&a->sites, ev->site, ev->requested);
+    if (vseries_fail(&a->series, x, ev)) voom_event(a, ev, x);
+  }
+  vseries_tick(&a->series, x, a->model, &a->sites);
 }
 
 static int app_common(vapp_t *a) {
   int rc = vmap_init(&a->map, a->info.managed_size, a->info.min_block);
   if (rc) return rc;
   vseries_reset(&a->series);
+  voom_init(&a->oom);
+  if (gpbt_sites_init(&a->sites)) return GPB_EHOSTMEM;
   a->seek_to = UINT64_MAX;
   a->scale = 1;
   gpb_model_stats(a->model, &a->stats);
@@ -105,6 +118,7 @@ int vapp_open_attach(vapp_t *a, gpb_attach_t *at, const char *title) {
   a->req_rescan = 1; /* the keyframe's blocks came before the hook */
   rc = app_common(a);
   a->map.need_rebuild = 1;
+  if (!rc) vsite_resync(a); /* as req_rescan: the keyframe's blocks */
   return rc;
 }
 
@@ -212,6 +226,9 @@ int vapp_reopen(vapp_t *a) {
   a->req_rescan = 1;
   a->req_rescan_ns = 0; /* a new reader: look at once */
   vseries_reset(&a->series);
+  voom_fini(&a->oom);
+  voom_init(&a->oom);
+  vsite_resync(a);
   a->map.t0_ns = a->map.now_ns = 0;
   a->map.need_rebuild = 1;
   gpb_model_stats(a->model, &a->stats);
@@ -224,6 +241,8 @@ void vapp_close(vapp_t *a) {
   vreplay_close(a->rp);
   gpb_attach_close(a->at);
   vmap_free(&a->map);
+  voom_fini(&a->oom);
+  gpbt_sites_fini(&a->sites);
   a->rp = NULL;
   a->at = NULL;
 }
@@ -277,7 +296,9 @@ static void app_seek_some(vapp_t *a, uint64_t chunk) {
     a->failed = 0;
     a->events = 0;
     a->max_req = 0;
-    vseries_reset(&a->series);
+    /* The series keeps its points and failures: they are the timeline
+     * of the whole trace, and ops run again are not counted twice. */
+    vsite_resync(a);
     a->map.t0_ns = a->map.now_ns = 0;
     a->map.need_rebuild = 1;
     pos = 0;
@@ -293,6 +314,7 @@ int vapp_seek(vapp_t *a, uint64_t n) {
   if (a->kind != VSRC_REPLAY) return GPB_EINVAL;
   a->seek_to = n;
   while (a->seek_to != UINT64_MAX) app_seek_some(a, UINT64_MAX);
+  voom_update(a);
   return a->failed ? GPB_EFORMAT : 0;
 }
 
@@ -306,6 +328,7 @@ void vapp_update(vapp_t *a, double dt) {
       a->carry = a->speed > 0 ? want - (double)n : 0;
       app_play(a, n);
     }
+    voom_update(a);
   } else if (!a->paused && !a->disconnected && !a->failed) {
     int rc = gpb_attach_poll(a->at);
     a->model = gpb_attach_model(a->at);
@@ -365,4 +388,6 @@ void vapp_json_members(const vapp_t *a, FILE *f) {
           (uint64_t)a->info.pool_size, a->stats.failures,
           a->stats.block_bytes, a->stats.largest_free);
   if (n > 2 && (size_t)n < sizeof buf) fprintf(f, ",\"stats\":%s", buf);
+  voom_json(a, f);
+  vsite_json(a, f);
 }

@@ -20,6 +20,8 @@
 
 #define FRAME_PANEL_W 250  /* at scale 1 */
 #define FRAME_MAX_CELLS 2500000u
+#define FRAME_TALL_H 360   /* frames this tall (at scale 1) get ... */
+#define FRAME_TL_H 48      /* ... a timeline this tall */
 
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
   gpb_size_format(v, buf, n);
@@ -72,7 +74,11 @@ static int frame_gutter_chars(const vapp_t *a) {
 void vframe_layout(vapp_t *a, int w, int h) {
   int s = a->scale < 1 ? 1 : a->scale;
   int line = (GPBT_FONT_H + 3) * s;
-  int bottom = line + 2 * s + (a->kind == VSRC_REPLAY ? 10 * s : 0);
+  /* The timeline: memory over time where there is room for it, else a
+   * replay's thin progress bar (vtl_draw draws either). */
+  int tlh = h >= FRAME_TALL_H * s ? FRAME_TL_H * s
+            : a->kind == VSRC_REPLAY ? 7 * s : 0;
+  int bottom = line + 2 * s + (tlh ? tlh + 3 * s : 0);
   int pw = w >= 560 * s ? FRAME_PANEL_W * s : 0;
   /* The ruler's margin, unless the window is too narrow for it. */
   int gut = frame_gutter_chars(a) * GPBT_FONT_W * s;
@@ -87,7 +93,7 @@ void vframe_layout(vapp_t *a, int w, int h) {
   if (a->map_h < 1) a->map_h = 1;
   a->tl_x = 4 * s;
   a->tl_w = w - 8 * s;
-  a->tl_h = a->kind == VSRC_REPLAY ? 7 * s : 0;
+  a->tl_h = tlh;
   a->tl_y = a->map_h + axis + 2 * s;
   /* One cell per (scaled) pixel, coarser only on huge screens so the sums
    * stay a few tens of MB. */
@@ -223,14 +229,14 @@ static void frame_ruler(const vapp_t *a, gpbt_fb_t *fb) {
   }
 }
 
-/* Brightens the cells of one block (hovered or found). */
-static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
-                             const gpb_block_info_t *b) {
+/* Mixes col into the cells of [off, off + len) at the tree row `order`. */
+static void frame_mark(const vapp_t *a, gpbt_fb_t *fb, uint64_t off,
+                       uint64_t len, uint32_t order, uint32_t col, double t) {
   const vmap_t *m = &a->map;
-  if (!m->ncells || b->offset + b->size <= m->start || b->offset >= m->end)
-    return;
-  uint64_t lo = b->offset > m->start ? b->offset : m->start;
-  uint64_t hi = b->offset + b->size < m->end ? b->offset + b->size : m->end;
+  if (!m->ncells || off + len <= m->start || off >= m->end) return;
+  if (order >= m->norders) order = m->norders - 1;
+  uint64_t lo = off > m->start ? off : m->start;
+  uint64_t hi = off + len < m->end ? off + len : m->end;
   uint64_t c0 = (lo - m->start) / m->bpc, c1 = (hi - 1 - m->start) / m->bpc;
   int cp = a->cell_px;
   if (c1 - c0 > 400000) return;
@@ -238,7 +244,7 @@ static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
     int x, y, h;
     if (m->layout == VLAYOUT_TREE) {
       x = a->map_x + (int)c * cp;
-      y = a->map_y + (int)(m->norders - 1 - b->order) * a->row_px;
+      y = a->map_y + (int)(m->norders - 1 - order) * a->row_px;
       h = a->row_px;
     } else {
       x = a->map_x + (int)(c % (uint64_t)m->cols) * cp;
@@ -248,9 +254,22 @@ static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
     for (int yy = y; yy < y + h && yy < fb->h; yy++)
       for (int xx = x; xx < x + cp && xx < fb->w; xx++) {
         uint32_t *p = fb->px + (size_t)yy * (size_t)fb->w + xx;
-        *p = vc_mix(*p, VC_HILITE, 0.45);
+        *p = vc_mix(*p, col, t);
       }
   }
+}
+
+/* Brightens the cells of one block (hovered or found). */
+static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
+                             const gpb_block_info_t *b) {
+  frame_mark(a, fb, b->offset, b->size, b->order, VC_HILITE, 0.45);
+}
+
+void vframe_mark(const vapp_t *a, gpbt_fb_t *fb, uint64_t off, uint64_t len,
+                 uint32_t c) {
+  uint32_t k = 0;
+  while (k + 1 < a->map.norders && (a->map.min_block << (k + 1)) <= len) k++;
+  frame_mark(a, fb, off, len, k, c, 0.5);
 }
 
 /* The state of a block's buddy, for the hover box. */
@@ -375,6 +394,23 @@ static void frame_legend(vapp_t *a, frame_pen_t *p) {
     frame_swatch(p, x, VC_FREE, shown ? "FREE" : "FREE (NO TAGS LIVE)");
     break;
   }
+  case VCOLOR_SITE: {
+    pen_line(p, VC_DIM, "COLOR: CALL SITE, TOP BY LIVE BYTES");
+    gpbt_site_row_t r[4];
+    size_t n = vsite_top(a, r, 4);
+    for (size_t i = 0; i < n; i++) {
+      char sh[24];
+      vsite_short(vapp_site_text(a, r[i].site), sh, sizeof sh);
+      snprintf(b1, sizeof b1, "#%u %s", r[i].site, sh);
+      if (x > p->x && x + gpbt_font_width(p->s, b1) + 14 * p->s > p->x + p->w) {
+        p->y += (GPBT_FONT_H + 1) * p->s;
+        x = p->x;
+      }
+      x = frame_swatch(p, x, vc_site(r[i].site), b1);
+    }
+    frame_swatch(p, x, VC_FREE, n ? "FREE" : "FREE (NOTHING LIVE)");
+    break;
+  }
   case VCOLOR_AGE: {
     pen_line(p, VC_DIM, "COLOR: AGE OF THE ALLOCATION (LOG)");
     double span = m->now_ns > m->t0_ns ? (double)(m->now_ns - m->t0_ns) / 1e9 : 0;
@@ -425,6 +461,29 @@ static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
   p->y += (int)n * rowh + 4 * s;
 }
 
+/* The side panel grouped by call site (S): the sites holding the most
+ * live bytes, each on one line with its frames cut to fit. */
+static void frame_sites(vapp_t *a, frame_pen_t *p, int max_y) {
+  int s = p->s, lh = (GPBT_FONT_H + 1) * s;
+  pen_line(p, VC_TEXT, "LIVE BYTES BY CALL SITE");
+  gpbt_site_row_t r[16];
+  int rows = (max_y - p->y) / lh;
+  size_t n = vsite_top(a, r, rows < 16 ? (size_t)(rows > 0 ? rows : 0) : 16);
+  if (!n) pen_line(p, VC_DIM, "NOTHING LIVE");
+  int chars = (p->w - 8 * s) / (GPBT_FONT_W * s);
+  for (size_t i = 0; i < n; i++) {
+    char b1[32], line[160];
+    const char *t = vapp_site_text(a, r[i].site);
+    snprintf(line, sizeof line, "%-5u %9s %s", r[i].site,
+             vfmt_bytes(r[i].bytes, b1, 32),
+             t ? t : r[i].site ? "" : "(UNKNOWN)");
+    if (chars > 0 && chars < (int)sizeof line) line[chars] = 0;
+    gpbt_fb_fill(p->fb, p->x, p->y + 2 * s, 5 * s, 5 * s, vc_site(r[i].site));
+    gpbt_font_draw(p->fb, p->x + 8 * s, p->y, s, VC_TEXT, line);
+    p->y += lh;
+  }
+}
+
 static void frame_chart(frame_pen_t *p, const char *label, const double *v,
                         const vseries_t *se, double vmax, uint32_t color,
                         const char *now_text) {
@@ -464,20 +523,13 @@ static void frame_series(vapp_t *a, frame_pen_t *p) {
 
 /* ------------------------------------------------------- bottom, overlays */
 
-static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE"};
+static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE",
+                                                "SITE"};
 
 static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale;
   char line[256], b1[32];
-  if (a->kind == VSRC_REPLAY) {
-    gpbt_fb_fill(fb, a->tl_x, a->tl_y, a->tl_w, a->tl_h, VC_GRID);
-    uint64_t pos = vapp_pos(a), tot = a->total_ops;
-    if (tot) {
-      int px = (int)((double)a->tl_w * (double)(pos > tot ? tot : pos) / (double)tot);
-      gpbt_fb_fill(fb, a->tl_x, a->tl_y, px, a->tl_h, 0xFF4B5563u);
-      gpbt_fb_fill(fb, a->tl_x + px - s, a->tl_y, 2 * s, a->tl_h, VC_TEXT);
-    }
-  }
+  vtl_draw(a, fb);
   int y = fb->h - (GPBT_FONT_H + 2) * s;
   const char *state = a->failed         ? "ERROR"
                       : a->disconnected ? "DISCONNECTED"
@@ -527,7 +579,7 @@ static void frame_box(gpbt_fb_t *fb, int x, int y, int w, int h) {
 static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
                         uint64_t at, int mx, int my) {
   int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
-  char l[12][80], b1[32], b2[32];
+  char l[24][80], b1[32], b2[32];
   int n = 0;
   snprintf(l[n++], 80, "OFFSET 0x%" PRIx64 " (%" PRIu64 ")", b->offset, b->offset);
   if (a->info.base)
@@ -557,6 +609,11 @@ static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
     }
   }
   snprintf(l[n++], 80, "BUDDY  %s", frame_buddy(a, b));
+  /* Why it is there: its call site, innermost frame first, each cut to
+   * the width of the frame's map. */
+  if (b->used)
+    n += vsite_hover(a, b->site, l + n, 24 - n,
+                     a->map_w / (GPBT_FONT_W * s) - 4);
   int w = 0;
   for (int i = 0; i < n; i++) {
     int lw = gpbt_font_width(s, l[i]);
@@ -625,6 +682,7 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   if (a->have_sel && gpb_model_lookup(a->model, a->sel_off, &sb) == 0)
     frame_mark_block(a, fb, &sb);
   if (hover) frame_mark_block(a, fb, &hb);
+  voom_draw(a, fb);
 
   int px = a->map_x + a->map_w;
   if (px < fb->w) {
@@ -637,7 +695,10 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
      * figures; the bars per order take what is left. */
     int charts = 3 * (GPBT_FONT_H * s + 38 * s);
     int cy = a->map_h - charts;
-    frame_buddyinfo(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
+    if (a->side_sites)
+      frame_sites(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
+    else
+      frame_buddyinfo(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
     if (cy >= p.y) {
       p.y = cy;
       frame_series(a, &p);

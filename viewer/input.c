@@ -16,14 +16,16 @@ const char *const vinput_keys_help =
     "LEFT   ,     STEP BACK ONE OP (REPLAY)\n"
     "+  -         FASTER / SLOWER      0  AS FAST AS POSSIBLE\n"
     "HOME  END    START / END OF THE TRACE\n"
-    "CLICK TIMELINE    SCRUB\n"
+    "CLICK TIMELINE    SEEK (REPLAY); A RED MARK: EXPLAIN THAT FAILURE\n"
+    "O            EXPLAIN A FAILED ALLOCATION    [  ]  PREVIOUS / NEXT\n"
     "WHEEL  Z  X  ZOOM IN / OUT        F  FIT THE WHOLE POOL\n"
     "UP DOWN PGUP PGDN  DRAG    SCROLL\n"
-    "C            CYCLE COLORS: STATE, ORDER, TAG, AGE (1-4)\n"
+    "C            CYCLE COLORS: STATE, ORDER, TAG, AGE, SITE (1-5)\n"
+    "S            SIDE PANEL: FREE BLOCKS PER ORDER / LIVE BYTES BY SITE\n"
     "T            BLOCK MAP / BUDDY TREE (ONE ROW PER ORDER)\n"
     "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K);\n"
     "             A REPLAY ALSO FINDS THE TRACE'S OWN ADDRESSES\n"
-    "CLICK MAP    SELECT A BLOCK       ESC  CLEAR\n"
+    "CLICK MAP    SELECT A BLOCK (HOVER: ITS CALL SITE)   ESC  CLEAR\n"
     "P            SAVE A PNG SCREENSHOT\n"
     "GRID OF POOLS (--ALL, --CONNECT A,B): CLICK ONE TO WATCH IT\n"
     "G            BACK TO THE GRID (ESC TOO, WITH NOTHING SELECTED)\n"
@@ -132,7 +134,16 @@ int vinput_key(vapp_t *a, int key) {
   case 'q':
     return 1;
   case VKEY_ESC: /* clears; only q quits, so Esc never loses a session */
-    a->have_sel = 0;
+    if (a->oom.sel >= 0) voom_key(a, key); /* the panel first */
+    else a->have_sel = 0;
+    break;
+  case 'o':
+  case '[':
+  case ']':
+    voom_key(a, key);
+    break;
+  case 's':
+    a->side_sites = !a->side_sites;
     break;
   case VKEY_SPACE:
     a->paused = !a->paused;
@@ -192,6 +203,7 @@ int vinput_key(vapp_t *a, int key) {
   case '2':
   case '3':
   case '4':
+  case '5':
     vmap_set_color(&a->map, (vcolor_mode_t)(key - '1'));
     break;
   case 't':
@@ -238,12 +250,7 @@ void vinput_button(vapp_t *a, int x, int y, int down) {
     a->dragging = 0;
     return;
   }
-  if (a->kind == VSRC_REPLAY && a->total_ops && y >= a->tl_y - a->scale &&
-      y < a->tl_y + a->tl_h + a->scale && x >= a->tl_x && x < a->tl_x + a->tl_w) {
-    a->seek_to = (uint64_t)((double)a->total_ops * (x - a->tl_x) / a->tl_w);
-    a->dragging = 2;
-    return;
-  }
+  if (vtl_click(a, x, y)) return;
   uint64_t off = vframe_offset_at(a, x, y, NULL);
   if (off != UINT64_MAX) {
     a->have_sel = 1;
@@ -263,7 +270,7 @@ void vinput_motion(vapp_t *a, int x, int y, int buttons) {
     return;
   }
   if (a->dragging == 2 && x >= a->tl_x && x < a->tl_x + a->tl_w) {
-    a->seek_to = (uint64_t)((double)a->total_ops * (x - a->tl_x) / a->tl_w);
+    a->seek_to = vtl_x_at(a, x);
   } else if (a->dragging == 1) {
     int step = a->cell_px * 4;
     int d = (a->drag_y - y) / step;

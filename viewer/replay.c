@@ -34,6 +34,7 @@ struct vops {
   /* trace */
   char *path;
   vra_t *rd;
+  vsitetab_t *sites; /* its call sites' frames, kept across rewinds */
   /* pattern */
   uint64_t steps, total, pos, seed, rng, pool_size, min_block, next_id;
   uint64_t *live;
@@ -70,8 +71,10 @@ int vops_open_trace(const char *path, vops_t **out) {
   if (!o) return GPB_EHOSTMEM;
   o->kind = OPS_TRACE;
   o->path = strdup(path);
-  int rc = o->path ? vra_open(path, &o->rd) : GPB_EHOSTMEM;
+  o->sites = vsitetab_new();
+  int rc = o->path && o->sites ? vra_open(path, o->sites, &o->rd) : GPB_EHOSTMEM;
   if (rc) {
+    vsitetab_free(o->sites);
     free(o->path);
     free(o);
     return rc;
@@ -213,7 +216,7 @@ int vops_rewind(vops_t *o) {
   }
   vra_close(o->rd);
   o->rd = NULL;
-  int rc = vra_open(o->path, &o->rd);
+  int rc = vra_open(o->path, o->sites, &o->rd);
   if (rc)
     snprintf(o->err, sizeof o->err, "%s: %s", o->path, gpb_strerror(rc));
   return rc;
@@ -221,9 +224,14 @@ int vops_rewind(vops_t *o) {
 
 const char *vops_error(const vops_t *o) { return o->err; }
 
+const char *vops_site(vops_t *o, uint32_t site) {
+  return o && site ? vsitetab_get(o->sites, site) : NULL;
+}
+
 void vops_close(vops_t *o) {
   if (!o) return;
   vra_close(o->rd);
+  vsitetab_free(o->sites);
   free(o->path);
   free(o->live);
   free(o->arr);
@@ -416,7 +424,8 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
       }
       uint64_t off;
       uint32_t tag = op.tag < GPB_MAX_TAGS ? op.tag : 0;
-      rc = gpb_sim_alloc(r->sim, op.size, 0, tag, op.time_ns, &off);
+      rc = gpb_sim_alloc_site(r->sim, op.size, 0, tag, op.site, op.time_ns,
+                              &off);
       if (rc == GPB_ENOMEM || rc == GPB_ETOOBIG) {
         r->failures++;
       } else if (rc) {
@@ -502,3 +511,6 @@ const gpb_model_t *vreplay_model(const vreplay_t *r) {
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r) { return &r->info; }
 const char *vreplay_error(const vreplay_t *r) { return r->err; }
 uint64_t vreplay_failures(const vreplay_t *r) { return r->failures; }
+const char *vreplay_site(const vreplay_t *r, uint32_t site) {
+  return vops_site(r->ops, site);
+}
