@@ -73,7 +73,9 @@ int bench_alloc_open(bench_kind_t kind, const bench_pool_opts_t *o,
       snprintf(out->name, sizeof out->name, "gpubuddy-%s",
                gpb_policy_name(o->policy));
     if (o->arenas > 1)
-      snprintf(out->name, sizeof out->name, "gpubuddy-arenas");
+      snprintf(out->name, sizeof out->name, "gpubuddy%s%s-arenas",
+               o->policy != GPB_POLICY_BUDDY ? "-" : "",
+               o->policy != GPB_POLICY_BUDDY ? gpb_policy_name(o->policy) : "");
     out->ctx = pool;
     out->alloc = alloc_gpb_alloc;
     out->free = alloc_gpb_free;

@@ -99,12 +99,12 @@ static void latency_add_row(bench_ctx_t *c, const char *group,
 void bench_print_lat_group(bench_ctx_t *c, const char *group) {
   const bench_report_t *r = c->rep;
   char b[5][24];
-  bench_out(c, "%-12s %-18s %-5s %10s %10s %10s %10s %6s\n", "case",
+  bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s %6s\n", "case",
             "allocator", "op", "median", "p99", "p99.9", "max", "fails");
   for (size_t i = 0; i < r->nlat; i++) {
     const bench_lat_row_t *x = &r->lat[i];
     if (strcmp(x->group, group)) continue;
-    bench_out(c, "%-12s %-18s %-5s %10s %10s %10s %10s %6llu\n", x->label,
+    bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s %6llu\n", x->label,
               x->alloc, x->op, bench_fmt_ns(x->s.median, b[0], 24),
               bench_fmt_ns(x->s.p99, b[1], 24),
               bench_fmt_ns(x->s.p999, b[2], 24),
@@ -121,11 +121,11 @@ void bench_print_lat_group(bench_ctx_t *c, const char *group) {
     if (!g || g->s.median <= 0 || g->s.p999 <= 0 || g->s.max <= 0) continue;
     if (!header) {
       bench_out(c, "ratio X / gpubuddy (higher: gpubuddy faster)\n");
-      bench_out(c, "%-12s %-18s %-5s %10s %10s %10s %10s\n", "case", "X", "op",
+      bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s\n", "case", "X", "op",
                 "median", "p99", "p99.9", "max");
       header = 1;
     }
-    bench_out(c, "%-12s %-18s %-5s %10s %10s %10s %10s\n", x->label,
+    bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s\n", x->label,
               x->alloc, x->op,
               bench_fmt_ratio(x->s.median / g->s.median, b[0], 24),
               bench_fmt_ratio(x->s.p99 / (g->s.p99 > 0 ? g->s.p99 : 1), b[1], 24),
@@ -407,7 +407,7 @@ int bench_run_threads(bench_ctx_t *c) {
   bench_out(c, "== Throughput: alloc/free pairs of 256 B to 64 KiB on one "
             "shared allocator, %d live per thread, %.2f s per run, %ld cores "
             "online ==\n", THR_WINDOW, o->thr_seconds, cores);
-  bench_out(c, "%-18s %8s %14s %10s %8s\n", "allocator", "threads",
+  bench_out(c, "%-23s %8s %14s %10s %8s\n", "allocator", "threads",
             "ops/s", "x 1 thread", "fails");
   int err = 0;
   for (int i = 0; i < c->ncont; i++) {
@@ -429,7 +429,7 @@ int bench_run_threads(bench_ctx_t *c) {
       row->ops_per_s = r;
       row->ratio = one > 0 ? r / one : 0;
       row->fails = fails;
-      bench_out(c, "%-18s %8d %14.4g %9.2fx %8llu\n", row->alloc, n, r,
+      bench_out(c, "%-23s %8d %14.4g %9.2fx %8llu\n", row->alloc, n, r,
                 row->ratio, (unsigned long long)fails);
     }
     bench_alloc_close(&a);

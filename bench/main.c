@@ -728,14 +728,15 @@ int main(int argc, char **argv) {
     if (p == GPB_POLICY_BUDDY) snprintf(k->name, sizeof k->name, "gpubuddy");
     else snprintf(k->name, sizeof k->name, "gpubuddy-%s", gpb_policy_name(k->policy));
   }
-  /* The buddy policy with one arena per thread of the throughput suite:
-   * what a multi-threaded program would configure. */
-  {
+  /* The buddy and bestfit policies with one arena per thread of the
+   * throughput suite: what a multi-threaded program would configure. */
+  for (int p = 0; p < 2; p++) {
     bench_contender_t *k = &c.cont[c.ncont++];
     k->kind = BENCH_GPUBUDDY;
-    k->policy = GPB_POLICY_BUDDY;
+    k->policy = p ? GPB_POLICY_BESTFIT : GPB_POLICY_BUDDY;
     k->arenas = (uint32_t)(o.max_threads < 2 ? 2 : o.max_threads);
-    snprintf(k->name, sizeof k->name, "gpubuddy-arenas");
+    snprintf(k->name, sizeof k->name, "gpubuddy%s-arenas",
+             p ? "-bestfit" : "");
   }
   bench_kind_t others[2] = {BENCH_MALLOC, BENCH_MALLOC};
   int nothers = 1;

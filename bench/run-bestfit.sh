@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: MIT
 # run-bestfit.sh OUT TARBALL [RUNS]: best fit against the buddy policy, side
 # by side, on a GPU machine (issue 14). Builds TARBALL (a `make dist`
-# tarball) with CUDA, then runs RUNS times (default 3), in turn:
+# tarball) with CUDA, then runs RUNS times (default 2), in turn:
 #   gpubuddy-bench --gpu  --only fixed,traces   device backend, every policy
 #   gpubuddy-bench --host --only traces         host backend, every policy
-# and once the throughput suite with arenas (--only threads). Writes each
-# run's output to OUT and prints the rows that compare the policies.
+#   gpubuddy-bench --gpu  --only threads        1 to 16 threads, arenas
+# Writes each run's output to OUT (at most 8 files for RUNS 2) and prints
+# the rows that compare the policies.
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 OUT TARBALL [RUNS]" >&2; exit 2; }
-out=$1 tarball=$2 runs=${3:-3}
+out=$1 tarball=$2 runs=${3:-2}
 work=${TMPDIR:-/tmp}/gpb-bestfit
 rm -rf "$work" && mkdir -p "$work" "$out" || exit 1
 tar xzf "$tarball" -C "$work" || exit 1
@@ -30,12 +31,14 @@ i=1
 while [ "$i" -le "$runs" ]; do
   timeout 200 "$bench" --gpu --only fixed,traces >"$out/gpu-$i.txt" 2>/dev/null
   timeout 100 "$bench" --host --only traces >"$out/host-$i.txt" 2>/dev/null
+  timeout 120 "$bench" --gpu --only threads >"$out/threads-$i.txt" 2>/dev/null
   i=$((i + 1))
 done
-timeout 120 "$bench" --gpu --only threads >"$out/threads.txt" 2>/dev/null
 for f in "$out"/gpu-*.txt "$out"/host-*.txt; do
   echo "== $(basename "$f")"
   grep -E '^== Trace|^(replay|fixed|[0-9]+ ?[KMG]?i?B) +gpubuddy(-bestfit)? |^[0-9.]+ [KMG]iB +gpubuddy(-bestfit)? ' "$f"
 done
-echo "== threads"
-grep -E 'gpubuddy' "$out/threads.txt" | head -20
+for f in "$out"/threads-*.txt; do
+  echo "== $(basename "$f")"
+  grep -E '^gpubuddy' "$f"
+done

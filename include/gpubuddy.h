@@ -117,10 +117,11 @@ typedef struct gpb_config {
   /* Per-thread arenas: 1 (the default) is one lock for the whole pool;
    * N up to 64 gives threads N sub-allocators, each with its own lock,
    * fed superblocks by the pool, so threads allocate in parallel; 0 is
-   * one per online CPU. Buddy and trim policies only. Costs some memory
-   * (each arena keeps up to one free superblock). While a hook, publisher
-   * or trace listens, calls serialize again so events keep one order.
-   * GPB_ARENAS=N sets it when this is 1 (bestfit pools ignore it). See
+   * one per online CPU. Every policy; not with GPB_CFG_VMM. Costs some
+   * memory (each arena keeps up to one free superblock, and best fit's
+   * runs stop at superblock edges). While a hook, publisher or trace
+   * listens, calls serialize again so events keep one order.
+   * GPB_ARENAS=N sets it when this is 1 (VMM pools ignore it). See
    * docs/DESIGN.md. */
   uint32_t arenas;
 } gpb_config_t;
@@ -272,7 +273,10 @@ GPB_API int gpb_pool_memory(const gpb_pool_t *pool, uint64_t *held,
 #define GPB_STATS_VERSION 1
 
 /* All counters are kept current on every event: reading is a copy plus a
- * pass over the orders. Fragmentation figures are derived on read. */
+ * pass over the orders. Fragmentation figures are derived on read, on the
+ * coalesced map: free buddies that deferred coalescing left unmerged count
+ * as their merged parent (recursively), as any request sees them (the
+ * pool merges them before it fails one); free_blocks is the map as it is. */
 typedef struct gpb_stats {
   uint32_t version;    /* GPB_STATS_VERSION */
   uint32_t num_orders;
@@ -284,13 +288,16 @@ typedef struct gpb_stats {
   uint64_t allocs, frees, failures;         /* counts */
   uint64_t splits, merges;
   uint64_t live_allocs;
-  uint64_t free_blocks[GPB_MAX_ORDERS]; /* per order, like /proc/buddyinfo */
-  uint64_t largest_free;                /* bytes; 0 when full */
+  uint64_t free_blocks[GPB_MAX_ORDERS]; /* per order, like /proc/buddyinfo,
+                                           deferred pairs unmerged */
+  uint64_t largest_free; /* bytes, free buddies merged: the largest request
+                            that can succeed now; 0 when full */
   uint64_t internal_frag_bytes;         /* block_bytes - requested_bytes */
   /* Linux's unusable-free-space index for order j: the share of free bytes
    * in blocks too small to serve a request of order j. 0 when nothing free. */
   double unusable_index[GPB_MAX_ORDERS];
-  double external_frag; /* 1 - sqrt(sum f^2)/sum f over free blocks */
+  double external_frag; /* 1 - sqrt(sum f^2)/sum f over free blocks
+                           (merged) */
   uint64_t tag_bytes[GPB_MAX_TAGS]; /* block bytes live per tag */
 } gpb_stats_t;
 GPB_API int gpb_pool_stats(const gpb_pool_t *pool, gpb_stats_t *out);
@@ -424,6 +431,12 @@ GPB_API const gpb_model_t *gpb_sim_model(const gpb_sim_t *s);
  * also refuses one larger than its base's own alignment). */
 GPB_API int gpb_sim_alloc(gpb_sim_t *s, uint64_t size, uint64_t align,
                           uint32_t tag, uint64_t time_ns, uint64_t *offset);
+/* As gpb_sim_alloc, with call site `site` (0 unknown, else 1 to
+ * GPB_MAX_SITES, as a trace op names it) on the allocation, its block
+ * infos and its events, as a pool recording call sites keeps them. */
+GPB_API int gpb_sim_alloc_site(gpb_sim_t *s, uint64_t size, uint64_t align,
+                               uint32_t tag, uint32_t site, uint64_t time_ns,
+                               uint64_t *offset);
 /* As gpb_free: misuse gets the pool's codes and changes nothing. */
 GPB_API int gpb_sim_free(gpb_sim_t *s, uint64_t offset, uint64_t time_ns);
 /* Sizes an empty simulator's allocation table for `live` allocations at

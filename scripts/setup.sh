@@ -4,7 +4,7 @@
 # run the viewer. Safe to run again. Needs root (or sudo).
 set -e
 PKGS="autoconf automake libtool pkg-config make gcc clang python3 \
-  zlib1g-dev libdeflate-dev libsdl2-dev xvfb help2man python3-pip"
+  zlib1g-dev libdeflate-dev libsdl2-dev xvfb xdotool help2man python3-pip"
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 missing=

@@ -102,6 +102,10 @@ static void stats_known(void) {
   ASSERT_OK(gpb_pool_stats(p, &s));
   ASSERT_U64_EQ(s.free_blocks[0], 2);
   ASSERT_U64_EQ(s.free_blocks[4], 0);
+  /* The derived figures count them merged: the whole pool is free. */
+  ASSERT_U64_EQ(s.largest_free, 4096);
+  ASSERT(s.external_frag == 0.0);
+  ASSERT(s.unusable_index[4] == 0.0);
   uint64_t merges = s.merges;
   ASSERT_OK(gpb_pool_check(p));
   ASSERT_OK(gpb_pool_coalesce(p));
@@ -113,6 +117,54 @@ static void stats_known(void) {
   ASSERT(s.external_frag == 0.0);
   ASSERT_U64_EQ(s.tag_bytes[3], 0);
   gpb_pool_destroy(p);
+}
+
+static void to_model(const gpb_event_t *ev, void *user) {
+  ASSERT_OK(gpb_model_apply(user, ev));
+}
+
+/* Free buddies that deferred coalescing kept apart are not fragmentation:
+ * two free 256 KiB buddies make a largest free block of 512 KiB (a 512 KiB
+ * request succeeds), recursively with a free 512 KiB buddy next to them,
+ * in the pool's stats and a following model's alike (they said 256 KiB). */
+static void stats_coalesced(void) {
+  gpb_pool_t *p = make(1 << 20, 4096, GPB_POLICY_BUDDY, 0);
+  gpb_model_t *m;
+  ASSERT_OK(gpb_model_create(1 << 20, 4096, &m));
+  ASSERT_OK(gpb_pool_set_hook(p, to_model, m));
+  void *a, *b, *c;
+  ASSERT_OK(gpb_alloc(p, 256 << 10, &a));
+  ASSERT_OK(gpb_alloc(p, 256 << 10, &b));
+  ASSERT_OK(gpb_alloc(p, 512 << 10, &c));
+  ASSERT_OK(gpb_free(p, a));
+  ASSERT_OK(gpb_free(p, b)); /* its buddy is free: the two stay apart */
+  gpb_stats_t s, ms;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_OK(gpb_model_stats(m, &ms));
+  ASSERT_U64_EQ(s.free_blocks[6], 2); /* the map as it is */
+  ASSERT_U64_EQ(s.free_blocks[7], 0);
+  ASSERT_U64_EQ(s.largest_free, 512 << 10);
+  ASSERT(s.external_frag == 0.0);
+  ASSERT(s.unusable_index[7] == 0.0);
+  test_stats_same(&s, &ms);
+  ASSERT_OK(gpb_pool_check(p));
+  ASSERT_OK(gpb_model_check(m));
+  /* The merged pair and a free block beside it: the whole pool. */
+  ASSERT_OK(gpb_free(p, c));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_OK(gpb_model_stats(m, &ms));
+  ASSERT_U64_EQ(s.free_blocks[7], 1);
+  ASSERT_U64_EQ(s.largest_free, 1 << 20);
+  test_stats_same(&s, &ms);
+  ASSERT_OK(gpb_pool_check(p));
+  ASSERT_OK(gpb_model_check(m));
+  /* And the pool serves what the figure promised. */
+  ASSERT_OK(gpb_alloc(p, 1 << 20, &a));
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_U64_EQ(s.largest_free, 0);
+  ASSERT_OK(gpb_free(p, a));
+  gpb_pool_destroy(p);
+  gpb_model_destroy(m);
 }
 
 /* Deferred coalescing: freeing and re-asking for one size splits once; the
@@ -210,7 +262,7 @@ static void bestfit_policy(void) {
   ASSERT_OK(gpb_free(p, c));
   ASSERT_OK(gpb_free(p, d));
   ASSERT_OK(gpb_free(p, e));
-  ASSERT_OK(gpb_pool_coalesce(p)); /* the 1-unit frees were deferred */
+  ASSERT_OK(gpb_pool_coalesce(p)); /* nothing is deferred: a no-op */
   ASSERT_OK(gpb_pool_stats(p, &s));
   ASSERT_U64_EQ(s.free_blocks[2], 1);
   ASSERT_U64_EQ(s.free_blocks[1], 1);
@@ -419,15 +471,59 @@ static void size_format(void) {
   ASSERT_EQ(back, 3 << 19);
 }
 
+/* A fitting run deep in its bin, behind more than the 16 entries a
+ * request looks at first, with nothing larger free: it must still be
+ * found rather than the request failing. */
+static void bestfit_deep_bin(void) {
+  enum { RUNS = 20 };
+  gpb_pool_t *p = make(4096 * 256, 256, GPB_POLICY_BESTFIT, 0);
+  void *a[RUNS + 1], *sep[RUNS + 1], *rest, *q;
+  for (int i = 0; i <= RUNS; i++) { /* [33][1][32][1]...[32][1][rest] */
+    ASSERT_OK(gpb_alloc(p, (size_t)(i ? 32 : 33) * 256, &a[i]));
+    ASSERT_OK(gpb_alloc(p, 256, &sep[i]));
+  }
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_OK(gpb_alloc(p, s.free_bytes, &rest));
+  for (int i = 0; i <= RUNS; i++) ASSERT_OK(gpb_free(p, a[i])); /* 33 first */
+  ASSERT_OK(gpb_alloc(p, 33 * 256, &q)); /* 32 and 33 share a bin */
+  ASSERT(q == a[0]);
+  ASSERT_OK(gpb_pool_check(p));
+  gpb_pool_destroy(p);
+}
+
+/* A request whose own bin is empty goes to the closest run of the next
+ * bin up, not to the bin's newest (34 and 35 units share a bin). */
+static void bestfit_next_bin(void) {
+  gpb_pool_t *p = make(4096 * 256, 256, GPB_POLICY_BESTFIT, 0);
+  void *a34, *a35, *sep[2], *rest, *q;
+  ASSERT_OK(gpb_alloc(p, 34 * 256, &a34));
+  ASSERT_OK(gpb_alloc(p, 256, &sep[0]));
+  ASSERT_OK(gpb_alloc(p, 35 * 256, &a35));
+  ASSERT_OK(gpb_alloc(p, 256, &sep[1]));
+  gpb_stats_t s;
+  ASSERT_OK(gpb_pool_stats(p, &s));
+  ASSERT_OK(gpb_alloc(p, s.free_bytes, &rest));
+  ASSERT_OK(gpb_free(p, a34));
+  ASSERT_OK(gpb_free(p, a35)); /* the newest in the bin */
+  ASSERT_OK(gpb_alloc(p, 20 * 256, &q));
+  ASSERT(q == a34);
+  ASSERT_OK(gpb_pool_check(p));
+  gpb_pool_destroy(p);
+}
+
 int main(void) {
   defaults();
   size_format();
   stats_json();
   roots();
   stats_known();
+  stats_coalesced();
   deferred_merge();
   trim_policy();
   bestfit_policy();
+  bestfit_deep_bin();
+  bestfit_next_bin();
   debug_fill();
   hooks_and_model();
   printf("api: all checks passed\n");

@@ -3,7 +3,8 @@
 # test_explain_oom.sh: gpubuddy-replay --explain-oom end to end.
 #  - a six-op trace into a 4 KiB pool, whose one failure has a known
 #    explanation: every figure is checked, in text and in JSON, and with
-#    bestfit, whose window cuts an allocation;
+#    bestfit, whose window cuts an allocation; in v2 with call sites,
+#    each allocation listed names its site;
 #  - a sample trace into a pool too small: the first 10 of its failures
 #    are explained (=all: every one), and in each the largest free block
 #    is smaller than the block needed and the listed allocations' bytes
@@ -70,6 +71,28 @@ has "$tmp/fit.txt" 'pool: 1280 bytes free (1.2 KiB), largest free block 1024 byt
 has "$tmp/fit.txt" 'cheapest window: [0x0, 0x800), 1024 bytes live (1.0 KiB) in 2 allocations'
 has "$tmp/fit.txt" '0x400: 256 bytes (256 B), requested 200, age 90 ns, tag 2, id 0xa1'
 has "$tmp/fit.txt" '0x500: 2048 bytes (2.0 KiB), 768 in the window, requested 2048, age 80 ns, tag 0, id 0xa2'
+
+# 1b. The same trace in v2 with call sites: each allocation listed names
+# its site (0xa1 site 2, 0xa3 site 1); one without a site names none.
+cat > "$tmp/sites.trace" <<'EOF'
+# gpubuddy-trace v2
+# site 1 /bin/app+0x10 main
+# site 2 /bin/app+0x30 load
+1 0 alloc 0xa0 1000 1 0x0 1
+2 10 alloc 0xa1 200 2 0x0 2
+3 20 alloc 0xa2 2048 0 0x0
+4 30 alloc 0xa3 300 0 0x0 1
+5 40 free 0xa0 1000 1 0x0 1
+6 100 alloc 0xa4 2000 3 0x0 2
+EOF
+$replay --pool-size 4K --min-block 256 --explain-oom --quiet "$tmp/sites.trace" \
+  > "$tmp/sites.txt" || fail "--explain-oom with sites exited $?"
+has "$tmp/sites.txt" '0x400: 256 bytes (256 B), requested 200, age 90 ns, tag 2, id 0xa1, site 2'
+has "$tmp/sites.txt" '0x600: 512 bytes (512 B), requested 300, age 70 ns, tag 0, id 0xa3, site 1'
+$replay --pool-size 4K --explain-oom --json --quiet "$tmp/sites.trace" > "$tmp/sites.json" ||
+  fail "--explain-oom --json with sites exited $?"
+has "$tmp/sites.json" '"age_ns": 90, "tag": 2, "id": 161, "site": 2}'
+has "$tmp/sites.json" '"age_ns": 70, "tag": 0, "id": 163, "site": 1}'
 
 # 2. A sample trace into a pool far too small. Each explanation: the
 # largest free block (bestfit: run) is smaller than what was needed, and

@@ -5,7 +5,8 @@
  * code, every event (type, offset, size, order, requested, tag) and the
  * final block lists must agree, with both invariant checkers run after
  * every step. Then misuse: each wrong call fails with the pool's code and
- * leaves the simulator as it was.
+ * leaves the simulator as it was. Last, call sites: the one an allocation
+ * is given shows in its events and its block info.
  */
 #include "testutil.h"
 
@@ -210,10 +211,49 @@ static void test_misuse(void) {
   printf("misuse: ok\n");
 }
 
+/* gpb_sim_alloc_site: the site on the ALLOC, FREE and FAIL events and on
+ * the block infos (the viewer colors and groups a replay's blocks by it);
+ * gpb_sim_alloc is site 0. */
+static void test_sites(void) {
+  gpb_config_t c;
+  gpb_config_init(&c);
+  c.flags = GPB_CFG_NO_ENV;
+  c.pool_size = 1 * MIB;
+  c.min_block = 256;
+  gpb_sim_t *s;
+  ASSERT_OK(gpb_sim_create(&c, &s));
+  evlog_t l = {0};
+  ASSERT_OK(gpb_sim_set_hook(s, log_event, &l));
+  uint64_t a, b, o;
+  ASSERT_OK(gpb_sim_alloc_site(s, 1000, 0, 1, 7, 10, &a));
+  ASSERT_EQ(l.ev[l.n - 1].type, GPB_EV_ALLOC);
+  ASSERT_EQ(l.ev[l.n - 1].site, 7);
+  ASSERT_OK(gpb_sim_alloc(s, 300, 0, 0, 11, &b));
+  ASSERT_EQ(l.ev[l.n - 1].site, 0);
+  ASSERT_ERR(gpb_sim_alloc_site(s, 2 * MIB, 0, 0, GPB_MAX_SITES, 12, &o),
+             GPB_ETOOBIG);
+  ASSERT_EQ(l.ev[l.n - 1].type, GPB_EV_FAIL);
+  ASSERT_EQ(l.ev[l.n - 1].site, GPB_MAX_SITES);
+  ASSERT_ERR(gpb_sim_alloc_site(s, 64, 0, 0, GPB_MAX_SITES + 1, 12, &o),
+             GPB_EINVAL);
+  gpb_block_info_t bi;
+  ASSERT_OK(gpb_model_lookup(gpb_sim_model(s), a, &bi));
+  ASSERT(bi.used && bi.site == 7);
+  ASSERT_OK(gpb_model_lookup(gpb_sim_model(s), b, &bi));
+  ASSERT(bi.used && bi.site == 0);
+  l.n = 0;
+  ASSERT_OK(gpb_sim_free(s, a, 13));
+  ASSERT(l.n >= 1 && l.ev[0].type == GPB_EV_FREE && l.ev[0].site == 7);
+  ASSERT_OK(gpb_model_check(gpb_sim_model(s)));
+  gpb_sim_destroy(s);
+  printf("sites: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   test_differential(seed);
   test_misuse();
+  test_sites();
   printf("test_sim: ok\n");
   return 0;
 }

@@ -17,6 +17,9 @@ export SDL_VIDEODRIVER=dummy
 $view --help >"$tmp/help" || fail "--help exits nonzero"
 grep -q -- "--headless" "$tmp/help" || fail "--help does not mention --headless"
 grep -q "SAVE A PNG" "$tmp/help" || fail "--help has no keys guide"
+grep -q "UNUSABLE X FOR S" "$tmp/help" || fail "--help does not say what UNUSABLE is"
+grep -q "state, order, tag, age or site" "$tmp/help" || fail "--help: no --color site"
+grep -q "top_sites" "$tmp/help" || fail "--help: --json does not name top_sites"
 
 $view --no-such-option >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad option does not exit 2"
@@ -46,7 +49,7 @@ while i < len(b):
 raw = zlib.decompress(data)
 want = bytes.fromhex(sys.argv[2])
 n = 0
-for y in range(h - 40):
+for y in range(h - 100):  # above the timeline and status line
     row = raw[y * (3 * w + 1) + 1:(y + 1) * (3 * w + 1)]
     n += sum(1 for x in range(w - 250) if row[3 * x:3 * x + 3] == want)
 print(n)
@@ -134,6 +137,57 @@ assert j["ops"] == j["total_ops"] == 3801, j
 assert j["pool_size"] == 4294967296, j  # next power of two >= 2 x 1.33 GiB
 for k in ("bytes_used", "largest_free", "stats"):
     assert k in j, k
+PY
+# At op 2958 in a 2 GiB pool, two free 128 MiB buddies that deferred
+# coalescing kept apart are one 256 MiB block to any request: the largest
+# free block is 256 MiB (it said 128 MiB).
+$view --trace "$top/samples/traces/torch-gpt.trace.gz" --pool-size 2G --headless \
+  --png "$tmp/g2.png" --at 2958 --json > "$tmp/j2.json" 2>/dev/null ||
+  fail "--pool-size 2G --at 2958 --json exited $?"
+python3 - "$tmp/j2.json" <<'PY' || fail "--json at op 2958: $(cat "$tmp/j2.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ops"] == 2958, j
+assert j["stats"]["free_blocks"][19] == 3, j  # 128 MiB blocks, two of them buddies
+assert j["largest_free"] == 256 << 20, j
+PY
+# Why blocks are where they are: tests/data/sites_oom.trace has two call
+# sites and a failed 512 KiB request (op 6) that found 384 KiB free, 256
+# KiB at most in one block. --json explains it and ranks the sites by live bytes;
+# --color site and --oom 1 render; --oom 2 asks for a failure not there.
+sites="$top/tests/data/sites_oom.trace"
+$view --trace "$sites" --pool-size 1M --min-block 4K --headless --json \
+  --png "$tmp/s.png" --color site --sites --oom 1 > "$tmp/s.json" 2>"$tmp/err" ||
+  fail "--color site --oom 1 exited $?: $(cat "$tmp/err")"
+python3 - "$tmp/s.json" <<'PY' || fail "--json with sites: $(cat "$tmp/s.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ops"] == 6, j  # --oom 1 went to the failure
+o = j["ooms"]
+assert o["count"] == 1 and len(o["explained"]) == 1, o
+e = o["explained"][0]
+assert (e["op"], e["requested"], e["free"], e["largest"]) == (6, 524288, 393216, 262144), e
+t = j["top_sites"]
+assert [s["id"] for s in t] == [1, 2], t
+assert t[0]["bytes"] == 524288 and "load_weights" in t[0]["frames"], t
+PY
+$view --trace "$sites" --pool-size 1M --min-block 4K --headless \
+  --png "$tmp/s2.png" --oom 2 >/dev/null 2>"$tmp/err" &&
+  fail "--oom 2 of a trace with one failure succeeded"
+grep -q "has 1 failed allocation" "$tmp/err" || fail "--oom 2: $(cat "$tmp/err")"
+# torch-gpt in a 256 MiB pool: 881 failures, the first ones explained.
+$view --trace "$top/samples/traces/torch-gpt.trace.gz" --pool-size 256M \
+  --headless --png "$tmp/g3.png" --at end --json > "$tmp/j3.json" 2>/dev/null ||
+  fail "--pool-size 256M --json exited $?"
+python3 - "$tmp/j3.json" <<'PY' || fail "--json ooms: $(cat "$tmp/j3.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+o = j["ooms"]
+assert o["count"] == j["failed_allocs"] == 881, o
+ex = o["explained"]
+assert len(ex) == 4 and [e["op"] for e in ex] == sorted(e["op"] for e in ex), ex
+for e in ex:
+    assert e["requested"] > e["largest"], e
 PY
 # Values that used to be accepted and ignored now fail, exit 2.
 for bad in "--at -5" "--at 1e3" "--find 0xzz" "--count 0"; do

@@ -134,7 +134,8 @@ static void usage(FILE *f) {
 "                    the largest free block, and the cheapest window of the\n"
 "                    needed size (of the aligned ones; bestfit: any run):\n"
 "                    the one holding the fewest live bytes, with its live\n"
-"                    blocks (offset, size, requested, age, tag, trace id),\n"
+"                    blocks (offset, size, requested, age, tag, trace id,\n"
+"                    call site when the trace names one),\n"
 "                    which freed or moved would have let it succeed\n"
 "  --top-sites[=N]   the N call sites (default 10) holding the most bytes\n"
 "                    when live bytes peaked, and the sites of failed\n"
@@ -565,14 +566,15 @@ static void live_fini(live_t *l) {
   gpbt_idmap_fini(&l->offs);
 }
 
-/* --explain-oom's namer: the trace id and trace time of the allocation at
- * a block offset (user: the live_t). */
+/* --explain-oom's namer: the trace id, trace time and call site of the
+ * allocation at a block offset (user: the live_t). */
 static void replay_oom_name(void *user, gpbt_oom_alloc_t *a) {
   const live_t *l = user;
   const gpbt_idslot_t *s = gpbt_idmap_find(&l->offs, a->offset);
   a->time_ns = s ? l->who[s->val].time_ns : 0;
   a->id = s ? l->who[s->val].id : 0;
   a->has_id = s != NULL;
+  a->site = s ? l->v[s->val].site : 0;
 }
 
 /* Explains the failed alloc `op` (the pool unchanged since) into r->why.

@@ -41,17 +41,34 @@ static void app_event(const gpb_event_t *ev, void *user) {
   vapp_t *a = user;
   if (!ev) { /* resync from a keyframe: the sums must be rebuilt */
     a->map.need_rebuild = 1;
+    a->req_rescan = 1;
+    vsite_resync(a);
     return;
   }
   a->events++;
+  if ((ev->type == GPB_EV_ALLOC || ev->type == GPB_EV_FAIL) &&
+      ev->requested > a->max_req)
+    a->max_req = ev->requested;
   vmap_event(&a->map, ev);
-  vseries_tick(&a->series, ev->seq, a->model);
+  /* A replay's x is its op, so the timeline seeks by it; live: the seq. */
+  uint64_t x = a->kind == VSRC_REPLAY ? vreplay_pos(a->rp) : ev->seq;
+  if (ev->type == GPB_EV_ALLOC) {
+    gpbt_sites_alloc(&a->sites, ev->site, ev->size);
+  } else if (ev->type == GPB_EV_FREE) {
+    gpbt_sites_free(&a->sites, ev->site, ev->size);
+  } else if (ev->type == GPB_EV_FAIL) {
+    gpbt_sites_fail(&a->sites, ev->site, ev->requested);
+    if (vseries_fail(&a->series, x, ev)) voom_event(a, ev, x);
+  }
+  vseries_tick(&a->series, x, a->model, &a->sites);
 }
 
 static int app_common(vapp_t *a) {
   int rc = vmap_init(&a->map, a->info.managed_size, a->info.min_block);
   if (rc) return rc;
   vseries_reset(&a->series);
+  voom_init(&a->oom);
+  if (gpbt_sites_init(&a->sites)) return GPB_EHOSTMEM;
   a->seek_to = UINT64_MAX;
   a->scale = 1;
   gpb_model_stats(a->model, &a->stats);
@@ -98,9 +115,18 @@ int vapp_open_attach(vapp_t *a, gpb_attach_t *at, const char *title) {
   snprintf(a->title, sizeof a->title, "%s", title);
   gpb_attach_set_hook(a->at, app_event, a);
   a->map.need_rebuild = 1;
+  a->req_rescan = 1; /* the keyframe's blocks came before the hook */
   rc = app_common(a);
   a->map.need_rebuild = 1;
+  if (!rc) vsite_resync(a); /* as req_rescan: the keyframe's blocks */
   return rc;
+}
+
+void vapp_set_source(vapp_t *a, const char *key, int remote,
+                     const char *token) {
+  snprintf(a->src, sizeof a->src, "%s", key);
+  a->src_remote = remote;
+  a->token = token;
 }
 
 int vapp_open_live(vapp_t *a, const char *name, const char *connect,
@@ -116,19 +142,117 @@ int vapp_open_live(vapp_t *a, const char *name, const char *connect,
   char title[sizeof a->title];
   snprintf(title, sizeof title, "%s%s", connect ? "remote " : "",
            connect ? connect : name);
-  return vapp_open_attach(a, at, title);
+  if ((rc = vapp_open_attach(a, at, title)) != 0) return rc;
+  vapp_set_source(a, connect ? connect : name, !!connect, token);
+  return 0;
+}
+
+/* The largest request among the live blocks: what a view that attached
+ * (or resynchronized) late knows of the requests made before. */
+static int app_req_cb(const gpb_block_info_t *b, void *user) {
+  uint64_t *max = user;
+  if (b->used && b->requested > *max) *max = b->requested;
+  return 0;
+}
+
+/* A live view resynchronized (or attached) looks at the live blocks once
+ * for the largest request, when UNUSABLE is shown and at most twice a
+ * second: a view that falls behind resyncs often, and a walk of a
+ * million blocks costs tens of ms. */
+#define APP_REQ_RESCAN_NS 500000000ull
+
+double vapp_unusable(vapp_t *a, uint64_t *for_bytes) {
+  const gpb_stats_t *st = &a->stats;
+  if (for_bytes) *for_bytes = 0;
+  uint64_t now = a->req_rescan ? gpb_now_ns() : 0;
+  if (a->req_rescan && a->model && now - a->req_rescan_ns >= APP_REQ_RESCAN_NS) {
+    a->req_rescan = 0;
+    a->req_rescan_ns = now;
+    gpb_model_visit(a->model, app_req_cb, &a->max_req);
+  }
+  if (!a->max_req || !st->free_bytes || !st->min_block) return -1;
+  uint64_t units = (a->max_req + st->min_block - 1) / st->min_block;
+  uint32_t j = units > 1 ? 64u - (uint32_t)__builtin_clzll(units - 1) : 0;
+  if (for_bytes) *for_bytes = j < 64 - 1 ? st->min_block << j : UINT64_MAX;
+  /* Linux's index for the order of the workload's own largest request,
+   * on the coalesced map. It was taken for the largest power of two in
+   * the free bytes, a request as large as all free memory: 1.000 as soon
+   * as the largest free block held less than half of it, most of the
+   * time, whatever the requests. */
+  if (j >= st->num_orders) return 1.0; /* larger than the pool's blocks */
+  return st->unusable_index[j];
+}
+
+int vapp_reopen(vapp_t *a) {
+  if (a->kind != VSRC_LIVE || !a->src[0]) return GPB_EINVAL;
+  gpb_attach_t *at;
+  int rc = a->src_remote ? gpb_attach_connect(a->src, a->token, &at)
+                         : gpb_attach_open(a->src, &at);
+  if (rc) return rc;
+  /* The segment of a program that was killed opens too; its reader says
+   * so by the second poll (the first reports the state it loaded). */
+  for (int i = 0; i < 2 && rc >= 0; i++) rc = gpb_attach_poll(at);
+  gpb_pool_info_t info;
+  const gpb_model_t *model = gpb_attach_model(at);
+  if (rc >= 0 && (rc = gpb_attach_info(at, &info)) == 0 && !model)
+    rc = GPB_EFORMAT;
+  if (rc < 0) {
+    gpb_attach_close(at);
+    return rc;
+  }
+  /* The new pool may be of another size: then another map, with the
+   * view's coloring and layout, sized by the next layout. */
+  if (info.managed_size != a->info.managed_size ||
+      info.min_block != a->info.min_block) {
+    vmap_t m;
+    if ((rc = vmap_init(&m, info.managed_size, info.min_block)) != 0) {
+      gpb_attach_close(at);
+      return rc;
+    }
+    m.color = a->map.color;
+    m.layout = a->map.layout;
+    vmap_free(&a->map);
+    a->map = m;
+  }
+  gpb_attach_close(a->at);
+  a->at = at;
+  a->info = info;
+  a->model = model;
+  gpb_attach_set_hook(at, app_event, a);
+  a->disconnected = a->failed = 0;
+  a->events = 0;
+  a->have_sel = 0;
+  a->max_req = 0;
+  a->req_rescan = 1;
+  a->req_rescan_ns = 0; /* a new reader: look at once */
+  vseries_reset(&a->series);
+  voom_fini(&a->oom);
+  voom_init(&a->oom);
+  vsite_resync(a);
+  a->map.t0_ns = a->map.now_ns = 0;
+  a->map.need_rebuild = 1;
+  gpb_model_stats(a->model, &a->stats);
+  vapp_message(a, "attached again: %s is back (pid %d)", a->src,
+               (int)info.pid);
+  return 0;
 }
 
 void vapp_close(vapp_t *a) {
   vreplay_close(a->rp);
   gpb_attach_close(a->at);
   vmap_free(&a->map);
+  voom_fini(&a->oom);
+  gpbt_sites_fini(&a->sites);
   a->rp = NULL;
   a->at = NULL;
 }
 
 uint64_t vapp_pos(const vapp_t *a) {
   return a->kind == VSRC_REPLAY ? vreplay_pos(a->rp) : gpb_model_seq(a->model);
+}
+
+static uint64_t app_retry_ns(const vapp_t *a) {
+  return a->src_remote ? VAPP_RETRY_REMOTE_NS : VAPP_RETRY_NS;
 }
 
 /* Runs n ops, with per-event map updates only for small steps. */
@@ -171,7 +295,10 @@ static void app_seek_some(vapp_t *a, uint64_t chunk) {
     a->model = vreplay_model(a->rp);
     a->failed = 0;
     a->events = 0;
-    vseries_reset(&a->series);
+    a->max_req = 0;
+    /* The series keeps its points and failures: they are the timeline
+     * of the whole trace, and ops run again are not counted twice. */
+    vsite_resync(a);
     a->map.t0_ns = a->map.now_ns = 0;
     a->map.need_rebuild = 1;
     pos = 0;
@@ -187,6 +314,7 @@ int vapp_seek(vapp_t *a, uint64_t n) {
   if (a->kind != VSRC_REPLAY) return GPB_EINVAL;
   a->seek_to = n;
   while (a->seek_to != UINT64_MAX) app_seek_some(a, UINT64_MAX);
+  voom_update(a);
   return a->failed ? GPB_EFORMAT : 0;
 }
 
@@ -200,12 +328,15 @@ void vapp_update(vapp_t *a, double dt) {
       a->carry = a->speed > 0 ? want - (double)n : 0;
       app_play(a, n);
     }
+    voom_update(a);
   } else if (!a->paused && !a->disconnected && !a->failed) {
     int rc = gpb_attach_poll(a->at);
     a->model = gpb_attach_model(a->at);
     if (rc == GPB_ECLOSED) {
       a->disconnected = 1;
-      vapp_message(a, "disconnected: the pool's program is gone");
+      a->retry_ns = gpb_now_ns() + app_retry_ns(a);
+      vapp_message(a, "disconnected: the pool's program is gone; "
+                   "watching for it to come back");
     } else if (rc < 0) {
       a->failed = 1;
       vapp_message(a, "live stream error: %s%s%s", gpb_strerror(rc),
@@ -217,6 +348,13 @@ void vapp_update(vapp_t *a, double dt) {
     if (strncmp(a->title, "remote ", 7) != 0) {
       uint64_t now = gpb_now_ns();
       if (now > a->map.now_ns && a->map.t0_ns) a->map.now_ns = now;
+    }
+  } else if (a->kind == VSRC_LIVE && a->disconnected && !a->paused) {
+    /* The program may come back under the same name (a restart). */
+    uint64_t now = gpb_now_ns();
+    if (now >= a->retry_ns) {
+      a->retry_ns = now + app_retry_ns(a);
+      vapp_reopen(a);
     }
   }
   /* Age colors drift as time passes; refresh them from the model. */
@@ -250,4 +388,6 @@ void vapp_json_members(const vapp_t *a, FILE *f) {
           (uint64_t)a->info.pool_size, a->stats.failures,
           a->stats.block_bytes, a->stats.largest_free);
   if (n > 2 && (size_t)n < sizeof buf) fprintf(f, ",\"stats\":%s", buf);
+  voom_json(a, f);
+  vsite_json(a, f);
 }

@@ -58,3 +58,23 @@ uint32_t vc_tag(uint32_t tag) {
       0xFFA3E635u, 0xFFFACC15u, 0xFF94A3B8u, 0xFFD946EFu};
   return pal[tag & 15];
 }
+
+uint32_t vc_site(uint32_t site) {
+  if (!site) return 0xFF94A3B8u; /* unknown: slate, as tag 14 */
+  /* Hues a golden ratio apart, so ids side by side differ most; bright,
+   * so every one stands off the dark free green and the background. */
+  double h = fmod((double)site * 0.6180339887498949, 1.0) * 6.0;
+  double v = 0.95, s = 0.62, c = v * s;
+  double x = c * (1.0 - fabs(fmod(h, 2.0) - 1.0)), m = v - c;
+  double r = 0, g = 0, b = 0;
+  switch ((int)h) {
+  case 0: r = c, g = x; break;
+  case 1: r = x, g = c; break;
+  case 2: g = c, b = x; break;
+  case 3: g = x, b = c; break;
+  case 4: r = x, b = c; break;
+  default: r = c, b = x; break;
+  }
+  return 0xFF000000u | (uint32_t)((r + m) * 255 + 0.5) << 16 |
+         (uint32_t)((g + m) * 255 + 0.5) << 8 | (uint32_t)((b + m) * 255 + 0.5);
+}

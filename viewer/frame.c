@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * frame.c: lays out and draws a whole frame into the pixel buffer: the
- * block map (left), the panels (right: headline stats, free blocks per
- * order, time series), the timeline and status line (bottom), and the
- * overlays (hover box, help, "disconnected").
+ * block map (left, with an address ruler in its margin, or the buddy
+ * tree's row labels), the panels (right: headline stats, the legend of
+ * the coloring, free blocks per order, time series), the timeline and
+ * status line (bottom), and the overlays (hover box, help,
+ * "disconnected").
  *
  * Only the map's cells depend on the pool's size; everything else is a
  * few thousand pixels, so a frame costs about one pass over the screen.
@@ -18,6 +20,8 @@
 
 #define FRAME_PANEL_W 250  /* at scale 1 */
 #define FRAME_MAX_CELLS 2500000u
+#define FRAME_TALL_H 360   /* frames this tall (at scale 1) get ... */
+#define FRAME_TL_H 48      /* ... a timeline this tall */
 
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
   gpb_size_format(v, buf, n);
@@ -38,24 +42,62 @@ const char *vfmt_tail(const char *s, size_t max, char *buf, size_t n) {
   return buf;
 }
 
+int vframe_auto_scale(int w, int h, int dpr) {
+  if (dpr < 1) dpr = 1;
+  return dpr * (w / dpr >= 1200 && h / dpr >= 700 ? 2 : 1);
+}
+
+/* A buddy-tree row's label: order and block size ("21 512 MiB": a power
+ * of two needs no ".0"). */
+static void frame_tree_label(const vapp_t *a, uint32_t k, char *buf, size_t n) {
+  char b[32];
+  vfmt_bytes(a->map.min_block << k, b, sizeof b);
+  char *dot = strstr(b, ".0 ");
+  if (dot) memmove(dot, dot + 2, strlen(dot + 2) + 1);
+  snprintf(buf, n, "%u %s", k, b);
+}
+
+/* Characters of the map's left margin: the widest ruler offset and tree
+ * label, so the map keeps its width when the layout changes. */
+static int frame_gutter_chars(const vapp_t *a) {
+  const vmap_t *m = &a->map;
+  char b[48];
+  snprintf(b, sizeof b, "0x%" PRIx64, m->managed ? m->managed - 1 : 0);
+  int n = (int)strlen(b);
+  for (uint32_t k = 0; k < m->norders; k++) {
+    frame_tree_label(a, k, b, sizeof b);
+    if ((int)strlen(b) > n) n = (int)strlen(b);
+  }
+  return n + 1;
+}
+
 void vframe_layout(vapp_t *a, int w, int h) {
   int s = a->scale < 1 ? 1 : a->scale;
   int line = (GPBT_FONT_H + 3) * s;
-  int bottom = line + 2 * s + (a->kind == VSRC_REPLAY ? 10 * s : 0);
+  /* The timeline: memory over time where there is room for it, else a
+   * replay's thin progress bar (vtl_draw draws either). */
+  int tlh = h >= FRAME_TALL_H * s ? FRAME_TL_H * s
+            : a->kind == VSRC_REPLAY ? 7 * s : 0;
+  int bottom = line + 2 * s + (tlh ? tlh + 3 * s : 0);
   int pw = w >= 560 * s ? FRAME_PANEL_W * s : 0;
-  a->map_x = 0;
+  /* The ruler's margin, unless the window is too narrow for it. */
+  int gut = frame_gutter_chars(a) * GPBT_FONT_W * s;
+  if (w - pw < 4 * gut) gut = 0;
+  /* The tree's addresses run across: a line of them under its rows. */
+  int axis = a->map.layout == VLAYOUT_TREE && gut ? (GPBT_FONT_H + 1) * s : 0;
+  a->map_x = gut;
   a->map_y = 0;
-  a->map_w = w - pw;
-  a->map_h = h - bottom;
+  a->map_w = w - pw - gut;
+  a->map_h = h - bottom - axis;
   if (a->map_w < 1) a->map_w = 1;
   if (a->map_h < 1) a->map_h = 1;
   a->tl_x = 4 * s;
   a->tl_w = w - 8 * s;
-  a->tl_h = a->kind == VSRC_REPLAY ? 7 * s : 0;
-  a->tl_y = a->map_h + 2 * s;
+  a->tl_h = tlh;
+  a->tl_y = a->map_h + axis + 2 * s;
   /* One cell per (scaled) pixel, coarser only on huge screens so the sums
    * stay a few tens of MB. */
-  int cp = s;
+  int cp = a->cell_scale > 0 ? a->cell_scale : s;
   while ((uint64_t)(a->map_w / cp) * (uint64_t)(a->map_h / cp) > FRAME_MAX_CELLS)
     cp *= 2;
   a->cell_px = cp;
@@ -131,14 +173,70 @@ void vframe_map(const vapp_t *a, gpbt_fb_t *fb) {
   }
 }
 
-/* Brightens the cells of one block (hovered or found). */
-static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
-                             const gpb_block_info_t *b) {
+/* The address ruler in the map's left margin: round offsets, each with a
+ * tick at the row that holds it; in the tree, each row's order and block
+ * size, and round offsets under the rows. */
+static void frame_ruler(const vapp_t *a, gpbt_fb_t *fb) {
   const vmap_t *m = &a->map;
-  if (!m->ncells || b->offset + b->size <= m->start || b->offset >= m->end)
+  int s = a->scale < 1 ? 1 : a->scale, lh = (GPBT_FONT_H + 1) * s;
+  if (!a->map_x || !m->ncells) return;
+  gpbt_fb_fill(fb, 0, a->map_y, a->map_x, a->map_h, VC_PANEL);
+  char b[48];
+  if (m->layout == VLAYOUT_TREE) {
+    int rp = a->row_px, every = 1;
+    while (every * rp < GPBT_FONT_H * s && every < (int)m->norders) every *= 2;
+    for (uint32_t k = 0; k < m->norders; k += (uint32_t)every) {
+      int y = a->map_y + (int)(m->norders - 1 - k) * rp;
+      frame_tree_label(a, k, b, sizeof b);
+      gpbt_font_draw(fb, 2 * s, y + (rp - GPBT_FONT_H * s) / 2 - s, s,
+                     VC_DIM, b);
+    }
+    /* Round offsets across, under the rows, a label's width apart. */
+    int y = a->map_y + a->map_h, cp = a->cell_px;
+    gpbt_fb_fill(fb, 0, y, a->map_x + a->map_w, lh, VC_PANEL);
+    snprintf(b, sizeof b, "0x%" PRIx64, m->end);
+    uint64_t cols_apart = (uint64_t)((gpbt_font_width(s, b) + 6 * s) / cp + 1);
+    uint64_t step = 1;
+    while (step < m->bpc * cols_apart && step < (1ull << 62)) step <<= 1;
+    for (uint64_t off = (m->start + step - 1) / step * step; off < m->end;
+         off += step) {
+      int x = a->map_x + (int)((off - m->start) / m->bpc) * cp;
+      snprintf(b, sizeof b, "0x%" PRIx64, off);
+      if (x + 2 * s + gpbt_font_width(s, b) > a->map_x + a->map_w) break;
+      gpbt_fb_fill(fb, x, y, s, 2 * s, VC_DIM);
+      gpbt_font_draw(fb, x + 2 * s, y, s, VC_DIM, b);
+      if (off + step < off) break;
+    }
     return;
-  uint64_t lo = b->offset > m->start ? b->offset : m->start;
-  uint64_t hi = b->offset + b->size < m->end ? b->offset + b->size : m->end;
+  }
+  /* Round offsets (a power of two apart, two lines at least), each at
+   * the row that holds it: at the fit zoom rows start anywhere. */
+  int cp = a->cell_px;
+  uint64_t row_bytes = (uint64_t)m->cols * m->bpc;
+  uint64_t rows_apart = (uint64_t)((2 * lh + cp - 1) / cp);
+  uint64_t step = 1;
+  while (step < row_bytes * rows_apart && step < (1ull << 62)) step <<= 1;
+  for (uint64_t off = (m->start + step - 1) / step * step; off < m->end;
+       off += step) {
+    int y = a->map_y + (int)((off - m->start) / row_bytes) * cp;
+    if (y + GPBT_FONT_H * s > a->map_y + a->map_h) break;
+    snprintf(b, sizeof b, "0x%" PRIx64, off);
+    int x = a->map_x - gpbt_font_width(s, b) - 3 * s;
+    gpbt_font_draw(fb, x > 0 ? x : 0, y - s < a->map_y ? a->map_y : y - s, s,
+                   VC_DIM, b);
+    gpbt_fb_fill(fb, a->map_x - 2 * s, y, 2 * s, s, VC_DIM);
+    if (off + step < off) break;
+  }
+}
+
+/* Mixes col into the cells of [off, off + len) at the tree row `order`. */
+static void frame_mark(const vapp_t *a, gpbt_fb_t *fb, uint64_t off,
+                       uint64_t len, uint32_t order, uint32_t col, double t) {
+  const vmap_t *m = &a->map;
+  if (!m->ncells || off + len <= m->start || off >= m->end) return;
+  if (order >= m->norders) order = m->norders - 1;
+  uint64_t lo = off > m->start ? off : m->start;
+  uint64_t hi = off + len < m->end ? off + len : m->end;
   uint64_t c0 = (lo - m->start) / m->bpc, c1 = (hi - 1 - m->start) / m->bpc;
   int cp = a->cell_px;
   if (c1 - c0 > 400000) return;
@@ -146,7 +244,7 @@ static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
     int x, y, h;
     if (m->layout == VLAYOUT_TREE) {
       x = a->map_x + (int)c * cp;
-      y = a->map_y + (int)(m->norders - 1 - b->order) * a->row_px;
+      y = a->map_y + (int)(m->norders - 1 - order) * a->row_px;
       h = a->row_px;
     } else {
       x = a->map_x + (int)(c % (uint64_t)m->cols) * cp;
@@ -156,9 +254,22 @@ static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
     for (int yy = y; yy < y + h && yy < fb->h; yy++)
       for (int xx = x; xx < x + cp && xx < fb->w; xx++) {
         uint32_t *p = fb->px + (size_t)yy * (size_t)fb->w + xx;
-        *p = vc_mix(*p, VC_HILITE, 0.45);
+        *p = vc_mix(*p, col, t);
       }
   }
+}
+
+/* Brightens the cells of one block (hovered or found). */
+static void frame_mark_block(vapp_t *a, gpbt_fb_t *fb,
+                             const gpb_block_info_t *b) {
+  frame_mark(a, fb, b->offset, b->size, b->order, VC_HILITE, 0.45);
+}
+
+void vframe_mark(const vapp_t *a, gpbt_fb_t *fb, uint64_t off, uint64_t len,
+                 uint32_t c) {
+  uint32_t k = 0;
+  while (k + 1 < a->map.norders && (a->map.min_block << (k + 1)) <= len) k++;
+  frame_mark(a, fb, off, len, k, c, 0.5);
 }
 
 /* The state of a block's buddy, for the hover box. */
@@ -215,22 +326,108 @@ static void frame_stats(vapp_t *a, frame_pen_t *p) {
            vfmt_bytes(st->internal_frag_bytes, b1, 32),
            st->block_bytes ? 100.0 * (double)st->internal_frag_bytes /
                                  (double)st->block_bytes : 0);
-  double unusable = 0;
-  uint32_t top = st->num_orders ? st->num_orders - 1 : 0;
-  /* The index for the largest request the free space could serve if it
-   * were one block: how much of the free space is unusable for it. */
-  if (st->free_bytes) {
-    uint32_t j = 63u - (uint32_t)__builtin_clzll(st->free_bytes / st->min_block
-                                                     ? st->free_bytes / st->min_block
-                                                     : 1);
-    if (j > top) j = top;
-    unusable = st->unusable_index[j];
-  }
-  pen_line(p, VC_TEXT, "EXT FRAG  %.3f  UNUSABLE %.3f", st->external_frag,
-           unusable);
+  pen_line(p, VC_TEXT, "EXT FRAG  %.3f", st->external_frag);
+  /* For the largest request seen, not for one as large as all free
+   * memory: that read 1.000 whenever the largest free block held less
+   * than half of the free bytes, which was most of the time. */
+  uint64_t for_bytes;
+  double unusable = vapp_unusable(a, &for_bytes);
+  if (unusable < 0)
+    pen_line(p, VC_DIM, "UNUSABLE  - (%s)",
+             st->free_bytes ? "no request yet" : "nothing free");
+  else
+    pen_line(p, unusable >= 1.0 ? VC_ALERT : VC_TEXT, "UNUSABLE  %.3f FOR %s",
+             unusable, vfmt_bytes(for_bytes, b1, 32));
   pen_line(p, VC_DIM, "LIVE %" PRIu64 "  FAIL %" PRIu64, st->live_allocs,
            st->failures);
   pen_line(p, VC_DIM, "SEQ %" PRIu64, st->seq);
+}
+
+/* A swatch and its label; returns the x after them. */
+static int frame_swatch(frame_pen_t *p, int x, uint32_t c, const char *t) {
+  int s = p->s;
+  gpbt_fb_fill(p->fb, x, p->y + 2 * s, 6 * s, 6 * s, c);
+  gpbt_fb_rect(p->fb, x, p->y + 2 * s, 6 * s, 6 * s, VC_GRID);
+  return gpbt_font_draw(p->fb, x + 8 * s, p->y, s, VC_DIM, t) + 5 * s;
+}
+
+/* A ramp from t = 0 to 1 between two labels, over the pen's width. */
+static void frame_ramp_bar(frame_pen_t *p, const char *lo, const char *hi,
+                           uint32_t (*color)(double)) {
+  int s = p->s;
+  int x0 = gpbt_font_draw(p->fb, p->x, p->y, s, VC_DIM, lo) + 3 * s;
+  int x1 = p->x + p->w - gpbt_font_width(s, hi) - 3 * s;
+  for (int x = x0; x < x1; x++)
+    gpbt_fb_fill(p->fb, x, p->y + 2 * s, 1, 6 * s,
+                 color(x1 - 1 > x0 ? (double)(x - x0) / (x1 - 1 - x0) : 0));
+  gpbt_font_draw(p->fb, x1 + 3 * s, p->y, s, VC_DIM, hi);
+}
+
+static uint32_t frame_age_color(double t) { return vc_ramp(1.0 - t); }
+
+/* What the colors of the map mean, for the mode drawn. */
+static void frame_legend(vapp_t *a, frame_pen_t *p) {
+  const vmap_t *m = &a->map;
+  int tree = m->layout == VLAYOUT_TREE, x = p->x;
+  char b1[32], b2[32];
+  switch (tree ? vmap_tree_color(m->color) : m->color) {
+  case VCOLOR_ORDER:
+    pen_line(p, VC_DIM, "COLOR: BLOCK SIZE (ORDER)%s",
+             tree ? "" : ", BYTE-WEIGHTED");
+    frame_ramp_bar(p, vfmt_bytes(m->min_block, b1, 32),
+                   vfmt_bytes(m->min_block << (m->norders ? m->norders - 1 : 0),
+                              b2, 32),
+                   vc_ramp);
+    p->y += (GPBT_FONT_H + 1) * p->s;
+    x = frame_swatch(p, x, vc_free_of(vc_ramp(0.5)), "FREE: GREYED");
+    if (tree) frame_swatch(p, x, VC_SPLIT, "SPLIT");
+    break;
+  case VCOLOR_TAG: {
+    pen_line(p, VC_DIM, "COLOR: TAG OF THE ALLOCATION");
+    int shown = 0;
+    for (uint32_t t = 0; t < GPB_MAX_TAGS && x < p->x + p->w - 40 * p->s; t++) {
+      if (!a->stats.tag_bytes[t]) continue;
+      snprintf(b1, sizeof b1, "%u", t);
+      x = frame_swatch(p, x, vc_tag(t), b1);
+      shown++;
+    }
+    frame_swatch(p, x, VC_FREE, shown ? "FREE" : "FREE (NO TAGS LIVE)");
+    break;
+  }
+  case VCOLOR_SITE: {
+    pen_line(p, VC_DIM, "COLOR: CALL SITE, TOP BY LIVE BYTES");
+    gpbt_site_row_t r[4];
+    size_t n = vsite_top(a, r, 4);
+    for (size_t i = 0; i < n; i++) {
+      char sh[24];
+      vsite_short(vapp_site_text(a, r[i].site), sh, sizeof sh);
+      snprintf(b1, sizeof b1, "#%u %s", r[i].site, sh);
+      if (x > p->x && x + gpbt_font_width(p->s, b1) + 14 * p->s > p->x + p->w) {
+        p->y += (GPBT_FONT_H + 1) * p->s;
+        x = p->x;
+      }
+      x = frame_swatch(p, x, vc_site(r[i].site), b1);
+    }
+    frame_swatch(p, x, VC_FREE, n ? "FREE" : "FREE (NOTHING LIVE)");
+    break;
+  }
+  case VCOLOR_AGE: {
+    pen_line(p, VC_DIM, "COLOR: AGE OF THE ALLOCATION (LOG)");
+    double span = m->now_ns > m->t0_ns ? (double)(m->now_ns - m->t0_ns) / 1e9 : 0;
+    snprintf(b2, sizeof b2, "%.3g S OLD", span);
+    frame_ramp_bar(p, "NEW", b2, frame_age_color);
+    p->y += (GPBT_FONT_H + 1) * p->s;
+    frame_swatch(p, x, VC_FREE, "FREE");
+    break;
+  }
+  default:
+    x = frame_swatch(p, x, VC_FREE, "FREE");
+    x = frame_swatch(p, x, VC_USED, "REQUESTED");
+    x = frame_swatch(p, x, VC_WASTE, "WASTE");
+    if (tree) frame_swatch(p, x, VC_SPLIT, "SPLIT");
+    break;
+  }
+  p->y += (GPBT_FONT_H + 1) * p->s;
 }
 
 static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
@@ -262,6 +459,29 @@ static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
                  vc_ramp(n > 1 ? (double)k / (n - 1) : 0));
   }
   p->y += (int)n * rowh + 4 * s;
+}
+
+/* The side panel grouped by call site (S): the sites holding the most
+ * live bytes, each on one line with its frames cut to fit. */
+static void frame_sites(vapp_t *a, frame_pen_t *p, int max_y) {
+  int s = p->s, lh = (GPBT_FONT_H + 1) * s;
+  pen_line(p, VC_TEXT, "LIVE BYTES BY CALL SITE");
+  gpbt_site_row_t r[16];
+  int rows = (max_y - p->y) / lh;
+  size_t n = vsite_top(a, r, rows < 16 ? (size_t)(rows > 0 ? rows : 0) : 16);
+  if (!n) pen_line(p, VC_DIM, "NOTHING LIVE");
+  int chars = (p->w - 8 * s) / (GPBT_FONT_W * s);
+  for (size_t i = 0; i < n; i++) {
+    char b1[32], line[160];
+    const char *t = vapp_site_text(a, r[i].site);
+    snprintf(line, sizeof line, "%-5u %9s %s", r[i].site,
+             vfmt_bytes(r[i].bytes, b1, 32),
+             t ? t : r[i].site ? "" : "(UNKNOWN)");
+    if (chars > 0 && chars < (int)sizeof line) line[chars] = 0;
+    gpbt_fb_fill(p->fb, p->x, p->y + 2 * s, 5 * s, 5 * s, vc_site(r[i].site));
+    gpbt_font_draw(p->fb, p->x + 8 * s, p->y, s, VC_TEXT, line);
+    p->y += lh;
+  }
 }
 
 static void frame_chart(frame_pen_t *p, const char *label, const double *v,
@@ -303,20 +523,13 @@ static void frame_series(vapp_t *a, frame_pen_t *p) {
 
 /* ------------------------------------------------------- bottom, overlays */
 
-static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE"};
+static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE",
+                                                "SITE"};
 
 static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale;
   char line[256], b1[32];
-  if (a->kind == VSRC_REPLAY) {
-    gpbt_fb_fill(fb, a->tl_x, a->tl_y, a->tl_w, a->tl_h, VC_GRID);
-    uint64_t pos = vapp_pos(a), tot = a->total_ops;
-    if (tot) {
-      int px = (int)((double)a->tl_w * (double)(pos > tot ? tot : pos) / (double)tot);
-      gpbt_fb_fill(fb, a->tl_x, a->tl_y, px, a->tl_h, 0xFF4B5563u);
-      gpbt_fb_fill(fb, a->tl_x + px - s, a->tl_y, 2 * s, a->tl_h, VC_TEXT);
-    }
-  }
+  vtl_draw(a, fb);
   int y = fb->h - (GPBT_FONT_H + 2) * s;
   const char *state = a->failed         ? "ERROR"
                       : a->disconnected ? "DISCONNECTED"
@@ -335,8 +548,12 @@ static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
     snprintf(pos, sizeof pos, "OP %" PRIu64 "/%" PRIu64, vapp_pos(a), a->total_ops);
   else
     snprintf(pos, sizeof pos, "EVENT %" PRIu64, vapp_pos(a));
-  snprintf(line, sizeof line, "%s%s  %s  CELL %s  %s %s  H: KEYS", state, speed,
-           pos, vfmt_bytes(a->map.bpc, b1, 32),
+  /* The file (or pool) name first: the panel that heads with it is not
+   * drawn in a narrow window. */
+  const char *name = strrchr(a->title, '/');
+  name = name && name[1] ? name + 1 : a->title;
+  snprintf(line, sizeof line, "%.60s%s%s%s  %s  CELL %s  %s %s  H: KEYS", name,
+           *name ? "  " : "", state, speed, pos, vfmt_bytes(a->map.bpc, b1, 32),
            a->map.layout == VLAYOUT_TREE ? "TREE" : "MAP",
            frame_color_names[a->map.layout == VLAYOUT_TREE
                                  ? vmap_tree_color(a->map.color)
@@ -358,10 +575,11 @@ static void frame_box(gpbt_fb_t *fb, int x, int y, int w, int h) {
   gpbt_fb_rect(fb, x, y, w, h, VC_DIM);
 }
 
+/* The box for block b, with byte `at` of it under the mouse (or found). */
 static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
-                        int mx, int my) {
+                        uint64_t at, int mx, int my) {
   int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
-  char l[9][80], b1[32], b2[32];
+  char l[24][80], b1[32], b2[32];
   int n = 0;
   snprintf(l[n++], 80, "OFFSET 0x%" PRIx64 " (%" PRIu64 ")", b->offset, b->offset);
   if (a->info.base)
@@ -378,8 +596,24 @@ static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
     uint64_t now = a->map.now_ns;
     double age = now > b->time_ns && b->time_ns ? (double)(now - b->time_ns) / 1e9 : 0;
     snprintf(l[n++], 80, "TAG    %u  AGE %.3f S", b->tag, age);
+    /* A replay's block is the traced program's allocation: its id there
+     * (the address, for PyTorch and RMM), and where in it the byte under
+     * the mouse is, which / finds again. */
+    uint64_t id;
+    if (a->kind == VSRC_REPLAY && vreplay_trace_id(a->rp, b->alloc_offset, &id) == 0) {
+      if (at > b->alloc_offset && at < b->alloc_offset + b->alloc_size)
+        snprintf(l[n++], 80, "TRACE  ID 0x%" PRIx64 " +0x%" PRIx64, id,
+                 at - b->alloc_offset);
+      else
+        snprintf(l[n++], 80, "TRACE  ID 0x%" PRIx64, id);
+    }
   }
   snprintf(l[n++], 80, "BUDDY  %s", frame_buddy(a, b));
+  /* Why it is there: its call site, innermost frame first, each cut to
+   * the width of the frame's map. */
+  if (b->used)
+    n += vsite_hover(a, b->site, l + n, 24 - n,
+                     a->map_w / (GPBT_FONT_W * s) - 4);
   int w = 0;
   for (int i = 0; i < n; i++) {
     int lw = gpbt_font_width(s, l[i]);
@@ -431,29 +665,44 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   vframe_layout(a, fb->w, fb->h);
   vapp_sync_map(a);
   /* Background everywhere but the map, which vframe_map covers. */
-  gpbt_fb_fill(fb, a->map_x + a->map_w, 0, fb->w - a->map_w, fb->h, VC_PANEL);
-  gpbt_fb_fill(fb, 0, a->map_h, a->map_w, fb->h - a->map_h, VC_PANEL);
+  int right = a->map_x + a->map_w;
+  gpbt_fb_fill(fb, right, 0, fb->w - right, fb->h, VC_PANEL);
+  gpbt_fb_fill(fb, 0, a->map_h, right, fb->h - a->map_h, VC_PANEL);
   vframe_map(a, fb);
+  frame_ruler(a, fb);
 
   gpb_block_info_t hb;
   int hover = 0;
+  uint64_t hoff = UINT64_MAX;
   if (a->mouse_in) {
-    uint64_t off = vframe_offset_at(a, a->mouse_x, a->mouse_y, NULL);
-    if (off != UINT64_MAX && gpb_model_lookup(a->model, off, &hb) == 0) hover = 1;
+    hoff = vframe_offset_at(a, a->mouse_x, a->mouse_y, NULL);
+    if (hoff != UINT64_MAX && gpb_model_lookup(a->model, hoff, &hb) == 0) hover = 1;
   }
   gpb_block_info_t sb;
   if (a->have_sel && gpb_model_lookup(a->model, a->sel_off, &sb) == 0)
     frame_mark_block(a, fb, &sb);
   if (hover) frame_mark_block(a, fb, &hb);
+  voom_draw(a, fb);
 
-  if (a->map_w < fb->w) {
-    frame_pen_t p = {fb, a->map_w + 8 * s, 6 * s, s, fb->w - a->map_w - 14 * s};
+  int px = a->map_x + a->map_w;
+  if (px < fb->w) {
+    frame_pen_t p = {fb, px + 8 * s, 6 * s, s, fb->w - px - 14 * s};
     frame_stats(a, &p);
-    p.y += 4 * s;
+    p.y += 3 * s;
+    frame_legend(a, &p);
+    p.y += 3 * s;
+    /* The charts at the bottom, where there is room for them under the
+     * figures; the bars per order take what is left. */
     int charts = 3 * (GPBT_FONT_H * s + 38 * s);
-    frame_buddyinfo(a, &p, a->map_h - charts - 4 * s);
-    p.y = a->map_h - charts;
-    if (p.y > 0) frame_series(a, &p);
+    int cy = a->map_h - charts;
+    if (a->side_sites)
+      frame_sites(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
+    else
+      frame_buddyinfo(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
+    if (cy >= p.y) {
+      p.y = cy;
+      frame_series(a, &p);
+    }
   }
   frame_bottom(a, fb);
 
@@ -465,8 +714,9 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
     frame_box(fb, x, y, w, GPBT_FONT_H * ts + 8 * s);
     gpbt_font_draw(fb, x + 8 * s, y + 3 * s, ts, VC_ALERT, t);
   }
-  if (hover) frame_hover(a, fb, &hb, a->mouse_x, a->mouse_y);
+  if (hover) frame_hover(a, fb, &hb, hoff, a->mouse_x, a->mouse_y);
   else if (a->have_sel && !a->mouse_in)
-    frame_hover(a, fb, &sb, a->map_x + a->map_w / 2, a->map_y + a->map_h / 3);
+    frame_hover(a, fb, &sb, a->sel_off, a->map_x + a->map_w / 2,
+                a->map_y + a->map_h / 3);
   if (a->show_help) vframe_help(fb, a->scale);
 }

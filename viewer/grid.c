@@ -84,6 +84,7 @@ int vgrid_add_app(vgrid_t *g, vapp_t *app, const char *key) {
   app->map.color = g->color;
   app->map.layout = g->layout;
   app->scale = g->scale;
+  app->cell_scale = g->cell_scale;
   g->n++;
   return 0;
 }
@@ -111,32 +112,29 @@ static int grid_open(vgrid_t *g, const char *key, int remote, int loud,
     free(a);
     return rc;
   }
+  vapp_set_source(a, key, remote, g->token);
   *out = a;
   return 0;
 }
 
-/* A pool seen by a scan: new ones join, closed ones get a fresh reader. */
+/* A pool seen by a scan: new ones join, closed ones get a fresh reader
+ * (vapp_reopen, as a single-pool view whose program came back). */
 static void grid_found(vgrid_t *g, const char *key, int remote) {
   int i = grid_find(g, key);
-  if (i >= 0 && !vapp_closed(g->cells[i].app)) return;
-  vapp_t *a;
-  if (grid_open(g, key, remote, 0, &a)) return;
-  if (i < 0) {
-    if (vgrid_add_app(g, a, key)) {
-      vgrid_message(g, "%d pools shown at most; %s is not", VGRID_MAX, key);
-      grid_free_app(a);
+  if (i >= 0) {
+    vcell_t *c = &g->cells[i];
+    if (vapp_closed(c->app) && vapp_reopen(c->app) == 0) {
+      c->closed_ns = 0;
+      c->w = c->h = 0; /* sized again by the next layout */
     }
     return;
   }
-  vcell_t *c = &g->cells[i];
-  a->map.color = c->app->map.color;
-  a->map.layout = c->app->map.layout;
-  a->scale = c->app->scale;
-  if (g->focus == c->app) g->focus = a;
-  grid_free_app(c->app);
-  c->app = a;
-  c->closed_ns = 0;
-  c->w = c->h = 0; /* sized again by the next layout */
+  vapp_t *a;
+  if (grid_open(g, key, remote, 0, &a)) return;
+  if (vgrid_add_app(g, a, key)) {
+    vgrid_message(g, "%d pools shown at most; %s is not", VGRID_MAX, key);
+    grid_free_app(a);
+  }
 }
 
 typedef struct grid_names {
@@ -237,6 +235,8 @@ void vgrid_update(vgrid_t *g, double dt) {
     vcell_t *c = &g->cells[i];
     vapp_update(c->app, dt);
     if (vapp_closed(c->app) && !c->closed_ns) c->closed_ns = now;
+    /* A pool comes back by itself too (vapp_update looks for it). */
+    if (!vapp_closed(c->app) && c->closed_ns) c->closed_ns = 0, c->w = c->h = 0;
   }
   for (int i = 0; i < g->n;) {
     vcell_t *c = &g->cells[i];
@@ -286,19 +286,21 @@ void vgrid_layout(vgrid_t *g, int w, int h) {
     int x = gap + (i % g->cols) * (cw + gap), y = gap + (i / g->cols) * (ch + gap);
     int resized = c->w != cw || c->h != ch;
     c->x = x, c->y = y, c->w = cw, c->h = ch;
+    int cp = g->cell_scale > 0 ? g->cell_scale : s;
     a->scale = s;
+    a->cell_scale = g->cell_scale;
     a->map_x = x;
     a->map_y = y;
     a->map_w = cw;
     a->map_h = ch > label + 1 ? ch - label : 1;
-    a->cell_px = s;
-    int cols = a->map_w / s, rows;
+    a->cell_px = cp;
+    int cols = a->map_w / cp, rows;
     if (a->map.layout == VLAYOUT_TREE) {
       rows = (int)a->map.norders;
       a->row_px = a->map_h / rows > 0 ? a->map_h / rows : 1;
     } else {
-      rows = a->map_h / s;
-      a->row_px = s;
+      rows = a->map_h / cp;
+      a->row_px = cp;
     }
     /* The focused view resizes the map to the window and may zoom it:
      * back in its cell the pool is shown whole again. */
@@ -386,6 +388,7 @@ void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb) {
   int s = g->scale < 1 ? 1 : g->scale;
   if (g->focus) {
     g->focus->scale = s;
+    g->focus->cell_scale = g->cell_scale;
     vframe_draw(g->focus, fb);
     if (!g->focus->searching) grid_hint(fb, s);
     return;

@@ -16,17 +16,24 @@ const char *const vinput_keys_help =
     "LEFT   ,     STEP BACK ONE OP (REPLAY)\n"
     "+  -         FASTER / SLOWER      0  AS FAST AS POSSIBLE\n"
     "HOME  END    START / END OF THE TRACE\n"
-    "CLICK TIMELINE    SCRUB\n"
+    "CLICK TIMELINE    SEEK (REPLAY); A RED MARK: EXPLAIN THAT FAILURE\n"
+    "O            EXPLAIN A FAILED ALLOCATION    [  ]  PREVIOUS / NEXT\n"
     "WHEEL  Z  X  ZOOM IN / OUT        F  FIT THE WHOLE POOL\n"
     "UP DOWN PGUP PGDN  DRAG    SCROLL\n"
-    "C            CYCLE COLORS: STATE, ORDER, TAG, AGE (1-4)\n"
+    "C            CYCLE COLORS: STATE, ORDER, TAG, AGE, SITE (1-5)\n"
+    "S            SIDE PANEL: FREE BLOCKS PER ORDER / LIVE BYTES BY SITE\n"
     "T            BLOCK MAP / BUDDY TREE (ONE ROW PER ORDER)\n"
-    "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K)\n"
-    "CLICK MAP    SELECT A BLOCK       ESC  CLEAR\n"
+    "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K);\n"
+    "             A REPLAY ALSO FINDS THE TRACE'S OWN ADDRESSES\n"
+    "CLICK MAP    SELECT A BLOCK (HOVER: ITS CALL SITE)   ESC  CLEAR\n"
     "P            SAVE A PNG SCREENSHOT\n"
     "GRID OF POOLS (--ALL, --CONNECT A,B): CLICK ONE TO WATCH IT\n"
     "G            BACK TO THE GRID (ESC TOO, WITH NOTHING SELECTED)\n"
-    "H  ?         THIS HELP            Q  QUIT";
+    "H  ?         THIS HELP            Q  QUIT\n"
+    "FIGURES COUNT FREE BUDDIES MERGED, AS A REQUEST FINDS THEM.\n"
+    "UNUSABLE X FOR S: SHARE OF THE FREE BYTES IN BLOCKS SMALLER THAN S,\n"
+    "THE BLOCK OF THE LARGEST REQUEST SEEN (0: ANY FREE BLOCK TAKES IT,\n"
+    "1: NONE DOES, AND SUCH A REQUEST FAILS NOW)";
 
 /* Parses "0x1f00", "4096", "64K", "1.5MiB": hex or gpb_size_parse. */
 int vinput_parse_where(const char *s, uint64_t *out) {
@@ -54,6 +61,24 @@ static void input_find(vapp_t *a) {
   uint64_t off = v;
   /* A value inside the reservation is an address; otherwise an offset. */
   if (base && v >= base && v - base < a->info.managed_size) off = v - base;
+  /* A replay also knows the traced program's addresses (0x7fb4...: the
+   * ids of PyTorch and RMM traces): a live allocation's id, or a byte
+   * inside its request when the value is no offset. */
+  uint64_t toff, tid;
+  if (a->kind == VSRC_REPLAY && vreplay_find_trace(a->rp, v, &toff, &tid) == 0 &&
+      (tid == v || off >= a->info.managed_size)) {
+    gpb_block_info_t b;
+    if (gpb_model_lookup(a->model, toff, &b) == 0) {
+      a->have_sel = 1;
+      a->sel_off = toff;
+      vmap_center(&a->map, b.offset, b.size);
+      vapp_message(a, "trace address 0x%llx: allocation id 0x%llx, block of "
+                   "order %u at offset 0x%llx", (unsigned long long)v,
+                   (unsigned long long)tid, b.order,
+                   (unsigned long long)b.offset);
+      return;
+    }
+  }
   if (off >= a->info.managed_size) {
     vapp_message(a, "0x%llx is past the end of the pool",
                  (unsigned long long)v);
@@ -109,7 +134,16 @@ int vinput_key(vapp_t *a, int key) {
   case 'q':
     return 1;
   case VKEY_ESC: /* clears; only q quits, so Esc never loses a session */
-    a->have_sel = 0;
+    if (a->oom.sel >= 0) voom_key(a, key); /* the panel first */
+    else a->have_sel = 0;
+    break;
+  case 'o':
+  case '[':
+  case ']':
+    voom_key(a, key);
+    break;
+  case 's':
+    a->side_sites = !a->side_sites;
     break;
   case VKEY_SPACE:
     a->paused = !a->paused;
@@ -169,6 +203,7 @@ int vinput_key(vapp_t *a, int key) {
   case '2':
   case '3':
   case '4':
+  case '5':
     vmap_set_color(&a->map, (vcolor_mode_t)(key - '1'));
     break;
   case 't':
@@ -215,12 +250,7 @@ void vinput_button(vapp_t *a, int x, int y, int down) {
     a->dragging = 0;
     return;
   }
-  if (a->kind == VSRC_REPLAY && a->total_ops && y >= a->tl_y - a->scale &&
-      y < a->tl_y + a->tl_h + a->scale && x >= a->tl_x && x < a->tl_x + a->tl_w) {
-    a->seek_to = (uint64_t)((double)a->total_ops * (x - a->tl_x) / a->tl_w);
-    a->dragging = 2;
-    return;
-  }
+  if (vtl_click(a, x, y)) return;
   uint64_t off = vframe_offset_at(a, x, y, NULL);
   if (off != UINT64_MAX) {
     a->have_sel = 1;
@@ -240,7 +270,7 @@ void vinput_motion(vapp_t *a, int x, int y, int buttons) {
     return;
   }
   if (a->dragging == 2 && x >= a->tl_x && x < a->tl_x + a->tl_w) {
-    a->seek_to = (uint64_t)((double)a->total_ops * (x - a->tl_x) / a->tl_w);
+    a->seek_to = vtl_x_at(a, x);
   } else if (a->dragging == 1) {
     int step = a->cell_px * 4;
     int d = (a->drag_y - y) / step;

@@ -29,6 +29,8 @@ typedef struct opts {
   int w, h, scale, bench, headless, list, count, interval_ms, bench_frames;
   int all;
   int color, layout;
+  uint64_t oom;      /* --oom N: explain the Nth failure; 0 none */
+  int side_sites;    /* --sites */
   double speed;
   gpb_config_t cfg;
 } opts_t;
@@ -51,16 +53,22 @@ static void usage(FILE *f) {
 "                     gpubuddy-replay picks: the next power of two >= 2x\n"
 "                     the trace's peak live bytes; else 256M)\n"
 "  --json             with --headless: the rendered frame's figures as one\n"
-"                     JSON object on stdout (a grid: an array, one per pool)\n"
+"                     JSON object on stdout (a grid: an array, one per pool):\n"
+"                     ops, used, largest free, \"ooms\" (count, the first\n"
+"                     failures explained), \"top_sites\" (live bytes)\n"
+"  --oom N            open the explanation of the Nth failed allocation\n"
+"                     (a replay seeks there, paused)\n"
 "  --min-block SIZE   minimum block (default 256)\n"
 "  --policy P         placement policy, as gpubuddy-replay (default buddy)\n"
 "  --speed OPS        ops per second (default: whole trace in ~20 s; 0 = max)\n"
 "view options:\n"
-"  --color MODE       state, order, tag or age (default state)\n"
+"  --color MODE       state, order, tag, age or site (default state)\n"
 "  --tree             start in the buddy-tree layout (one row per order)\n"
+"  --sites            side panel: live bytes by call site (key S)\n"
 "  --find WHERE       select and zoom to an address or offset (0x.., 4096, 1M)\n"
 "  --size WxH         window or image size (default 1280x800)\n"
-"  --scale N          UI scale (default: 2 on HiDPI windows, else 1)\n"
+"  --scale N          UI scale of text and map (default: text at 2 from\n"
+"                     1200x700 up, twice that on HiDPI; map cells of a point)\n"
 "headless (no display needed):\n"
 "  --headless --png OUT.png [--at N|end]   render one frame after N ops\n"
 "  --headless --frames DIR [--interval-ms K] [--count N]\n"
@@ -134,7 +142,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       if (!(o->find = NEXT())) return -1;
     } else if (!strcmp(a, "--steps") || !strcmp(a, "--seed") ||
                !strcmp(a, "--count") || !strcmp(a, "--interval-ms") ||
-               !strcmp(a, "--scale") || !strcmp(a, "--bench-frames")) {
+               !strcmp(a, "--scale") || !strcmp(a, "--bench-frames") ||
+               !strcmp(a, "--oom")) {
       const char *v = NEXT();
       char *end;
       if (!v) return -1;
@@ -146,6 +155,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       }
       if (!strcmp(a, "--steps")) o->steps = n;
       else if (!strcmp(a, "--seed")) o->seed = n;
+      else if (!strcmp(a, "--oom")) o->oom = n;
       else if (n > 1000000) {
         fprintf(stderr, "gpubuddy-view: %s: %s is too large\n", a, v);
         return -1;
@@ -175,6 +185,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       o->pool_size_given = 1;
     } else if (!strcmp(a, "--json")) {
       o->json = 1;
+    } else if (!strcmp(a, "--sites")) {
+      o->side_sites = 1;
     } else if (!strcmp(a, "--min-block")) {
       const char *v = NEXT();
       if (!v || parse_size_opt(a, v, &o->cfg.min_block)) return -1;
@@ -186,12 +198,14 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       }
     } else if (!strcmp(a, "--color")) {
       const char *v = NEXT();
-      static const char *const names[] = {"state", "order", "tag", "age"};
+      static const char *const names[] = {"state", "order", "tag", "age",
+                                          "site"};
       int k = -1;
-      for (int j = 0; v && j < 4; j++)
+      for (int j = 0; v && j < VCOLOR_COUNT; j++)
         if (!strcmp(v, names[j])) k = j;
       if (k < 0) {
-        fprintf(stderr, "gpubuddy-view: --color: state, order, tag or age\n");
+        fprintf(stderr,
+                "gpubuddy-view: --color: state, order, tag, age or site\n");
         return -1;
       }
       o->color = k;
@@ -294,12 +308,14 @@ static int open_source(opts_t *o, vapp_t *app) {
     char title[sizeof app->title];
     snprintf(title, sizeof title, "remote %s", o->connect);
     if ((rc = vapp_open_attach(app, at, title))) return rc;
+    vapp_set_source(app, o->connect, 1, o->token);
   } else {
     rc = vapp_open_live(app, o->name, o->connect, o->token);
     if (rc) return rc;
   }
   app->map.color = (vcolor_mode_t)o->color;
   app->map.layout = (vlayout_t)o->layout;
+  app->side_sites = o->side_sites;
   return 0;
 }
 
@@ -355,14 +371,38 @@ static int headless_png(const char *path, const gpbt_fb_t *fb) {
   return rc;
 }
 
+/* --oom N: a replay runs on to its Nth failure (to the end when it has
+ * not met it yet), goes there and opens its explanation. */
+static int apply_oom(const opts_t *o, vapp_t *app) {
+  if (app->kind != VSRC_REPLAY || !o->oom) return 0;
+  if (app->series.noom < o->oom) vapp_seek(app, UINT64_MAX - 1);
+  if (app->series.noom < o->oom) {
+    fprintf(stderr, "gpubuddy-view: --oom %llu: the replay has %llu failed "
+            "allocation%s\n", (unsigned long long)o->oom,
+            (unsigned long long)app->series.ooms,
+            app->series.ooms == 1 ? "" : "s");
+    return GPB_ENOTFOUND;
+  }
+  voom_pick(app, (size_t)(o->oom - 1));
+  if (app->seek_to != UINT64_MAX) vapp_seek(app, app->seek_to);
+  app->paused = 1;
+  return 0;
+}
+
 static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
   gpbt_fb_t fb;
   if (gpbt_fb_init(&fb, o->w, o->h)) return GPB_EHOSTMEM;
+  /* As a window of that size would draw it: text doubled from 1200x700
+   * up, a pixel per map cell. */
+  int ui = o->scale ? o->scale : vframe_auto_scale(fb.w, fb.h, 1);
+  int cells = o->scale ? 0 : 1;
   if (grid) {
-    grid->scale = o->scale ? o->scale : 1;
+    grid->scale = ui;
+    grid->cell_scale = cells;
     vgrid_layout(grid, fb.w, fb.h);
   } else {
-    app->scale = o->scale ? o->scale : 1;
+    app->scale = ui;
+    app->cell_scale = cells;
     vframe_layout(app, fb.w, fb.h);
   }
   int rc = 0;
@@ -379,6 +419,10 @@ static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
     }
     vapp_seek(app, at);
     app->paused = 1;
+  }
+  if (app && (rc = apply_oom(o, app)) != 0) {
+    gpbt_fb_free(&fb);
+    return rc;
   }
   if (o->png) {
     if (grid) {
@@ -684,7 +728,8 @@ int main(int argc, char **argv) {
     rc = run_headless(&o, &app, NULL);
     if (o.json && !rc) print_json(&app);
   } else {
-    rc = run_window(&o, &app, NULL);
+    rc = apply_oom(&o, &app);
+    if (!rc) rc = run_window(&o, &app, NULL);
   }
   vapp_close(&app);
   return rc ? 1 : 0;

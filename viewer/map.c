@@ -9,7 +9,7 @@
  * or whole blocks share a cell (bpc > block). Each cell keeps sums over its
  * bytes: bytes in used blocks, bytes asked for (the request sits at the
  * front of its allocation; the tail is internal waste), order x bytes, block starts,
- * the last tag, alloc time x bytes.
+ * the last tag and call site, alloc time x bytes.
  *
  * Tree layout: one row per order; column c covers bytes
  * [start + c*bpc, +bpc); row k keeps the bytes of free and used blocks of
@@ -68,6 +68,8 @@ void vmap_free(vmap_t *m) {
   free(m->nstart);
   free(m->tsum);
   free(m->tag);
+  free(m->site);
+  m->site = NULL;
   free(m->tfree);
   free(m->tused);
   free(m->rgb);
@@ -135,6 +137,7 @@ int vmap_resize(vmap_t *m, int cols, int rows) {
     m->nstart = calloc(need, sizeof *m->nstart);
     m->tsum = calloc(need, sizeof *m->tsum);
     m->tag = calloc(need, sizeof *m->tag);
+    m->site = calloc(need, sizeof *m->site);
     m->tfree = calloc(need, sizeof *m->tfree);
     m->tused = calloc(need, sizeof *m->tused);
     m->rgb = calloc(need, sizeof *m->rgb);
@@ -142,7 +145,7 @@ int vmap_resize(vmap_t *m, int cols, int rows) {
     m->dflag = calloc(need, sizeof *m->dflag);
     m->stale = calloc(need / VMAP_CHUNK + 1, 1);
     if (!m->stale || !m->used || !m->req || !m->ordsum || !m->nstart || !m->tsum ||
-        !m->tag || !m->tfree || !m->tused || !m->rgb || !m->dirty ||
+        !m->tag || !m->site || !m->tfree || !m->tused || !m->rgb || !m->dirty ||
         !m->dflag) {
       vmap_free(m);
       m->cols = m->rows = 0;
@@ -151,14 +154,20 @@ int vmap_resize(vmap_t *m, int cols, int rows) {
     }
     m->cap = need;
   }
-  int first = m->cols == 0;
   m->cols = cols;
   m->rows = rows;
   m->ncells = n;
-  if (first) m->bpc = map_fit_bpc(m);
+  /* Unzoomed, the view follows the window: it kept the old cell size,
+   * so a smaller window showed only the start of the pool. */
+  if (!m->zoomed) {
+    m->bpc = map_fit_bpc(m);
+    m->start = 0;
+  }
   m->ndirty = 0;
   memset(m->dflag, 0, m->cap);
   map_settle(m);
+  /* Grown past the zoom, the whole pool shows: fitted again. */
+  if (m->zoomed && m->bpc >= map_fit_bpc(m)) m->zoomed = 0;
   return 0;
 }
 
@@ -177,6 +186,7 @@ void vmap_set_color(vmap_t *m, vcolor_mode_t c) {
 void vmap_fit(vmap_t *m) {
   m->bpc = map_fit_bpc(m);
   m->start = 0;
+  m->zoomed = 0;
   map_settle(m);
 }
 
@@ -193,6 +203,7 @@ void vmap_zoom(vmap_t *m, int steps, uint64_t anchor, uint64_t anchor_cell) {
   uint64_t back = anchor_cell * nb;
   m->start = anchor > back ? anchor - back : 0;
   map_settle(m);
+  m->zoomed = m->bpc < map_fit_bpc(m);
 }
 
 void vmap_scroll(vmap_t *m, int64_t rows) {
@@ -220,6 +231,7 @@ void vmap_center(vmap_t *m, uint64_t off, uint64_t block_size) {
   uint64_t back = lead * m->bpc;
   m->start = off > back ? off - back : 0;
   map_settle(m);
+  m->zoomed = m->bpc < map_fit_bpc(m);
 }
 
 uint64_t vmap_offset_at(const vmap_t *m, int cx, int cy) {
@@ -301,7 +313,7 @@ static float map_ms(const vmap_t *m, uint64_t t) {
 
 /* A used range [off, off+len) appears (sign 1) or goes (sign -1). */
 static void map_used(vmap_t *m, uint64_t off, uint64_t len, uint64_t t,
-                     uint32_t tag, int sign) {
+                     uint32_t tag, uint32_t site, int sign) {
   uint64_t c0, c1, lo, hi;
   if (!map_cells(m, off, len, &c0, &c1, &lo, &hi)) return;
   float ms = map_ms(m, t);
@@ -311,6 +323,7 @@ static void map_used(vmap_t *m, uint64_t off, uint64_t len, uint64_t t,
       m->used[c] += (uint32_t)ov;
       m->tsum[c] += ms * (float)ov;
       m->tag[c] = (uint8_t)tag;
+      m->site[c] = (uint16_t)site;
     } else {
       /* The allocation's own time is gone with it; scale the cell's sum
        * as if it had the cell's average age (exact again at rebuild). */
@@ -379,7 +392,7 @@ void vmap_event(vmap_t *m, const gpb_event_t *ev) {
       map_tree_run(m, ev->offset, ev->size, sign > 0);
       m->all_dirty = 1;
     } else {
-      map_used(m, ev->offset, ev->size, ev->time_ns, ev->tag, sign);
+      map_used(m, ev->offset, ev->size, ev->time_ns, ev->tag, ev->site, sign);
       map_add(m, MAP_REQ, ev->offset, map_min(ev->requested, ev->size), sign);
     }
     break;
@@ -428,6 +441,7 @@ static void map_block(vmap_t *m, const gpb_block_info_t *b) {
     m->used[c] += (uint32_t)ov;
     m->tsum[c] += ms * (float)ov;
     m->tag[c] = (uint8_t)b->tag;
+    m->site[c] = (uint16_t)b->site;
     uint64_t cs = m->start + c * m->bpc;
     uint64_t a = map_max(map_max(lo, cs), r0);
     uint64_t z = map_min(map_min(hi, cs + m->bpc), r1);
@@ -462,6 +476,7 @@ static void map_rebuild_chunk(vmap_t *m, const gpb_model_t *model, size_t k) {
     memset(m->nstart + c0, 0, (c1 - c0) * sizeof *m->nstart);
     memset(m->tsum + c0, 0, (c1 - c0) * sizeof *m->tsum);
     memset(m->tag + c0, 0, (c1 - c0) * sizeof *m->tag);
+    memset(m->site + c0, 0, (c1 - c0) * sizeof *m->site);
     if (!m->all_dirty)
       for (size_t c = c0; c < c1; c++) map_mark(m, c);
   }
@@ -511,6 +526,7 @@ void vmap_rebuild(vmap_t *m, const gpb_model_t *model) {
     memset(m->nstart, 0, n * sizeof *m->nstart);
     memset(m->tsum, 0, n * sizeof *m->tsum);
     memset(m->tag, 0, n * sizeof *m->tag);
+    memset(m->site, 0, n * sizeof *m->site);
   }
   if (!model) return;
   if (m->end - m->start >= m->managed / 4) {
@@ -557,6 +573,9 @@ static uint32_t map_cell_color(const vmap_t *m, uint64_t c) {
   }
   case VCOLOR_TAG:
     col = vc_mix(VC_FREE, vc_tag(m->tag[c]), uf);
+    break;
+  case VCOLOR_SITE:
+    col = vc_mix(VC_FREE, vc_site(m->site[c]), uf);
     break;
   case VCOLOR_AGE: {
     double now = m->now_ns > m->t0_ns ? (double)(m->now_ns - m->t0_ns) / 1e6 : 0;

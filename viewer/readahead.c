@@ -12,6 +12,11 @@
  *
  * The ring of chunks is owned slot by slot: the thread writes only slots
  * past the consumer's, and hands each over under the lock.
+ *
+ * Call site texts live in the reader, which the thread owns: as it reads
+ * an op that names a site it has not passed on, it copies the site's
+ * frames into a table of the op source's (vsitetab_t), under that
+ * table's lock, so the viewer looks them up while the thread reads on.
  */
 #include "view.h"
 
@@ -29,8 +34,66 @@ typedef struct ra_chunk {
   int rc; /* after the ops: 1 more follow, 0 the end, <0 an error */
 } ra_chunk_t;
 
+struct vsitetab {
+  pthread_mutex_t mu;
+  char **s;     /* by site id */
+  uint32_t cap;
+};
+
+vsitetab_t *vsitetab_new(void) {
+  vsitetab_t *t = calloc(1, sizeof *t);
+  if (t) pthread_mutex_init(&t->mu, NULL);
+  return t;
+}
+
+void vsitetab_free(vsitetab_t *t) {
+  if (!t) return;
+  for (uint32_t i = 0; i < t->cap; i++) free(t->s[i]);
+  free(t->s);
+  pthread_mutex_destroy(&t->mu);
+  free(t);
+}
+
+const char *vsitetab_get(vsitetab_t *t, uint32_t site) {
+  if (!t) return NULL;
+  pthread_mutex_lock(&t->mu);
+  const char *p = site < t->cap ? t->s[site] : NULL;
+  pthread_mutex_unlock(&t->mu);
+  return p;
+}
+
+/* Whether the table lacks `site`; only the reading thread adds, so it
+ * may ask without the lock. */
+static int sitetab_lacks(const vsitetab_t *t, uint32_t site) {
+  return site >= t->cap || !t->s[site];
+}
+
+/* Copies the frames of `site` in; without memory the site shows none. */
+static void sitetab_put(vsitetab_t *t, uint32_t site, const char *text) {
+  char *copy = text ? strdup(text) : NULL;
+  if (!copy) return;
+  pthread_mutex_lock(&t->mu);
+  if (site >= t->cap) {
+    uint32_t cap = t->cap ? t->cap : 64;
+    while (cap <= site) cap *= 2;
+    char **s = realloc(t->s, cap * sizeof *s);
+    if (!s) {
+      pthread_mutex_unlock(&t->mu);
+      free(copy);
+      return;
+    }
+    memset(s + t->cap, 0, (cap - t->cap) * sizeof *s);
+    t->s = s;
+    t->cap = cap;
+  }
+  if (!t->s[site]) t->s[site] = copy, copy = NULL;
+  pthread_mutex_unlock(&t->mu);
+  free(copy);
+}
+
 struct vra {
   gpb_trace_reader_t *rd;
+  vsitetab_t *sites; /* the op source's, or NULL */
   pthread_t th;
   int threaded;
   pthread_mutex_t mu;
@@ -44,11 +107,17 @@ struct vra {
   char err[256];
 };
 
+/* An op just read names a site the table lacks: its text goes in. */
+static void ra_site(vra_t *r, const gpb_trace_op_t *op) {
+  if (op->site && r->sites && sitetab_lacks(r->sites, op->site))
+    sitetab_put(r->sites, op->site, gpb_trace_site(r->rd, op->site));
+}
+
 static int ra_fill(vra_t *r, ra_chunk_t *c) {
   int rc = 1;
   c->n = 0;
   while (c->n < RA_CHUNK && (rc = gpb_trace_next(r->rd, &c->op[c->n])) == 1)
-    c->n++;
+    ra_site(r, &c->op[c->n++]);
   if (rc < 0)
     snprintf(r->err, sizeof r->err, "%s",
              *gpb_trace_error(r->rd) ? gpb_trace_error(r->rd) : gpb_strerror(rc));
@@ -74,10 +143,11 @@ static void *ra_main(void *arg) {
   return NULL;
 }
 
-int vra_open(const char *path, vra_t **out) {
+int vra_open(const char *path, vsitetab_t *sites, vra_t **out) {
   *out = NULL;
   vra_t *r = calloc(1, sizeof *r);
   if (!r) return GPB_EHOSTMEM;
+  r->sites = sites;
   int rc = gpb_trace_open(path, &r->rd);
   if (rc) {
     snprintf(r->err, sizeof r->err, "%s", gpb_last_error_detail());
@@ -102,6 +172,7 @@ int vra_next(vra_t *r, gpb_trace_op_t *op) {
   if (r->final) return r->final_rc;
   if (!r->threaded) {
     int rc = gpb_trace_next(r->rd, op);
+    if (rc == 1) ra_site(r, op);
     if (rc < 0)
       snprintf(r->err, sizeof r->err, "%s",
                *gpb_trace_error(r->rd) ? gpb_trace_error(r->rd) : gpb_strerror(rc));

@@ -34,6 +34,7 @@ struct vops {
   /* trace */
   char *path;
   vra_t *rd;
+  vsitetab_t *sites; /* its call sites' frames, kept across rewinds */
   /* pattern */
   uint64_t steps, total, pos, seed, rng, pool_size, min_block, next_id;
   uint64_t *live;
@@ -70,8 +71,10 @@ int vops_open_trace(const char *path, vops_t **out) {
   if (!o) return GPB_EHOSTMEM;
   o->kind = OPS_TRACE;
   o->path = strdup(path);
-  int rc = o->path ? vra_open(path, &o->rd) : GPB_EHOSTMEM;
+  o->sites = vsitetab_new();
+  int rc = o->path && o->sites ? vra_open(path, o->sites, &o->rd) : GPB_EHOSTMEM;
   if (rc) {
+    vsitetab_free(o->sites);
     free(o->path);
     free(o);
     return rc;
@@ -213,7 +216,7 @@ int vops_rewind(vops_t *o) {
   }
   vra_close(o->rd);
   o->rd = NULL;
-  int rc = vra_open(o->path, &o->rd);
+  int rc = vra_open(o->path, o->sites, &o->rd);
   if (rc)
     snprintf(o->err, sizeof o->err, "%s: %s", o->path, gpb_strerror(rc));
   return rc;
@@ -221,9 +224,14 @@ int vops_rewind(vops_t *o) {
 
 const char *vops_error(const vops_t *o) { return o->err; }
 
+const char *vops_site(vops_t *o, uint32_t site) {
+  return o && site ? vsitetab_get(o->sites, site) : NULL;
+}
+
 void vops_close(vops_t *o) {
   if (!o) return;
   vra_close(o->rd);
+  vsitetab_free(o->sites);
   free(o->path);
   free(o->live);
   free(o->arr);
@@ -241,6 +249,11 @@ struct vreplay {
   gpb_pool_info_t info;
   gpb_sim_t *sim;
   gpbt_idmap_t ids; /* id -> offset */
+  /* offset -> id, for the hover and find (vreplay_trace_id): a second
+   * table costs every op a miss at a million live blocks, so it is built
+   * from ids the first time it is asked for, then kept along. */
+  gpbt_idmap_t rev;
+  int rev_on;
   vevent_fn fn;
   void *user;
   uint64_t pos, events, failures, unmatched, total;
@@ -293,6 +306,7 @@ void vreplay_close(vreplay_t *r) {
   if (!r) return;
   gpb_sim_destroy(r->sim);
   gpbt_idmap_fini(&r->ids);
+  gpbt_idmap_fini(&r->rev);
   vops_close(r->ops);
   free(r);
 }
@@ -324,6 +338,58 @@ static int rp_next(vreplay_t *r, gpb_trace_op_t *op) {
   r->ahead_pos = (r->ahead_pos + 1) % RP_AHEAD;
   r->ahead_n--;
   return 1;
+}
+
+/* Notes that the allocation at off is trace id `id`; a table that cannot
+ * grow is dropped (the hover then shows no id). */
+static void rp_rev_put(vreplay_t *r, uint64_t off, uint64_t id) {
+  int err;
+  gpbt_idslot_t *s = gpbt_idmap_claim(&r->rev, off, &err);
+  if (s) {
+    gpbt_idmap_commit(&r->rev, s, off, id);
+  } else if (err) {
+    gpbt_idmap_fini(&r->rev);
+    r->rev_on = 0;
+  }
+}
+
+int vreplay_trace_id(vreplay_t *r, uint64_t off, uint64_t *id) {
+  if (!r->rev_on) {
+    r->rev_on = 1;
+    gpbt_idmap_reserve(&r->rev, r->ids.n);
+    for (uint64_t i = 0; i < r->ids.cap && r->rev_on; i++)
+      if (r->ids.s[i].key) rp_rev_put(r, r->ids.s[i].val, r->ids.s[i].key - 1);
+  }
+  const gpbt_idslot_t *s = r->rev_on ? gpbt_idmap_find(&r->rev, off) : NULL;
+  if (!s) return GPB_ENOTFOUND;
+  *id = s->val;
+  return 0;
+}
+
+int vreplay_find_trace(vreplay_t *r, uint64_t addr, uint64_t *off,
+                       uint64_t *id) {
+  const gpbt_idslot_t *s = gpbt_idmap_find(&r->ids, addr);
+  if (s) {
+    *off = s->val;
+    *id = addr;
+    return 0;
+  }
+  /* Inside an allocation: the live id just below, if its request reaches
+   * addr. One pass over the ids, on a find only. */
+  uint64_t best = 0, boff = 0;
+  int found = 0;
+  for (uint64_t i = 0; i < r->ids.cap; i++) {
+    uint64_t k = r->ids.s[i].key;
+    if (k && k - 1 <= addr && (!found || k - 1 > best))
+      best = k - 1, boff = r->ids.s[i].val, found = 1;
+  }
+  gpb_block_info_t b;
+  if (!found || gpb_model_lookup(gpb_sim_model(r->sim), boff, &b) || !b.used ||
+      addr - best >= (b.requested ? b.requested : 1))
+    return GPB_ENOTFOUND;
+  *off = boff + (addr - best);
+  *id = best;
+  return 0;
 }
 
 int64_t vreplay_step(vreplay_t *r, uint64_t n) {
@@ -358,7 +424,8 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
       }
       uint64_t off;
       uint32_t tag = op.tag < GPB_MAX_TAGS ? op.tag : 0;
-      rc = gpb_sim_alloc(r->sim, op.size, 0, tag, op.time_ns, &off);
+      rc = gpb_sim_alloc_site(r->sim, op.size, 0, tag, op.site, op.time_ns,
+                              &off);
       if (rc == GPB_ENOMEM || rc == GPB_ETOOBIG) {
         r->failures++;
       } else if (rc) {
@@ -369,6 +436,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
         return rc;
       } else {
         gpbt_idmap_commit(&r->ids, slot, op.id, off);
+        if (r->rev_on) rp_rev_put(r, off, op.id);
       }
     } else if (op.op == GPB_OP_FREE) {
       gpbt_idslot_t *s = gpbt_idmap_find(&r->ids, op.id);
@@ -378,6 +446,8 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
       }
       uint64_t off = s->val;
       gpbt_idmap_remove(&r->ids, s);
+      if (r->rev_on && (s = gpbt_idmap_find(&r->rev, off)) != NULL)
+        gpbt_idmap_remove(&r->rev, s);
       if (off != GPB_NO_OFFSET &&
           (rc = gpb_sim_free(r->sim, off, op.time_ns)) != 0) {
         r->bad = 1;
@@ -393,6 +463,7 @@ int64_t vreplay_step(vreplay_t *r, uint64_t n) {
 int vreplay_restart(vreplay_t *r) {
   gpb_sim_reset(r->sim);
   gpbt_idmap_clear(&r->ids);
+  gpbt_idmap_clear(&r->rev);
   r->pos = r->events = r->failures = r->unmatched = 0;
   r->at_end = r->bad = 0;
   r->ahead_pos = r->ahead_n = 0;
@@ -440,3 +511,6 @@ const gpb_model_t *vreplay_model(const vreplay_t *r) {
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r) { return &r->info; }
 const char *vreplay_error(const vreplay_t *r) { return r->err; }
 uint64_t vreplay_failures(const vreplay_t *r) { return r->failures; }
+const char *vreplay_site(const vreplay_t *r, uint32_t site) {
+  return vops_site(r->ops, site);
+}

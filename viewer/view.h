@@ -15,14 +15,18 @@
  * whole frame), draw.c (palette), series.c (time series), replay.c (trace
  * and pattern source), live.c (attach source), input.c (keys and mouse),
  * app.c (the viewer object, event plumbing), grid.c (many pools at once),
- * main.c (options, headless, bench), window.c (the SDL2 window). Text and
- * PNG come from tools/common.
+ * main.c (options, headless, bench), window.c (the SDL2 window),
+ * timeline.c (memory over time), oomview.c (failed allocations
+ * explained), sites.c (call sites: text, hover, JSON). Text, PNG, the
+ * explainer and the per-site sums come from tools/common.
  */
 #ifndef GPB_VIEW_H
 #define GPB_VIEW_H
 
 #include "gpubuddy.h"
 #include "raster.h" /* the pixel buffer, font and PNG writer (tools/common) */
+#include "oom.h"      /* the failed-allocation explainer (tools/common) */
+#include "topsites.h" /* bytes by call site (tools/common) */
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +54,8 @@ uint32_t vc_mix(uint32_t a, uint32_t b, double t); /* t=0: a, t=1: b */
 uint32_t vc_scale(uint32_t c, double f);
 uint32_t vc_ramp(double t);   /* 0..1 onto a blue-green-yellow ramp */
 uint32_t vc_tag(uint32_t tag); /* a distinct color per tag */
+/* A distinct color per call site; site 0 (unknown) is slate grey. */
+uint32_t vc_site(uint32_t site);
 /* A free block in a mode that colors blocks by c (order): c greyed, so
  * free and used of one color differ and neither sinks into VC_BG. */
 uint32_t vc_free_of(uint32_t c);
@@ -61,6 +67,7 @@ typedef enum vcolor_mode {
   VCOLOR_ORDER,     /* buddy order of the blocks */
   VCOLOR_TAG,       /* the allocation's tag */
   VCOLOR_AGE,       /* time since allocation */
+  VCOLOR_SITE,      /* the allocation's call site */
   VCOLOR_COUNT
 } vcolor_mode_t;
 
@@ -90,12 +97,14 @@ typedef struct vmap {
   uint32_t *nstart;     /* blocks starting in the cell */
   float *tsum;          /* alloc time (ms after t0) x used bytes */
   uint8_t *tag;         /* tag of the last allocation to touch the cell */
+  uint16_t *site;       /* call site of the last allocation to touch it */
   uint64_t *tfree, *tused; /* tree: [order * cols + col] bytes */
   uint32_t *rgb;        /* per cell (linear) or [order * cols + col] */
   uint32_t *dirty;      /* cells to recolor */
   uint8_t *dflag;
   size_t ndirty;
   int all_dirty, need_rebuild;
+  int zoomed;        /* the user zoomed in: a resize keeps the zoom */
   /* Events wider than VMAP_WIDE cells do not update cells one by one:
    * they mark chunks of VMAP_CHUNK cells stale, and vmap_refresh rebuilds
    * those from the model once per frame, so an event costs O(1) cells
@@ -108,7 +117,9 @@ typedef struct vmap {
 
 int vmap_init(vmap_t *m, uint64_t managed, uint64_t min_block);
 void vmap_free(vmap_t *m);
-/* Sets the grid; keeps the zoom when it can. Marks a rebuild. */
+/* Sets the grid and marks a rebuild. A fitted view is fitted to the new
+ * grid (a smaller window showed only part of the pool); a zoomed one
+ * keeps its zoom and start when it can. */
 int vmap_resize(vmap_t *m, int cols, int rows);
 void vmap_set_layout(vmap_t *m, vlayout_t l);
 void vmap_set_color(vmap_t *m, vcolor_mode_t c);
@@ -138,20 +149,47 @@ uint64_t vmap_offset_at(const vmap_t *m, int cx, int cy);
 /* ---------------------------------------------------------- time series */
 
 #define VSERIES_CAP 512
+#define VSERIES_K 8        /* groups a point keeps: its largest sites, tags */
+#define VSERIES_OOMS 1024  /* failures kept one by one (the rest: counted) */
+/* One failed allocation: where (x), what it asked, whose. */
+typedef struct vseries_oom {
+  uint64_t x, requested;
+  uint32_t site, tag;
+} vseries_oom_t;
+/* The largest groups (call sites or tags) of one point, largest first. */
+typedef struct vseries_grp {
+  uint16_t n;
+  uint16_t id[VSERIES_K];
+  uint64_t bytes[VSERIES_K];
+} vseries_grp_t;
 /* Bounded: when full, every other point is dropped and the sampling stride
- * doubles, so any run length fits in VSERIES_CAP points. */
+ * doubles, so any run length fits in VSERIES_CAP points. A replay that
+ * goes back keeps its points: those up to the last x are not taken again,
+ * so the timeline covers all of the trace that was ever replayed. */
 typedef struct vseries {
   uint64_t x[VSERIES_CAP];   /* ops (replay) or events (live) */
   double used[VSERIES_CAP];  /* bytes in used blocks */
   double largest[VSERIES_CAP];
   double frag[VSERIES_CAP];  /* external fragmentation 0..1 */
+  vseries_grp_t site[VSERIES_CAP], tag[VSERIES_CAP]; /* used, by group */
   int n;
   uint64_t stride, count;
+  vseries_oom_t oom[VSERIES_OOMS]; /* in x order */
+  size_t noom;
+  uint64_t ooms;             /* all failures seen (noom the first ones) */
+  uint64_t oom_x;            /* the x of the last one */
 } vseries_t;
 void vseries_reset(vseries_t *s);
-/* Counts one step; samples the stats every `stride` steps. */
-void vseries_tick(vseries_t *s, uint64_t x, const gpb_model_t *model);
-void vseries_add(vseries_t *s, uint64_t x, const gpb_stats_t *st);
+/* Counts one step; samples the stats every `stride` steps; sites (may be
+ * NULL) gives the live bytes per call site. Steps at or before the last
+ * point (a replay run again) are skipped. */
+void vseries_tick(vseries_t *s, uint64_t x, const gpb_model_t *model,
+                  const gpbt_sites_t *sites);
+void vseries_add(vseries_t *s, uint64_t x, const gpb_stats_t *st,
+                 const gpbt_sites_t *sites);
+/* A FAIL event at x, once: failures at or before the last one recorded
+ * (a replay run again) are skipped. Returns 1 when it was new. */
+int vseries_fail(vseries_t *s, uint64_t x, const gpb_event_t *ev);
 
 /* --------------------------------------------------------------- sources */
 
@@ -160,7 +198,17 @@ typedef struct vops vops_t;
 /* A trace file read and parsed ahead on a thread of its own
  * (readahead.c): vra_next is gpb_trace_next, overlapped with the caller. */
 typedef struct vra vra_t;
-int vra_open(const char *path, vra_t **out); /* prints why it cannot */
+/* Call site texts as a trace defines them ("FRAME;FRAME;..."), kept by
+ * an op source across rewinds: the read-ahead thread adds them as ops
+ * name them, so a lookup (under the table's lock) finds every site of the
+ * ops read so far. Texts live until vsitetab_free. */
+typedef struct vsitetab vsitetab_t;
+vsitetab_t *vsitetab_new(void); /* NULL without memory */
+void vsitetab_free(vsitetab_t *t);
+const char *vsitetab_get(vsitetab_t *t, uint32_t site); /* NULL: none */
+/* Prints why it cannot. sites (may be NULL) takes the texts of the sites
+ * the ops name. */
+int vra_open(const char *path, vsitetab_t *sites, vra_t **out);
 int vra_next(vra_t *r, gpb_trace_op_t *op);   /* 1, 0 at the end, <0 */
 const char *vra_error(const vra_t *r);
 void vra_close(vra_t *r);
@@ -179,6 +227,9 @@ int vops_take_array(gpb_trace_op_t *ops, size_t n, vops_t **out);
 int vops_next(vops_t *o, gpb_trace_op_t *op);
 int vops_rewind(vops_t *o);
 const char *vops_error(const vops_t *o);
+/* The frames of call site `site` as the trace defines them; NULL when it
+ * defines none (patterns and arrays never do). */
+const char *vops_site(vops_t *o, uint32_t site);
 void vops_close(vops_t *o);
 
 typedef void (*vevent_fn)(const gpb_event_t *ev, void *user);
@@ -205,6 +256,47 @@ const gpb_model_t *vreplay_model(const vreplay_t *r);
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r);
 const char *vreplay_error(const vreplay_t *r);
 uint64_t vreplay_failures(const vreplay_t *r);
+/* The trace id of the allocation at offset off (its address in the
+ * traced program, for PyTorch and RMM traces): 0, or GPB_ENOTFOUND. The
+ * first call builds an offset -> id table in one pass over the live ids;
+ * the replay keeps it from then on. */
+int vreplay_trace_id(vreplay_t *r, uint64_t off, uint64_t *id);
+/* A trace address: a live allocation's id, or inside its request. The
+ * pool offset it is at in *off and the allocation's id in *id; 0, or
+ * GPB_ENOTFOUND. Not exact ids cost a pass over the live ids. */
+int vreplay_find_trace(vreplay_t *r, uint64_t addr, uint64_t *off,
+                       uint64_t *id);
+/* vops_site of the replay's ops. */
+const char *vreplay_site(const vreplay_t *r, uint32_t site);
+
+/* -------------------------------------------------- failures explained */
+
+/* oomview.c: a failed allocation explained by tools/common/oom.c (the
+ * explainer of gpubuddy-replay --explain-oom), in a panel over the map
+ * with its cheapest window marked. The first VOOM_FIRST failures are
+ * explained as they happen (the model is at the failure then), so
+ * --json names them; a live view explains later ones at most once a
+ * second (a walk of the blocks each) into the rest of the slots. A
+ * replay explains any other failure by seeking to it. */
+#define VOOM_FIRST 4
+#define VOOM_KEEP 8
+#define VOOM_LIVE_GAP_NS 1000000000ull
+
+typedef struct voom_ex {
+  vseries_oom_t rec;
+  gpbt_oom_t why;
+} voom_ex_t;
+
+typedef struct voom {
+  gpbt_oom_map_t map;   /* kept between explanations */
+  voom_ex_t ex[VOOM_KEEP];
+  int nex;              /* slots filled (the first VOOM_FIRST: the first) */
+  int next_live;        /* the live slot to fill next */
+  uint64_t live_ns;     /* when a live failure was last explained */
+  int sel;              /* the slot shown; -1: no panel */
+  int want;             /* replay: seeking to `rec` to explain it */
+  vseries_oom_t rec;
+} voom_t;
 
 /* -------------------------------------------------------------- the app */
 
@@ -222,6 +314,8 @@ typedef struct vapp {
   char title[128];
   vmap_t map;
   vseries_t series;
+  gpbt_sites_t sites;     /* live bytes by call site (sites.c) */
+  voom_t oom;             /* failures explained (oomview.c) */
   gpb_stats_t stats;      /* refreshed once per frame */
   uint64_t events;        /* events seen by the map */
   /* state shown in the status line */
@@ -234,14 +328,28 @@ typedef struct vapp {
   uint64_t total_ops;     /* 0 = unknown */
   uint64_t seek_to;       /* replay: UINT64_MAX = none */
   uint64_t last_age_rebuild_ns;
+  /* UNUSABLE is for the largest request seen (vapp_unusable); a live
+   * view that resynchronized looks at the live blocks for it again. */
+  uint64_t max_req;
+  int req_rescan;
+  uint64_t req_rescan_ns;
+  /* live: what to attach to again when the program comes back (the
+   * single-pool view retries once a second; the grid when it finds the
+   * name again); src "" when unknown */
+  char src[GPB_NAME_MAX + 320];
+  int src_remote;
+  const char *token;
+  uint64_t retry_ns;
   /* interaction */
-  int scale;              /* UI scale: 1, or 2 on HiDPI */
+  int scale;              /* UI scale: text and panels (vframe_auto_scale) */
+  int cell_scale;         /* map pixels per cell: the HiDPI factor; 0: scale */
   int mouse_x, mouse_y, mouse_in;
   int have_sel;
   uint64_t sel_off;       /* selected (searched) offset */
   int searching;
   char search[64];
   int show_help;
+  int side_sites;         /* the side panel lists call sites (S) */
   int dragging, drag_y;
   /* geometry of the last frame */
   int map_x, map_y, map_w, map_h, cell_px, row_px;
@@ -258,6 +366,11 @@ int vapp_open_live(vapp_t *a, const char *name, const char *connect,
                    const char *token);
 /* A live view of an attached reader; takes `at` (closed on failure). */
 int vapp_open_attach(vapp_t *a, gpb_attach_t *at, const char *title);
+/* Where a live view attached (a local name; HOST:PORT[/NAME] when
+ * remote), so vapp_reopen can attach there again. token is kept, not
+ * copied. */
+void vapp_set_source(vapp_t *a, const char *key, int remote,
+                     const char *token);
 /* "gpubuddy-view: cannot attach to WHERE: why" on stderr, one line. */
 void vapp_attach_error(const char *where, int rc);
 void vapp_close(vapp_t *a);
@@ -266,6 +379,8 @@ void vapp_close(vapp_t *a);
 void vapp_update(vapp_t *a, double dt);
 /* Replays up to op `n` at full speed (backwards restarts). */
 int vapp_seek(vapp_t *a, uint64_t n);
+/* Runs the next n ops of a replay now; a bad trace stops it (failed). */
+void vapp_run(vapp_t *a, uint64_t n);
 void vapp_message(vapp_t *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The status-line message of an app or a grid: text, and until when. */
@@ -276,17 +391,91 @@ uint64_t vapp_pos(const vapp_t *a);
 void vapp_sync_map(vapp_t *a);
 /* A live source whose pool is gone or whose stream broke. */
 int vapp_closed(const vapp_t *a);
+/* How often a disconnected view looks for its pool again: a relay that
+ * does not answer can hold a dial for 10 s, so remote ones less often. */
+#define VAPP_RETRY_NS 1000000000ull
+#define VAPP_RETRY_REMOTE_NS 10000000000ull
+/* Attaches a closed live view to its source again (a restarted program
+ * publishing under the same name, or the relay serving it again): a
+ * fresh reader, the view's settings kept. 0; or an error, the view left
+ * as it was, when there is nothing there or only the old program's
+ * segment. The grid and the single-pool view both come back this way. */
+int vapp_reopen(vapp_t *a);
+/* UNUSABLE: the share of free bytes in blocks too small for the largest
+ * request seen so far (its block size in *for_bytes): 0 when every free
+ * block could take it, 1 when none can and that request would fail now.
+ * -1 before any request or with nothing free. */
+double vapp_unusable(vapp_t *a, uint64_t *for_bytes);
 /* The --json figures as object members, no braces: "ops":..,"stats":{..}. */
 void vapp_json_members(const vapp_t *a, FILE *f);
+
+/* timeline.c: memory over time under the map: live bytes stacked by
+ * call site (by tag in tag colours, or when no site is known), failures
+ * marked, the position drawn; a click on a mark explains that failure,
+ * elsewhere a replay seeks there. */
+#define VTL_GROUPS 8 /* stacked groups, then "other" */
+void vtl_draw(vapp_t *a, gpbt_fb_t *fb);
+/* The x (op or event) under pixel px of the timeline. */
+uint64_t vtl_x_at(const vapp_t *a, int px);
+/* A press at (x, y): 1 when it was on the timeline (and acted on). */
+int vtl_click(vapp_t *a, int x, int y);
+/* Whether it stacks by tag: the colour mode is TAG, or no site is known. */
+int vtl_by_tag(const vapp_t *a);
+
+/* oomview.c */
+void voom_init(voom_t *o);
+void voom_fini(voom_t *o);
+/* A FAIL event, the model as it failed (the hook calls it). */
+void voom_event(vapp_t *a, const gpb_event_t *ev, uint64_t x);
+/* Shows failure i of the series (a replay seeks there to explain it). */
+void voom_pick(vapp_t *a, size_t i);
+/* O and [ ]: the failure at or before the position, the previous, the
+ * next one; Esc closes the panel. */
+void voom_key(vapp_t *a, int key);
+/* Per update: a replay that reached the failure wanted explains it; one
+ * that left the failure shown closes the panel. */
+void voom_update(vapp_t *a);
+/* The panel and the window marked on the map. */
+void voom_draw(vapp_t *a, gpbt_fb_t *fb);
+/* --json: ,"ooms":{"count":N,"explained":[...]} */
+void voom_json(const vapp_t *a, FILE *f);
+
+/* sites.c: call sites in the viewer. */
+/* The frames of a site ("FRAME;FRAME;..." innermost first), or NULL: a
+ * replay's from its trace; a live pool's are not in the stream yet. */
+const char *vapp_site_text(const vapp_t *a, uint32_t site);
+/* The innermost frame's symbol (else the frame), cut to n - 1. */
+const char *vsite_short(const char *frames, char *buf, size_t n);
+/* Hover lines for a used block's site: "SITE n" and its frames, each cut
+ * to `width` characters; at most max rows of 80. Returns the rows. */
+int vsite_hover(const vapp_t *a, uint32_t site, char (*l)[80], int max,
+                int width);
+/* Sites by live bytes now, the largest first (gpbt_sites_top). */
+size_t vsite_top(const vapp_t *a, gpbt_site_row_t *rows, size_t max);
+/* A model's live blocks into the per-site sums again (a keyframe). */
+void vsite_resync(vapp_t *a);
+/* --json: ,"top_sites":[{"id":..,"bytes":..,"allocs":..,"frames":..}] */
+void vsite_json(const vapp_t *a, FILE *f);
 
 /* frame.c: lays out and draws one whole frame into fb. */
 void vframe_draw(vapp_t *a, gpbt_fb_t *fb);
 /* Draws the block map into the rectangle map_x, map_y, map_w, map_h. */
 void vframe_map(const vapp_t *a, gpbt_fb_t *fb);
+/* Mixes color c into the map's cells of [off, off + len) (the tree: at
+ * the row of the largest block that fits in len). */
+void vframe_mark(const vapp_t *a, gpbt_fb_t *fb, uint64_t off, uint64_t len,
+                 uint32_t c);
 /* The keys help box, centered. */
 void vframe_help(gpbt_fb_t *fb, int scale);
-/* Sets the geometry for a frame of w x h and sizes the map grid. */
+/* Sets the geometry for a frame of w x h and sizes the map grid. The
+ * map's left margin holds the address ruler (tree: the row labels). A
+ * map that was fitted to the window is fitted again when the window
+ * changes; a zoomed one keeps its zoom. */
 void vframe_layout(vapp_t *a, int w, int h);
+/* The UI scale for a window of w x h output pixels at dpr output pixels
+ * per point (2 on HiDPI): the 5x7 font doubled from 1200x700 points up,
+ * where it was too small to read at 1. */
+int vframe_auto_scale(int w, int h, int dpr);
 /* Byte offset under pixel (x, y) of the map, its cell index in *cell;
  * UINT64_MAX when (x, y) is not over the pool. */
 uint64_t vframe_offset_at(const vapp_t *a, int x, int y, uint64_t *cell);
@@ -354,6 +543,7 @@ typedef struct vgrid {
   char msg[256];
   uint64_t msg_until_ns;
   int scale;
+  int cell_scale;       /* as vapp_t's */
   int mouse_x, mouse_y, mouse_in;
   int show_help, want_shot;
   int cols, rows;       /* the last layout */

@@ -4,7 +4,8 @@
  * vframe_draw fills to a streaming texture and turns SDL events into
  * input.c's keys and mouse calls, so every other mode builds without SDL2.
  * The window is sized in the renderer's output pixels, so HiDPI screens
- * get full resolution and a UI scale of 2. While nothing can change (a
+ * get full resolution and a UI scale of 2; text doubles again in a big
+ * window (vframe_auto_scale). While nothing can change (a
  * paused or finished replay, a paused or closed live view) it sleeps
  * until an event, redrawing a few times a second at most.
  *
@@ -12,6 +13,7 @@
  * many frames were drawn.
  */
 #include "view.h"
+#include "json.h"
 
 #include <SDL.h>
 #include <errno.h>
@@ -71,6 +73,33 @@ static void save_shot(int *count, const gpbt_fb_t *fb, char *msg, size_t n) {
   else snprintf(msg, n, "could not save %s: %s", path, strerror(errno));
 }
 
+/* GPB_VIEW_TEST_STATE=PATH: at exit, what the input left behind, as one
+ * JSON object, so tests/test_viewer_xvfb.sh can drive a real window with
+ * input events and check their effect. */
+static void window_state(const char *path, const vapp_t *a, const gpbt_fb_t *fb) {
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  gpbt_json_t j = {f, ",", 0};
+  fputc('{', f);
+  gpbt_json_put_int(&j, "width", fb->w);
+  gpbt_json_put_int(&j, "height", fb->h);
+  gpbt_json_put_bool(&j, "paused", a->paused);
+  gpbt_json_put_bool(&j, "searching", a->searching);
+  gpbt_json_put_str(&j, "search", a->search);
+  gpbt_json_put_bool(&j, "have_sel", a->have_sel);
+  gpbt_json_put_u64(&j, "sel_off", a->sel_off);
+  gpbt_json_put_str(&j, "message", a->msg);
+  gpbt_json_put_int(&j, "map_cols", a->map.cols);
+  gpbt_json_put_int(&j, "map_rows", a->map.rows);
+  gpbt_json_put_u64(&j, "map_start", a->map.start);
+  gpbt_json_put_u64(&j, "map_end", a->map.end);
+  gpbt_json_put_int(&j, "color", (int)a->map.color);
+  fputc(',', f);
+  vapp_json_members(a, f);
+  fputs("}\n", f);
+  fclose(f);
+}
+
 int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
                 const char *find) {
   if (SDL_Init(SDL_INIT_VIDEO) != 0) {
@@ -121,9 +150,13 @@ int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
     SDL_GetWindowSize(win, &ww, &wh);
     sx = ww ? (double)ow / ww : 1;
     sy = wh ? (double)oh / wh : 1;
-    int ui = scale ? scale : (sx >= 1.5 ? 2 : 1);
-    if (grid) grid->scale = ui;
-    else app->scale = ui;
+    /* --scale N scales everything; by default the map keeps a cell per
+     * point and the text doubles in a window big enough for it. */
+    int dpr = sx >= 1.5 ? 2 : 1;
+    int ui = scale ? scale : vframe_auto_scale(ow, oh, dpr);
+    int cells = scale ? 0 : dpr;
+    if (grid) grid->scale = ui, grid->cell_scale = cells;
+    else app->scale = ui, app->cell_scale = cells;
     if (ow != fb.w || oh != fb.h || !tex) {
       if (tex) SDL_DestroyTexture(tex);
       gpbt_fb_free(&fb);
@@ -235,6 +268,8 @@ int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
   if (quit_ns)
     fprintf(stderr, "gpubuddy-view: %" PRIu64 " frames in %" PRIu64 " ms\n",
             frames, (uint64_t)((gpb_now_ns() - t0) / 1000000u));
+  const char *sp = getenv("GPB_VIEW_TEST_STATE");
+  if (sp && *sp && !grid) window_state(sp, app, &fb);
   SDL_StopTextInput();
   if (tex) SDL_DestroyTexture(tex);
   gpbt_fb_free(&fb);

@@ -52,10 +52,62 @@ static inline int has_buddy(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
   return k < b->cap && (i >> 1) < (b->nunits >> (k + 1));
 }
 
+/* Whether the pair under parent (k + 1, q) is still two free blocks. */
+static inline int buddy_pair_free(const gpb__buddy_t *b, uint32_t k,
+                                  uint64_t q) {
+  return k < b->norders && has_buddy(b, k, 2 * q) &&
+         gpb__bits_test(&b->freeb[k], 2 * q) &&
+         gpb__bits_test(&b->freeb[k], 2 * q + 1);
+}
+
+static int buddy_u64_cmp(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
+  return a < c ? -1 : a > c;
+}
+
+/* Sorts keys[0..n) and drops repeats; returns the new n. */
+static size_t buddy_sort_unique(uint64_t *keys, size_t n) {
+  if (n < 2) return n;
+  qsort(keys, n, sizeof *keys, buddy_u64_cmp);
+  size_t m = 1;
+  for (size_t x = 1; x < n; x++)
+    if (keys[x] != keys[m - 1]) keys[m++] = keys[x];
+  return m;
+}
+
+/* A model's list of its pairs (list_pairs): notes the pair under parent
+ * (k + 1, q). A full list first drops the pairs broken since (a split
+ * makes one that the next split or allocation breaks), and repeats when
+ * that is not enough, then doubles: it holds at most twice the pairs. */
+static void buddy_note_pair(gpb__buddy_t *b, uint32_t k, uint64_t q) {
+  if (b->nplist == b->capplist) {
+    uint32_t n = 0;
+    for (uint32_t x = 0; x < b->nplist; x++) {
+      uint64_t e = b->plist[x];
+      if (buddy_pair_free(b, (uint32_t)(e & 63), e >> 6)) b->plist[n++] = e;
+    }
+    if (n > b->capplist / 2) n = (uint32_t)buddy_sort_unique(b->plist, n);
+    b->nplist = n;
+    if (n > b->capplist / 2 || !b->capplist) {
+      uint32_t cap = b->capplist ? b->capplist * 2 : 64;
+      uint64_t *p = cap > b->capplist ? realloc(b->plist, cap * sizeof *p) : NULL;
+      if (p) {
+        b->plist = p;
+        b->capplist = cap;
+      } else if (n == b->capplist) {
+        b->plist_lost = 1; /* the figures then merge what is listed */
+        return;
+      }
+    }
+  }
+  b->plist[b->nplist++] = q << 6 | k;
+}
+
 /* A free bit next to a free buddy makes (or a cleared one breaks) a pair. */
 static inline void set_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   if (has_buddy(b, k, i) && gpb__bits_test(&b->freeb[k], i ^ 1)) {
     b->npairs[k]++;
+    if (b->list_pairs) buddy_note_pair(b, k, i >> 1);
   }
   gpb__bits_set(&b->freeb[k], i);
   b->nfree[k]++;
@@ -143,6 +195,82 @@ void gpb__buddy_coalesce(gpb__buddy_t *b) {
   }
 }
 
+/* Levels of the merged view that gpb__buddy_merged sorts on the stack. */
+#define BUDDY_MERGED_STACK 128
+
+size_t gpb__buddy_merged(const gpb__buddy_t *b, const uint64_t *xs, size_t nx,
+                         int64_t *d, uint64_t *top, size_t ntop) {
+  size_t n = nx, ntopped = 0;
+  /* Best fit merges at once: its free blocks are coalesced already (and
+   * it keeps no per-order bitsets to look buddies up in). */
+  if (b->exts) return gpb__fit_merged(b, xs, nx, d);
+  if (b->list_pairs) {
+    n += b->nplist;
+  } else {
+    for (uint32_t k = 0; k < b->norders; k++) n += b->ndq[k];
+  }
+  if (n == 0) return 0;
+  uint64_t stack[4 * BUDDY_MERGED_STACK], *buf = stack;
+  if (n > BUDDY_MERGED_STACK && !(buf = malloc(4 * n * sizeof *buf)))
+    return 0; /* no memory: the figures count the map as it is */
+  /* pairs: GPB__NODE(k, parent) of the pairs of two free blocks of order
+   * k; cur: nodes of order k free as a whole only once merged (or free
+   * outside this core), sorted; next: the same one order up; ext: the
+   * outside nodes, sorted, joining their order's level in turn. Each node
+   * of cur or next comes from a pair or an outside node of its own, so n
+   * entries each are enough. */
+  uint64_t *pairs = buf, *cur = buf + n, *next = buf + 2 * n, *ext = buf + 3 * n;
+  size_t np = 0, nc = 0, pi = 0, xi = 0;
+  if (b->list_pairs) {
+    for (uint32_t x = 0; x < b->nplist; x++) {
+      uint64_t e = b->plist[x];
+      if (buddy_pair_free(b, (uint32_t)(e & 63), e >> 6))
+        pairs[np++] = GPB__NODE(e & 63, e >> 6);
+    }
+  } else {
+    for (uint32_t k = 0; k < b->norders; k++)
+      for (uint32_t x = 0; x < b->ndq[k]; x++)
+        if (buddy_pair_free(b, k, b->dq[k][x]))
+          pairs[np++] = GPB__NODE(k, b->dq[k][x]);
+  }
+  np = buddy_sort_unique(pairs, np);
+  if (nx) memcpy(ext, xs, nx * sizeof *xs);
+  nx = buddy_sort_unique(ext, nx);
+  const uint64_t imask = (1ull << 58) - 1;
+  for (uint32_t k = 0; k < b->norders && (pi < np || xi < nx || nc); k++) {
+    while (xi < nx && (ext[xi] >> 58) == k) cur[nc++] = ext[xi++] & imask;
+    qsort(cur, nc, sizeof *cur, buddy_u64_cmp);
+    size_t nn = 0;
+    /* Two free blocks: their parent is free as a whole. */
+    for (; pi < np && (pairs[pi] >> 58) == k; pi++) {
+      d[k] -= 2;
+      d[k + 1]++;
+      next[nn++] = pairs[pi] & imask;
+    }
+    /* A merged node and its buddy, a free block or merged itself. */
+    for (size_t x = 0; x < nc; x++) {
+      uint64_t v = cur[x];
+      if (!has_buddy(b, k, v)) {
+        if (top && k == b->cap && ntopped < ntop) top[ntopped++] = v;
+        continue;
+      }
+      int both = gpb__bits_test(&b->freeb[k], v ^ 1);
+      if (!both && x + 1 < nc && cur[x + 1] == (v ^ 1)) both = 1, x++;
+      if (both) {
+        d[k] -= 2;
+        d[k + 1]++;
+        next[nn++] = v >> 1;
+      }
+    }
+    uint64_t *t = cur;
+    cur = next;
+    next = t;
+    nc = nn;
+  }
+  if (buf != stack) free(buf);
+  return ntopped;
+}
+
 int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
                     gpb_policy_t policy) {
   memset(b, 0, sizeof *b);
@@ -187,10 +315,14 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
 int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
                           uint32_t min_shift, gpb_policy_t policy,
                           uint32_t cap) {
-  if (policy == GPB_POLICY_BESTFIT)
-    return gpb__fail(GPB_EINVAL, "arenas need the buddy or trim policy");
   int rc = gpb__buddy_init(b, nunits, min_shift, policy);
   if (rc) return rc;
+  if (b->exts) { /* best fit: no run until a superblock is adopted */
+    gpb__exts_clear(b->exts);
+    b->cap = cap < b->norders ? cap : b->norders - 1;
+    b->bounded = 1;
+    return 0;
+  }
   /* Drop the roots init set: an arena owns only what it is lent. */
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {
@@ -204,11 +336,19 @@ int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
 }
 
 void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (b->exts) {
+    gpb__fit_adopt(b, i << k);
+    return;
+  }
   gpb_assert(node_valid(b, k, i) && !gpb__bits_test(&b->freeb[k], i));
   set_free(b, k, i);
 }
 
 void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (b->exts) {
+    gpb__fit_disown(b, i << k);
+    return;
+  }
   gpb_assert(is_free(b, k, i));
   clear_free(b, k, i);
 }
@@ -222,6 +362,7 @@ void gpb__buddy_fini(gpb__buddy_t *b) {
     gpb__exts_fini(b->exts);
     free(b->exts);
   }
+  free(b->plist);
   memset(b, 0, sizeof *b);
 }
 
@@ -248,6 +389,8 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
     b->npairs[k] = 0;
     b->ndq[k] = 0;
   }
+  b->nplist = 0;
+  b->plist_lost = 0;
   gpb__atab_clear(&b->atab);
   gpb__bits_zero(&b->starts);
   if (b->exts) gpb__exts_clear(b->exts);
@@ -331,7 +474,7 @@ static inline void buddy_split_left(gpb__buddy_t *b, uint32_t j, uint64_t i,
 }
 
 int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
-  if (b->exts) return GPB_EINVAL; /* arenas refuse best fit */
+  if (b->exts) return gpb__fit_lend(b, k, unit);
   uint32_t j = buddy_find(b, k);
   if (j == b->norders) return GPB_ENOMEM;
   uint64_t i = gpb__bits_first(&b->freeb[j]);
@@ -351,6 +494,7 @@ int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t u) {
   if (!r || r->tag != GPB__TAG_LENT)
     return gpb__fail(GPB_ECORRUPT, "unit %llu is not a lent superblock",
                      (unsigned long long)u);
+  if (b->exts) return gpb__fit_unlend(b, u, r);
   uint32_t k = (uint32_t)__builtin_ctzll(r->units);
   gpb__atab_remove(&b->atab, u);
   gpb__bits_clear(&b->starts, u);
@@ -573,6 +717,20 @@ int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) 
 
 #define CORRUPT(...) gpb__fail(GPB_ECORRUPT, __VA_ARGS__)
 
+/* Whether the pair under parent (k + 1, q) is in dq, or in plist for a
+ * model (unless that list could not grow). */
+static int buddy_pair_listed(const gpb__buddy_t *b, uint32_t k, uint64_t q) {
+  if (b->list_pairs) {
+    if (b->plist_lost) return 1;
+    for (uint32_t x = 0; x < b->nplist; x++)
+      if (b->plist[x] == (q << 6 | k)) return 1;
+    return 0;
+  }
+  for (uint32_t x = 0; x < b->ndq[k]; x++)
+    if (b->dq[k][x] == q) return 1;
+  return 0;
+}
+
 /* What the walk over the units has seen so far. */
 typedef struct buddy_seen {
   uint64_t free[GPB_MAX_ORDERS], pairs[GPB_MAX_ORDERS];
@@ -623,17 +781,33 @@ static int buddy_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
       return CORRUPT("free block (order %d, unit %llu) runs past its range", k,
                      (unsigned long long)u);
     uint64_t i = u >> k;
-    if (!(i & 1) && has_buddy(b, (uint32_t)k, i) && is_free(b, (uint32_t)k, i + 1))
+    if (!(i & 1) && has_buddy(b, (uint32_t)k, i) && is_free(b, (uint32_t)k, i + 1)) {
       w->pairs[k]++;
+      /* The coalesced figures find the pairs by their lists alone. */
+      if (!buddy_pair_listed(b, (uint32_t)k, i >> 1))
+        return CORRUPT("order %d: the free buddies at unit %llu are not "
+                       "listed", k, (unsigned long long)u);
+    }
     w->free[k]++;
     u += 1ull << k;
   }
   return 0;
 }
 
-void gpb__buddy_nfree(const gpb__buddy_t *b, uint64_t out[GPB_MAX_ORDERS]) {
-  if (!b->exts || gpb__fit_check(b, out))
+void gpb__buddy_nfree_in(const gpb__buddy_t *b, const uint64_t *sb,
+                         uint64_t nsb, uint64_t out[GPB_MAX_ORDERS]) {
+  if (!b->exts || gpb__fit_check(b, sb, nsb, out))
     memcpy(out, b->nfree, GPB_MAX_ORDERS * sizeof *out);
+}
+
+void gpb__buddy_nfree(const gpb__buddy_t *b, uint64_t out[GPB_MAX_ORDERS]) {
+  gpb__buddy_nfree_in(b, NULL, 0, out);
+}
+
+int gpb__buddy_sb_free(const gpb__buddy_t *b, uint64_t sb) {
+  if (b->exts)
+    return gpb__exts_at(b->exts, sb << b->cap, (sb + 1) << b->cap) != NULL;
+  return gpb__bits_test(&b->freeb[b->cap], sb);
 }
 
 int gpb__buddy_check(const gpb__buddy_t *b) {
@@ -644,8 +818,7 @@ int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
                         uint64_t nsb) {
   if (b->exts) {
     uint64_t nfree[GPB_MAX_ORDERS];
-    if (sb) return CORRUPT("a best-fit core has no superblocks");
-    return gpb__fit_check(b, nfree);
+    return gpb__fit_check(b, sb, nsb, nfree);
   }
   buddy_seen_t w;
   memset(&w, 0, sizeof w);

@@ -139,12 +139,16 @@ typedef struct gpb__exts {
 GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x);
 GPB__HIDDEN void gpb__exts_fini(gpb__exts_t *x);
 GPB__HIDDEN void gpb__exts_clear(gpb__exts_t *x);
-/* Returns [start, start+len) to the free runs, merging with neighbours;
- * right_end is the end of the free run that starts at start+len, or 0
- * when that unit is not free. [*rs, *re) is the run it is now part of.
- * GPB_EHOSTMEM (nothing changed) when the table cannot grow. */
+/* Returns [start, start+len) to the free runs, merging with the run that
+ * ends at start (when `left`) and with the one that starts at start+len:
+ * right_end is that run's end, or 0 when that unit is not free or must
+ * not merge. [*rs, *re) is the run it is now part of. GPB_EHOSTMEM
+ * (nothing changed) when the table cannot grow. */
 GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len,
-                              uint64_t right_end, uint64_t *rs, uint64_t *re);
+                              int left, uint64_t right_end, uint64_t *rs,
+                              uint64_t *re);
+/* Drops the run [start, end) whole. GPB_ENOTFOUND when it is not one. */
+GPB__HIDDEN int gpb__exts_remove(gpb__exts_t *x, uint64_t start, uint64_t end);
 /* Takes n units aligned to 2^align_order from a well-fitting run: *out is
  * the first, [*rs, *re) the run they came from. GPB_ENOMEM when no run
  * fits, GPB_EHOSTMEM when the table cannot grow; either way nothing
@@ -209,10 +213,23 @@ typedef struct gpb__buddy {
   uint64_t npairs[GPB_MAX_ORDERS];
   uint32_t ndq[GPB_MAX_ORDERS];
   uint64_t dq[GPB_MAX_ORDERS][GPB__DEFER_MAX];
+  /* A model cannot list only the pairs it defers: it follows whatever
+   * pairs the stream leaves (and keyframes hold). With list_pairs set,
+   * every pair made is listed in plist as (parent << 6 | order); pairs
+   * broken since are dropped when the list fills. A pool's pairs are all
+   * in dq. Either way the coalesced figures (gpb__buddy_merged) cost the
+   * pairs, not a walk of the map. */
+  uint64_t *plist;
+  uint32_t nplist, capplist;
+  uint8_t list_pairs;
+  uint8_t plist_lost; /* the list could not grow: it may miss pairs */
   /* Highest order a merge may reach: norders - 1 for a pool or model; the
    * superblock order for an arena's core, whose roots are the superblocks
    * lent to it (two lent superblocks never merge inside the arena). */
   uint32_t cap;
+  /* A best-fit arena core's runs stop at multiples of 2^cap: they never
+   * reach into the next superblock, which may belong to another core. */
+  uint8_t bounded;
   /* Set while an attempt may still be retried elsewhere: a failure then
    * emits no FAIL, since the request has not failed yet. */
   uint8_t mute_fail;
@@ -254,6 +271,21 @@ GPB__HIDDEN int gpb__buddy_free(gpb__buddy_t *b, uint64_t off,
 /* Merges every deferred pair (emitting MERGEs): the map becomes the fully
  * coalesced one. */
 GPB__HIDDEN void gpb__buddy_coalesce(gpb__buddy_t *b);
+/* Key of node (order k, index i) for gpb__buddy_merged. */
+#define GPB__NODE(k, i) ((uint64_t)(k) << 58 | (uint64_t)(i))
+/* The fully coalesced map, without changing anything: a free block whose
+ * buddy is free counts as their parent, recursively, as after
+ * gpb__buddy_coalesce. Adds to d[k] (norders entries) how many more free
+ * blocks of order k that map has than nfree[k] (negative: fewer). Costs
+ * O(p log p) for p listed pairs; no walk of the map.
+ * xs[0..nx): GPB__NODE keys of nodes free as a whole outside this core
+ * (an arena's superblocks, for the pool's core), already counted in d's
+ * base. top (ntop entries, or NULL): receives the nodes of order b->cap
+ * that are free only once merged; returns how many (an arena's core).
+ * Caller holds the core's lock. */
+GPB__HIDDEN size_t gpb__buddy_merged(const gpb__buddy_t *b, const uint64_t *xs,
+                                     size_t nx, int64_t *d, uint64_t *top,
+                                     size_t ntop);
 /* Lends a free block of order k to an arena: SPLITs are emitted as for an
  * allocation, but the block itself stays free to everyone watching events
  * (no ALLOC); the core records it with GPB__TAG_LENT. GPB_ENOMEM quietly
@@ -272,9 +304,15 @@ GPB__HIDDEN int gpb__buddy_check(const gpb__buddy_t *b);
 GPB__HIDDEN int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
                                     uint64_t nsb);
 /* The free blocks of each order: kept for a buddy core, counted from the
- * runs for a best-fit one (O(allocations), for checks and resyncs). */
+ * runs for a best-fit one (O(allocations), for checks and resyncs), over
+ * the nsb superblocks in sb for an arena's core. */
 GPB__HIDDEN void gpb__buddy_nfree(const gpb__buddy_t *b,
                                   uint64_t out[GPB_MAX_ORDERS]);
+GPB__HIDDEN void gpb__buddy_nfree_in(const gpb__buddy_t *b, const uint64_t *sb,
+                                     uint64_t nsb,
+                                     uint64_t out[GPB_MAX_ORDERS]);
+/* Superblock sb (a block of order cap) is one free block in this core. */
+GPB__HIDDEN int gpb__buddy_sb_free(const gpb__buddy_t *b, uint64_t sb);
 /* Visits the canonical blocks of allocation r, in address order. */
 GPB__HIDDEN int gpb__buddy_visit_alloc(const gpb__buddy_t *b,
                                        const gpb__arec_t *r, gpb_visit_fn fn,
@@ -353,9 +391,20 @@ GPB__HIDDEN int gpb__fit_visit_range(const gpb__buddy_t *b, uint64_t u0,
                                      uint64_t u1, gpb_visit_fn fn, void *user);
 GPB__HIDDEN int gpb__fit_lookup(const gpb__buddy_t *b, uint64_t u,
                                 gpb_block_info_t *out);
-/* Checks the core and counts its free blocks per order into nfree. */
-GPB__HIDDEN int gpb__fit_check(const gpb__buddy_t *b,
-                               uint64_t nfree[GPB_MAX_ORDERS]);
+/* Checks the core (over the nsb superblocks listed in sb, or all of it
+ * when sb is NULL) and counts its free blocks per order into nfree. */
+GPB__HIDDEN int gpb__fit_check(const gpb__buddy_t *b, const uint64_t *sb,
+                               uint64_t nsb, uint64_t nfree[GPB_MAX_ORDERS]);
+/* gpb__buddy_merged for a best-fit core: it has no pairs of its own, so
+ * only the outside nodes xs (all of one order) merge, with each other or
+ * with its free blocks. */
+GPB__HIDDEN size_t gpb__fit_merged(const gpb__buddy_t *b, const uint64_t *xs,
+                                   size_t nx, int64_t *d);
+GPB__HIDDEN int gpb__fit_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit);
+GPB__HIDDEN int gpb__fit_unlend(gpb__buddy_t *b, uint64_t u,
+                                const gpb__arec_t *rec);
+GPB__HIDDEN void gpb__fit_adopt(gpb__buddy_t *b, uint64_t u);
+GPB__HIDDEN void gpb__fit_disown(gpb__buddy_t *b, uint64_t u);
 
 /* The same decomposition as two masks, with no loop-carried chain: the
  * blocks of orders set in *left ascend from u, then those set in *right
@@ -463,8 +512,31 @@ static inline void gpb__stats_count(gpb_stats_t *s, int type, uint64_t off,
 GPB__HIDDEN void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d);
 GPB__HIDDEN void gpb__stats_init(gpb_stats_t *s, uint64_t managed,
                                  uint64_t min_block, uint32_t norders);
-/* Fills the derived fields (largest free, fragmentation) of a copy. */
-GPB__HIDDEN void gpb__stats_finish(gpb_stats_t *s);
+/* Fills the derived fields (largest free, fragmentation) of a copy, on
+ * the coalesced map: free_blocks[k] + merged[k] free blocks of order k
+ * (merged from gpb__buddy_merged; NULL: the map as it is). free_blocks
+ * itself stays the map as it is. */
+GPB__HIDDEN void gpb__stats_finish(gpb_stats_t *s, const int64_t *merged);
+/* The checkers' second opinion on gpb__buddy_merged: the coalesced map's
+ * free blocks per order, from a visit of all blocks in address order (a
+ * free block merges with the free one before it while they are buddies).
+ * Zero it, set nunits and norders, visit with gpb__merge_walk_block, then
+ * call gpb__merge_walk_end; free[] then holds the counts. */
+typedef struct gpb__merge_walk {
+  uint64_t nunits, min_block;
+  uint32_t norders;
+  uint32_t n;                        /* nodes on the stack */
+  uint64_t stk[2 * GPB_MAX_ORDERS + 4]; /* GPB__NODE keys, in address order */
+  uint64_t free[GPB_MAX_ORDERS];
+} gpb__merge_walk_t;
+GPB__HIDDEN int gpb__merge_walk_block(const gpb_block_info_t *bl, void *user);
+GPB__HIDDEN void gpb__merge_walk_end(gpb__merge_walk_t *w);
+/* 0 when free_blocks + merged equals the walk's counts, else
+ * GPB_ECORRUPT naming the order. */
+GPB__HIDDEN int gpb__merge_walk_check(const gpb__merge_walk_t *w,
+                                      const gpb_stats_t *s,
+                                      const int64_t *merged);
+
 /* Rebuilds the state-derived fields from a core; counters are kept. */
 GPB__HIDDEN void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b);
 

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #define EXT_CHUNK 4096u
-#define EXT_PEEK 16 /* entries of the request's own bin examined */
+#define EXT_PEEK 16 /* entries of a bin examined for the closest fit */
 
 static inline gpb__ext_t *ext_rec(const gpb__exts_t *x, uint32_t id) {
   return &x->chunks[id / EXT_CHUNK][id % EXT_CHUNK];
@@ -170,10 +170,11 @@ static void ext_drop(gpb__exts_t *x, uint32_t id) {
   x->count--;
 }
 
-int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len,
+int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len, int left,
                   uint64_t right_end, uint64_t *rs, uint64_t *re) {
   uint64_t end = start + len;
-  uint32_t l = ext_ending(x, start), r = right_end ? ext_ending(x, right_end) : 0;
+  uint32_t l = left ? ext_ending(x, start) : 0;
+  uint32_t r = right_end ? ext_ending(x, right_end) : 0;
   gpb_assert(!right_end || (r && ext_rec(x, r)->start == end));
   if (r) { /* the right run grows to the left: its key stays */
     uint64_t s = start;
@@ -216,7 +217,8 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
   /* The request's own bin may hold closer fits than the next bins. */
   uint32_t own = ext_bin(need < n ? UINT64_MAX : need);
   int peek = 0;
-  for (uint32_t id = x->head[own]; id && peek < EXT_PEEK; id = ext_rec(x, id)->next, peek++) {
+  uint32_t id = x->head[own];
+  for (; id && peek < EXT_PEEK; id = ext_rec(x, id)->next, peek++) {
     const gpb__ext_t *e = ext_rec(x, id);
     uint64_t p = ext_fit(e, n, align_order);
     if (p != UINT64_MAX && e->len < best_len) {
@@ -234,19 +236,28 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
         continue;
       }
       b = (b / 64) * 64 + (uint32_t)__builtin_ctzll(w);
-      for (uint32_t id = x->head[b]; id; id = ext_rec(x, id)->next) {
+      /* Every run of a bin above `need`'s holds the request aligned;
+       * the bin spans 1/16 of a power of two: the closest of a few. */
+      int look = 0;
+      for (uint32_t id = x->head[b]; id && look < EXT_PEEK;
+           id = ext_rec(x, id)->next, look++) {
         const gpb__ext_t *e = ext_rec(x, id);
         uint64_t p = ext_fit(e, n, align_order);
-        if (p != UINT64_MAX) {
+        if (p != UINT64_MAX && e->len < best_len) {
           best = id;
+          best_len = e->len;
           best_pos = p;
-          break;
         }
       }
       if (best) break;
       b++;
     }
   }
+  /* Nothing larger: the rest of the own bin, past the peek, before
+   * failing (only a request that would fail pays for it). */
+  for (; !best && id; id = ext_rec(x, id)->next)
+    if ((best_pos = ext_fit(ext_rec(x, id), n, align_order)) != UINT64_MAX)
+      best = id;
   if (!best) return GPB_ENOMEM;
   gpb__ext_t *e = ext_rec(x, best);
   uint64_t s = e->start, end = s + e->len, p = best_pos;
@@ -266,6 +277,14 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
   *out = p;
   *rs = s;
   *re = end;
+  return 0;
+}
+
+int gpb__exts_remove(gpb__exts_t *x, uint64_t start, uint64_t end) {
+  uint32_t id = ext_ending(x, end);
+  if (!id || ext_rec(x, id)->start != start) return GPB_ENOTFOUND;
+  gpb__atab_remove(&x->by_end, end);
+  ext_drop(x, id);
   return 0;
 }
 

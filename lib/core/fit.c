@@ -33,6 +33,7 @@
  */
 #include "core/core.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The orders [*lo, *hi] of the nodes inside [s, e) holding unit p strictly
@@ -123,27 +124,55 @@ static void fit_cuts(gpb__buddy_t *b, int type, uint64_t a, uint64_t c,
 
 void gpb__fit_roots(gpb__buddy_t *b) {
   uint64_t s, e;
-  gpb__exts_add(b->exts, 0, b->nunits, 0, &s, &e); /* empty table: no growth */
+  gpb__exts_add(b->exts, 0, b->nunits, 0, 0, &s, &e); /* empty: no growth */
 }
 
 static uint32_t fit_ceil_log2(uint64_t n) {
   return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
 }
 
+/* The first unit past the superblock that holds u (bounded cores), or
+ * the pool's end. */
+static inline uint64_t fit_limit(const gpb__buddy_t *b, uint64_t u) {
+  if (!b->bounded) return b->nunits;
+  uint64_t end = ((u >> b->cap) + 1) << b->cap;
+  return end < b->nunits ? end : b->nunits;
+}
+
+/* An arena's core counts its wholly free superblocks in nfree[cap], for
+ * arena.c to give spares back; a run is one exactly when it is as long
+ * as a superblock (it cannot cross one). */
+static inline void fit_whole(gpb__buddy_t *b, uint64_t s, uint64_t e,
+                             uint64_t d) {
+  if (b->bounded && e - s == (1ull << b->cap)) b->nfree[b->cap] += d;
+}
+
+/* Takes `units` from a fitting run and records them as `rec` (SPLITs
+ * emitted, the ALLOC left to the caller). */
+static int fit_take(gpb__buddy_t *b, uint64_t units, uint32_t align_order,
+                    const gpb__arec_t *rec, uint64_t *unit) {
+  uint64_t u, s, e;
+  int rc = gpb__exts_take(b->exts, units, align_order, &u, &s, &e);
+  if (rc) return rc;
+  if (gpb__atab_insert(&b->atab, u, rec)) {
+    /* Give the units back; the key it needs, if any, was just freed. */
+    uint64_t s2, e2;
+    gpb__exts_add(b->exts, u, units, u > s, e - u > units ? e : 0, &s2, &e2);
+    return GPB_EHOSTMEM;
+  }
+  gpb__atab_prefetch(&b->atab, u + units); /* as in gpb__buddy_alloc */
+  gpb__bits_set(&b->starts, u);
+  fit_whole(b, s, e, (uint64_t)-1);
+  fit_cuts(b, GPB_EV_SPLIT, u > s ? u : 0, e - u > units ? u + units : 0, s, e);
+  *unit = u;
+  return 0;
+}
+
 int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
                    uint32_t align_order, uint32_t tag, uint32_t site,
                    uint64_t stream, uint64_t time_ns, uint64_t *unit) {
-  uint64_t u, s, e;
-  int rc = gpb__exts_take(b->exts, units, align_order, &u, &s, &e);
-  if (rc == 0) {
-    gpb__arec_t rec = {0, units, requested, time_ns, tag, site};
-    if (gpb__atab_insert(&b->atab, u, &rec)) {
-      /* Give the units back; the key it needs, if any, was just freed. */
-      uint64_t s2, e2;
-      gpb__exts_add(b->exts, u, units, e - u > units ? e : 0, &s2, &e2);
-      rc = GPB_EHOSTMEM;
-    }
-  }
+  gpb__arec_t rec = {0, units, requested, time_ns, tag, site};
+  int rc = fit_take(b, units, align_order, &rec, unit);
   if (rc) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, fit_ceil_log2(units), requested, tag, site,
               stream);
@@ -152,53 +181,89 @@ int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
     return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
                      (unsigned long long)units, (unsigned long long)requested);
   }
-  gpb__atab_prefetch(&b->atab, u + units); /* as in gpb__buddy_alloc */
-  gpb__bits_set(&b->starts, u);
-  fit_cuts(b, GPB_EV_SPLIT, u > s ? u : 0, e - u > units ? u + units : 0, s, e);
-  gpb__emit(b, GPB_EV_ALLOC, u, units, gpb__canon_order(u, units), requested,
-            tag, site, stream);
-  *unit = u;
+  gpb__emit(b, GPB_EV_ALLOC, *unit, units, gpb__canon_order(*unit, units),
+            requested, tag, site, stream);
+  return 0;
+}
+
+int gpb__fit_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
+  gpb__arec_t rec = {0, 1ull << k, 0, 0, GPB__TAG_LENT, 0};
+  int rc = fit_take(b, 1ull << k, k, &rec, unit);
+  if (rc == GPB_EHOSTMEM)
+    return gpb__fail(rc, "no host memory to record a lent superblock");
+  return rc; /* GPB_ENOMEM quietly, as gpb__buddy_lend */
+}
+
+/* Returns the allocation or lent block at u, whose record the caller
+ * found, to the free runs (the FREE, if any, left to the caller, which
+ * `emit` calls between the bookkeeping and the MERGEs). */
+static int fit_release(gpb__buddy_t *b, uint64_t u, uint64_t n,
+                       const gpb__arec_t *r, uint64_t stream) {
+  uint64_t s, e, right = 0, lim = fit_limit(b, u);
+  /* The unit after the block is free unless an allocation starts there
+   * (or it starts another superblock of a bounded core); then its run
+   * ends where the next allocation starts. */
+  if (u + n < lim && !gpb__bits_test(&b->starts, u + n)) {
+    right = gpb__bits_next(&b->starts, u + n);
+    if (right > lim) right = lim;
+  }
+  int left = !b->bounded || (u & ((1ull << b->cap) - 1)) != 0;
+  /* First, as it alone can fail: then nothing has changed. */
+  if (gpb__exts_add(b->exts, u, n, left, right, &s, &e))
+    return gpb__fail(GPB_EHOSTMEM, "no host memory to record the free run");
+  gpb__atab_remove(&b->atab, u);
+  gpb__bits_clear(&b->starts, u);
+  fit_whole(b, s, e, 1);
+  if (r)
+    gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), r->requested,
+              r->tag, r->site, stream);
+  fit_cuts(b, GPB_EV_MERGE, u > s ? u : 0, e - u > n ? u + n : 0, s, e);
   return 0;
 }
 
 int gpb__fit_free(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *rec,
                   uint64_t stream) {
   gpb__arec_t r = *rec; /* the table's slot changes on removal */
-  uint64_t n = r.units, s, e, right = 0;
-  /* The unit after the allocation is free unless an allocation starts
-   * there; then its run ends where the next allocation starts. */
-  if (u + n < b->nunits && !gpb__bits_test(&b->starts, u + n)) {
-    right = gpb__bits_next(&b->starts, u + n);
-    if (right == UINT64_MAX) right = b->nunits;
-  }
-  /* First, as it alone can fail: then nothing has changed. */
-  if (gpb__exts_add(b->exts, u, n, right, &s, &e))
-    return gpb__fail(GPB_EHOSTMEM, "no host memory to record the free run");
-  gpb__atab_remove(&b->atab, u);
-  gpb__bits_clear(&b->starts, u);
-  gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), r.requested, r.tag,
-            r.site, stream);
-  fit_cuts(b, GPB_EV_MERGE, u > s ? u : 0, e - u > n ? u + n : 0, s, e);
-  return 0;
+  return fit_release(b, u, r.units, &r, stream);
+}
+
+int gpb__fit_unlend(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *rec) {
+  return fit_release(b, u, rec->units, NULL, 0); /* no FREE: it was never
+                                                    allocated to watchers */
+}
+
+void gpb__fit_adopt(gpb__buddy_t *b, uint64_t u) {
+  uint64_t s, e;
+  /* A superblock arrives whole and merges with nothing: its neighbours
+   * are other superblocks. The key it needs fits: it frees one on
+   * disown, and the table holds a slot per superblock at most. */
+  gpb__exts_add(b->exts, u, 1ull << b->cap, 0, 0, &s, &e);
+  b->nfree[b->cap]++;
+}
+
+void gpb__fit_disown(gpb__buddy_t *b, uint64_t u) {
+  gpb__exts_remove(b->exts, u, u + (1ull << b->cap));
+  b->nfree[b->cap]--;
 }
 
 /* The free run holding unit u: 0 and [*s, *e), or -1 when u lies in an
  * allocation (*s is then its first unit), or GPB_ECORRUPT. */
 static int fit_run_around(const gpb__buddy_t *b, uint64_t u, uint64_t *s,
                           uint64_t *e) {
-  uint64_t p = gpb__bits_prev(&b->starts, u), lo = 0;
+  uint64_t p = gpb__bits_prev(&b->starts, u), lim = fit_limit(b, u);
+  uint64_t lo = b->bounded ? (u >> b->cap) << b->cap : 0;
   if (p != UINT64_MAX) {
     const gpb__arec_t *r = gpb__atab_find(&b->atab, p);
     if (!r) return GPB_ECORRUPT;
-    lo = p + r->units;
-    if (lo > u) {
+    if (p + r->units > u) {
       *s = p;
       return -1;
     }
+    if (p + r->units > lo) lo = p + r->units;
   }
   uint64_t nx = gpb__bits_next(&b->starts, u);
   *s = lo;
-  *e = nx == UINT64_MAX ? b->nunits : nx;
+  *e = nx < lim ? nx : lim;
   return 0;
 }
 
@@ -280,39 +345,88 @@ int gpb__fit_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) {
                    (unsigned long long)u);
 }
 
+/* Node (k, i) is one free block of this core: a run covers it whole.
+ * Used where the node's buddy lies outside the core, so that the run
+ * cannot hold the parent and the node is one of its canonical blocks. */
+static int fit_node_free(const gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  uint64_t s, e, u = i << k;
+  if (u >= b->nunits || (1ull << k) > b->nunits - u) return 0;
+  return fit_run_around(b, u, &s, &e) == 0 && s <= u && e - u >= (1ull << k);
+}
+
+static int fit_key_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+size_t gpb__fit_merged(const gpb__buddy_t *b, const uint64_t *xs, size_t nx,
+                       int64_t *d) {
+  /* A best-fit core merges at once, so only nodes free outside it (an
+   * arena's wholly free superblocks) can merge: with each other, or with
+   * a free block of this core next to them, level by level up. */
+  if (!nx) return 0;
+  uint64_t few[32], *cur = nx <= 16 ? few : malloc(2 * nx * sizeof *cur);
+  if (!cur) return 0; /* no memory: the figures count the map as it is */
+  uint64_t *next = cur + nx;
+  const uint64_t imask = (1ull << 58) - 1;
+  memcpy(cur, xs, nx * sizeof *cur);
+  qsort(cur, nx, sizeof *cur, fit_key_cmp);
+  size_t nc = nx;
+  for (uint32_t k = (uint32_t)(cur[0] >> 58); nc && k + 1 < b->norders; k++) {
+    size_t nn = 0;
+    for (size_t x = 0; x < nc; x++) {
+      uint64_t i = cur[x] & imask;
+      if (x + 1 < nc && (cur[x + 1] & imask) == (i ^ 1) && !(i & 1)) {
+        x++; /* both halves free outside */
+      } else if (!fit_node_free(b, k, i ^ 1)) {
+        continue; /* stays as it is */
+      }
+      d[k] -= 2;
+      d[k + 1] += 1;
+      next[nn++] = GPB__NODE(k + 1, i >> 1);
+    }
+    memcpy(cur, next, nn * sizeof *cur);
+    nc = nn;
+  }
+  if (cur != few) free(cur);
+  return 0;
+}
+
 #define CORRUPT(...) gpb__fail(GPB_ECORRUPT, __VA_ARGS__)
 
-int gpb__fit_check(const gpb__buddy_t *b, uint64_t nfree[GPB_MAX_ORDERS]) {
-  uint64_t allocs = 0, runs = 0;
-  memset(nfree, 0, GPB_MAX_ORDERS * sizeof *nfree);
-  if (gpb__bits_check(&b->starts))
-    return CORRUPT("start bits: summary disagrees with the bitset");
-  if (gpb__exts_check(b->exts)) return GPB_ECORRUPT;
-  for (uint64_t u = 0; u < b->nunits;) {
+/* Walks units [u0, u1): allocations and runs, each run one extent. */
+static int fit_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
+                          uint64_t nfree[GPB_MAX_ORDERS], uint64_t *allocs,
+                          uint64_t *runs, uint64_t *whole) {
+  for (uint64_t u = u0; u < u1;) {
     if (gpb__bits_test(&b->starts, u)) {
       const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
       if (!r)
         return CORRUPT("unit %llu has a start bit but no allocation",
                        (unsigned long long)u);
-      if (r->units == 0 || r->units > b->nunits - u ||
-          r->requested > (r->units << b->min_shift) || r->tag >= GPB_MAX_TAGS)
+      int lent = r->tag == GPB__TAG_LENT && !b->bounded &&
+                 !(r->units & (r->units - 1)) && !(u & (r->units - 1));
+      if (r->units == 0 || r->units > u1 - u ||
+          r->requested > (r->units << b->min_shift) ||
+          (r->tag >= GPB_MAX_TAGS && !lent))
         return CORRUPT("allocation at unit %llu has a bad record",
                        (unsigned long long)u);
       uint64_t nx = gpb__bits_next(&b->starts, u + 1);
       if (nx < u + r->units)
         return CORRUPT("allocations at units %llu and %llu overlap",
                        (unsigned long long)u, (unsigned long long)nx);
-      allocs++;
+      (*allocs)++;
       u += r->units;
       continue;
     }
     /* A free run: up to the next allocation, and exactly one extent. */
     uint64_t nx = gpb__bits_next(&b->starts, u);
-    uint64_t e = nx == UINT64_MAX ? b->nunits : nx;
+    uint64_t e = nx < u1 ? nx : u1;
     if (!gpb__exts_at(b->exts, u, e))
       return CORRUPT("free run of %llu units at unit %llu is not an extent",
                      (unsigned long long)(e - u), (unsigned long long)u);
-    runs++;
+    (*runs)++;
+    if (b->bounded && e - u == (1ull << b->cap)) (*whole)++;
     for (uint64_t p = u, m = e - u; m;) {
       uint32_t k = gpb__canon_order(p, m);
       nfree[k]++;
@@ -321,6 +435,34 @@ int gpb__fit_check(const gpb__buddy_t *b, uint64_t nfree[GPB_MAX_ORDERS]) {
     }
     u = e;
   }
+  return 0;
+}
+
+int gpb__fit_check(const gpb__buddy_t *b, const uint64_t *sb, uint64_t nsb,
+                   uint64_t nfree[GPB_MAX_ORDERS]) {
+  uint64_t allocs = 0, runs = 0, whole = 0;
+  memset(nfree, 0, GPB_MAX_ORDERS * sizeof *nfree);
+  if (gpb__bits_check(&b->starts))
+    return CORRUPT("start bits: summary disagrees with the bitset");
+  if (gpb__exts_check(b->exts)) return GPB_ECORRUPT;
+  if (!sb && b->bounded) return CORRUPT("an arena's core is walked by superblock");
+  if (!sb) {
+    int rc = fit_check_walk(b, 0, b->nunits, nfree, &allocs, &runs, &whole);
+    if (rc) return rc;
+  }
+  for (uint64_t x = 0; sb && x < nsb; x++) {
+    uint64_t u0 = sb[x] << b->cap;
+    if (u0 >= b->nunits || (1ull << b->cap) > b->nunits - u0)
+      return CORRUPT("superblock %llu is outside the pool",
+                     (unsigned long long)sb[x]);
+    int rc = fit_check_walk(b, u0, u0 + (1ull << b->cap), nfree, &allocs,
+                            &runs, &whole);
+    if (rc) return rc;
+  }
+  if (b->bounded && whole != b->nfree[b->cap])
+    return CORRUPT("%llu wholly free superblocks, count says %llu",
+                   (unsigned long long)whole,
+                   (unsigned long long)b->nfree[b->cap]);
   if (allocs != gpb__atab_count(&b->atab))
     return CORRUPT("%llu allocations reachable, %llu recorded",
                    (unsigned long long)allocs,

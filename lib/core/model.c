@@ -40,8 +40,10 @@ int gpb_model_create(uint64_t managed_size, uint64_t min_block,
     free(m);
     return rc;
   }
-  /* A model follows whatever pairs the stream leaves unmerged. */
+  /* A model follows whatever pairs the stream leaves unmerged, and lists
+   * them for the coalesced figures. */
   m->core.defer_cap = UINT32_MAX;
+  m->core.list_pairs = 1;
   *out = m;
   return 0;
 }
@@ -139,7 +141,9 @@ void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s) {
 
 int gpb_model_stats(const gpb_model_t *m, gpb_stats_t *out) {
   *out = m->stats;
-  gpb__stats_finish(out);
+  int64_t d[GPB_MAX_ORDERS] = {0};
+  gpb__buddy_merged(&m->core, NULL, 0, d, NULL, 0);
+  gpb__stats_finish(out, d);
   return 0;
 }
 
@@ -158,6 +162,16 @@ int gpb_model_check(const gpb_model_t *m) {
                        "map has %llu", k,
                        (unsigned long long)m->stats.free_blocks[k],
                        (unsigned long long)nfree[k]);
+  gpb__merge_walk_t w;
+  memset(&w, 0, sizeof w);
+  w.nunits = m->core.nunits;
+  w.min_block = 1ull << m->core.min_shift;
+  w.norders = m->core.norders;
+  gpb__buddy_visit(&m->core, gpb__merge_walk_block, &w);
+  gpb__merge_walk_end(&w);
+  int64_t d[GPB_MAX_ORDERS] = {0};
+  gpb__buddy_merged(&m->core, NULL, 0, d, NULL, 0);
+  if ((rc = gpb__merge_walk_check(&w, &m->stats, d)) != 0) return rc;
   return 0;
 }
 

@@ -88,6 +88,12 @@ int gpb_sim_set_hook(gpb_sim_t *s, gpb_hook_fn fn, void *user) {
 
 int gpb_sim_alloc(gpb_sim_t *s, uint64_t size, uint64_t align, uint32_t tag,
                   uint64_t time_ns, uint64_t *offset) {
+  return gpb_sim_alloc_site(s, size, align, tag, 0, time_ns, offset);
+}
+
+int gpb_sim_alloc_site(gpb_sim_t *s, uint64_t size, uint64_t align,
+                       uint32_t tag, uint32_t site, uint64_t time_ns,
+                       uint64_t *offset) {
   if (!s || !offset) return gpb__fail(GPB_EINVAL, "simulator or offset is NULL");
   *offset = GPB_NO_OFFSET;
   if (align & (align - 1))
@@ -95,6 +101,9 @@ int gpb_sim_alloc(gpb_sim_t *s, uint64_t size, uint64_t align, uint32_t tag,
                      (unsigned long long)align);
   if (tag >= GPB_MAX_TAGS)
     return gpb__fail(GPB_EINVAL, "tag %u is not below %d", tag, GPB_MAX_TAGS);
+  if (site > GPB_MAX_SITES)
+    return gpb__fail(GPB_EINVAL, "call site %u is above %u", site,
+                     GPB_MAX_SITES);
   if (size == 0) return 0; /* as gpb_alloc_ex: success, nothing, no event */
   gpb__buddy_t *b = &s->model.core;
   uint64_t managed = b->nunits << b->min_shift;
@@ -108,7 +117,7 @@ int gpb_sim_alloc(gpb_sim_t *s, uint64_t size, uint64_t align, uint32_t tag,
   }
   s->now = time_ns;
   uint64_t unit;
-  int rc = gpb__buddy_alloc(b, size, align_order, tag, 0, 0, time_ns, &unit);
+  int rc = gpb__buddy_alloc(b, size, align_order, tag, site, 0, time_ns, &unit);
   if (rc == 0) *offset = unit << b->min_shift;
   return rc;
 }

@@ -57,15 +57,22 @@ void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d) {
   PEAK(s->free_bytes, s->free_peak);
 }
 
-void gpb__stats_finish(gpb_stats_t *s) {
+void gpb__stats_finish(gpb_stats_t *s, const int64_t *merged) {
   s->internal_frag_bytes = s->block_bytes - s->requested_bytes;
   s->largest_free = 0;
+  /* Free buddies that deferred coalescing left unmerged are one block to
+   * any request (the pool merges them before it fails one), so these
+   * figures count them merged: two free 128 MiB buddies are a largest
+   * free block of 256 MiB, not fragmentation. */
+  double f[GPB_MAX_ORDERS];
   double sum = 0, sumsq = 0;
-  for (uint32_t k = 0; k < s->num_orders; k++) {
+  for (uint32_t k = 0; k < s->num_orders && k < GPB_MAX_ORDERS; k++) {
+    int64_t n = (int64_t)s->free_blocks[k] + (merged ? merged[k] : 0);
+    f[k] = n > 0 ? (double)n : 0.0;
     double bytes = (double)(s->min_block << k);
-    sum += (double)s->free_blocks[k] * bytes;
-    sumsq += (double)s->free_blocks[k] * bytes * bytes;
-    if (s->free_blocks[k]) s->largest_free = s->min_block << k;
+    sum += f[k] * bytes;
+    sumsq += f[k] * bytes * bytes;
+    if (n > 0) s->largest_free = s->min_block << k;
   }
   s->external_frag = sum > 0 ? 1.0 - sqrt(sumsq) / sum : 0.0;
   /* Unusable free space index (as in Linux's extfrag): for order j, the
@@ -73,9 +80,52 @@ void gpb__stats_finish(gpb_stats_t *s) {
   double below = 0;
   for (uint32_t j = 0; j < GPB_MAX_ORDERS; j++) {
     s->unusable_index[j] = (j < s->num_orders && sum > 0) ? below / sum : 0.0;
-    if (j < s->num_orders)
-      below += (double)s->free_blocks[j] * (double)(s->min_block << j);
+    if (j < s->num_orders) below += f[j] * (double)(s->min_block << j);
   }
+}
+
+/* Moves the bottom of the stack into the counts: it can merge no more. */
+static void merge_walk_flush(gpb__merge_walk_t *w, uint32_t keep) {
+  uint32_t drop = w->n > keep ? w->n - keep : 0;
+  for (uint32_t x = 0; x < drop; x++) w->free[w->stk[x] >> 58]++;
+  memmove(w->stk, w->stk + drop, (w->n - drop) * sizeof *w->stk);
+  w->n -= drop;
+}
+
+int gpb__merge_walk_block(const gpb_block_info_t *bl, void *user) {
+  gpb__merge_walk_t *w = user;
+  if (bl->used) {
+    merge_walk_flush(w, 0); /* nothing merges across a used block */
+    return 0;
+  }
+  if (w->n == sizeof w->stk / sizeof *w->stk) merge_walk_flush(w, w->n / 2);
+  uint64_t k = bl->order, i = (bl->offset / w->min_block) >> k;
+  w->stk[w->n++] = GPB__NODE(k, i);
+  /* The node just pushed is a right half whose left half is below it. */
+  while (w->n >= 2) {
+    uint64_t top = w->stk[w->n - 1], under = w->stk[w->n - 2];
+    uint64_t tk = top >> 58, ti = top & ((1ull << 58) - 1);
+    if (under != GPB__NODE(tk, ti ^ 1) || !(ti & 1) || tk + 1 >= w->norders ||
+        (ti >> 1) >= (w->nunits >> (tk + 1)))
+      break;
+    w->n -= 2;
+    w->stk[w->n++] = GPB__NODE(tk + 1, ti >> 1);
+  }
+  return 0;
+}
+
+void gpb__merge_walk_end(gpb__merge_walk_t *w) { merge_walk_flush(w, 0); }
+
+int gpb__merge_walk_check(const gpb__merge_walk_t *w, const gpb_stats_t *s,
+                          const int64_t *merged) {
+  for (uint32_t k = 0; k < w->norders && k < GPB_MAX_ORDERS; k++) {
+    int64_t want = (int64_t)s->free_blocks[k] + merged[k];
+    if (want != (int64_t)w->free[k])
+      return gpb__fail(GPB_ECORRUPT, "coalesced map: %lld free blocks of order "
+                       "%u, the pair lists make %lld", (long long)w->free[k], k,
+                       (long long)want);
+  }
+  return 0;
 }
 
 void gpb__stats_from_core(gpb_stats_t *s, const gpb__buddy_t *b) {

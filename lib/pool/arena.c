@@ -99,9 +99,6 @@ int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
   }
   if (n > GPB__MAX_ARENAS) n = GPB__MAX_ARENAS;
   if (n <= 1) return 0;
-  if (p->info.policy == GPB_POLICY_BESTFIT)
-    return gpb__fail(GPB_EINVAL, "arenas need the buddy or trim policy "
-                     "(bestfit places by free runs across the whole pool)");
   /* Superblocks: 1/16 of an arena's fair share, so a few stay with each
    * arena and most of the pool stays shared; at most 8 MiB, so memory an
    * arena strands is small; at least 64 minimum blocks, so they are worth
@@ -322,7 +319,7 @@ int gpb__arenas_free(gpb_pool_t *p, uint64_t off, void *stream, int async) {
   uint64_t sb = u >> p->sb_order;
   /* Keep one free superblock per arena; give back any more. */
   if (rc == 0 && a->core.nfree[p->sb_order] > 1 &&
-      gpb__bits_test(&a->core.freeb[p->sb_order], sb)) {
+      gpb__buddy_sb_free(&a->core, sb)) {
     if (!loud) pthread_mutex_lock(&p->lock);
     arena_unlend(p, a, sb);
     if (!loud) pthread_mutex_unlock(&p->lock);
@@ -359,13 +356,42 @@ void gpb__arenas_set_loud(gpb_pool_t *p, int loud) {
   p->loud = loud;
 }
 
-void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out) {
+void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out, int64_t *merged) {
   *out = p->stats;
   for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
     gpb__stats_add(out, &p->arenas[i].delta);
   p->stats.requested_peak = out->requested_peak;
   p->stats.block_peak = out->block_peak;
   p->stats.free_peak = out->free_peak;
+  /* The superblocks free as a whole in the arenas: a free block of the
+   * superblock order there, or pieces that merge into one (many while
+   * frees wait on streams, before the arenas give spares back). Each is
+   * a distinct superblock, so nsb entries hold them all. */
+  uint64_t few[64], *xs = few;
+  size_t nx = 0, cap = p->arenas ? p->nsb : 0;
+  if (cap > 64 && !(xs = malloc(cap * sizeof *xs)))
+    xs = few, cap = 0; /* no memory: no merges across cores */
+  for (uint32_t i = 0; i < p->narenas && p->arenas && cap; i++) {
+    const gpb__buddy_t *c = &p->arenas[i].core;
+    uint32_t k = c->cap;
+    /* A best-fit arena keeps no bitsets: its whole superblocks are the
+     * runs a superblock long, among the superblocks it owns. */
+    for (uint64_t sb = 0; c->exts && sb < p->nsb && nx < cap; sb++)
+      if (atomic_load_explicit(&p->owner[sb], memory_order_relaxed) == i + 1 &&
+          gpb__buddy_sb_free(c, sb))
+        xs[nx++] = GPB__NODE(k, sb);
+    uint64_t x = c->freeb[k].nbits ? c->freeb[k].nbits - 1 : UINT64_MAX;
+    for (uint64_t left = c->nfree[k]; left && x != UINT64_MAX && nx < cap; left--) {
+      x = gpb__bits_prev(&c->freeb[k], x);
+      if (x == UINT64_MAX) break;
+      xs[nx++] = GPB__NODE(k, x);
+      x = x ? x - 1 : UINT64_MAX;
+    }
+    size_t nt = gpb__buddy_merged(c, NULL, 0, merged, xs + nx, cap - nx);
+    for (size_t t = 0; t < nt; t++, nx++) xs[nx] = GPB__NODE(k, xs[nx]);
+  }
+  gpb__buddy_merged(&p->core, xs, nx, merged, NULL, 0);
+  if (xs != few) free(xs);
 }
 
 void gpb__arenas_reclaim(gpb_pool_t *p, int drain) {
@@ -377,12 +403,12 @@ void gpb__arenas_reclaim(gpb_pool_t *p, int drain) {
   }
   for (uint64_t sb = 0; sb < p->nsb; sb++) {
     uint8_t o = atomic_load_explicit(&p->owner[sb], memory_order_relaxed);
-    if (o && gpb__bits_test(&p->arenas[o - 1].core.freeb[p->sb_order], sb))
+    if (o && gpb__buddy_sb_free(&p->arenas[o - 1].core, sb))
       arena_unlend(p, &p->arenas[o - 1], sb);
   }
 }
 
-int gpb__arenas_check(const gpb_pool_t *p) {
+int gpb__arenas_check(const gpb_pool_t *p, uint64_t nfree[GPB_MAX_ORDERS]) {
   if (!p->arenas) return 0;
   uint64_t *sbs = malloc(sizeof *sbs * (p->nsb ? p->nsb : 1));
   if (!sbs) return gpb__fail(GPB_EHOSTMEM, "no host memory to check arenas");
@@ -410,6 +436,10 @@ int gpb__arenas_check(const gpb_pool_t *p) {
       char why[200];
       snprintf(why, sizeof why, "%s", gpb_last_error_detail());
       rc = gpb__fail(GPB_ECORRUPT, "arena %u: %s", i, why);
+    } else {
+      uint64_t c[GPB_MAX_ORDERS];
+      gpb__buddy_nfree_in(&p->arenas[i].core, sbs, n, c);
+      for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) nfree[k] += c[k];
     }
   }
   free(sbs);

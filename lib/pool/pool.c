@@ -187,10 +187,8 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
         (rc = gpb__parse_arenas("GPB_ARENAS", e, &cfg.arenas)))
       return rc;
     /* The environment asks for arenas where they can be had; only a
-     * program that asks itself gets an error for a bestfit pool. */
-    if ((cfg.policy == GPB_POLICY_BESTFIT || (cfg.flags & GPB_CFG_VMM)) &&
-        cfg_in->arenas == 1)
-      cfg.arenas = 1;
+     * program that asks itself gets an error for a VMM pool. */
+    if ((cfg.flags & GPB_CFG_VMM) && cfg_in->arenas == 1) cfg.arenas = 1;
     uint32_t depth;
     e = getenv("GPB_CALLSITES");
     if (!(cfg.flags & GPB_CFG_CALLSITES) && e && *e) {
@@ -534,18 +532,26 @@ int gpb_pool_check(const gpb_pool_t *cp) {
   gpb_pool_t *p = (gpb_pool_t *)cp;
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
   gpb__pool_lock_all(p);
-  int rc = gpb__buddy_check(&p->core);
-  if (rc == 0) rc = gpb__arenas_check(p);
-  gpb_stats_t s;
-  gpb__arenas_stats(p, &s);
   /* Lent superblocks are records of the pool's core, blocks of arenas. */
   uint64_t nfree[GPB_MAX_ORDERS], live = gpb__atab_count(&p->core.atab);
   gpb__buddy_nfree(&p->core, nfree);
-  for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
-    const gpb__buddy_t *c = &p->arenas[i].core;
-    for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) nfree[k] += c->nfree[k];
-    live += gpb__atab_count(&c->atab);
+  int rc = gpb__buddy_check(&p->core);
+  if (rc == 0) rc = gpb__arenas_check(p, nfree);
+  gpb_stats_t s;
+  int64_t merged[GPB_MAX_ORDERS] = {0};
+  gpb__arenas_stats(p, &s, merged);
+  if (rc == 0) {
+    gpb__merge_walk_t w;
+    memset(&w, 0, sizeof w);
+    w.nunits = p->core.nunits;
+    w.min_block = 1ull << p->core.min_shift;
+    w.norders = p->core.norders;
+    rc = gpb__pool_visit_locked(p, gpb__merge_walk_block, &w);
+    gpb__merge_walk_end(&w);
+    if (rc == 0) rc = gpb__merge_walk_check(&w, &s, merged);
   }
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
+    live += gpb__atab_count(&p->arenas[i].core.atab);
   for (uint64_t sb = 0; sb < p->nsb; sb++)
     live -= atomic_load_explicit(&p->owner[sb], memory_order_relaxed) != 0;
   for (uint32_t k = 0; rc == 0 && k < p->core.norders; k++)
@@ -589,16 +595,18 @@ int gpb_pool_info(const gpb_pool_t *p, gpb_pool_info_t *out) {
 int gpb_pool_stats(const gpb_pool_t *cp, gpb_stats_t *out) {
   gpb_pool_t *p = (gpb_pool_t *)cp;
   if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  int64_t merged[GPB_MAX_ORDERS] = {0};
   if (p->narenas > 1) {
     gpb__pool_lock_all(p);
-    gpb__arenas_stats(p, out);
+    gpb__arenas_stats(p, out, merged);
     gpb__pool_unlock_all(p);
   } else {
     pthread_mutex_lock(&p->lock);
     *out = p->stats;
+    gpb__buddy_merged(&p->core, NULL, 0, merged, NULL, 0);
     pthread_mutex_unlock(&p->lock);
   }
-  gpb__stats_finish(out);
+  gpb__stats_finish(out, merged);
   return 0;
 }
 

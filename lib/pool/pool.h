@@ -149,15 +149,21 @@ GPB__HIDDEN void gpb__pool_unlock_all(gpb_pool_t *p);
  * (loud) after folding their counters in, or back to their own. */
 GPB__HIDDEN void gpb__arenas_set_loud(gpb_pool_t *p, int loud);
 /* With every lock held: the pool's counters plus every arena's, peaks
- * raised to the totals (and kept). */
-GPB__HIDDEN void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out);
+ * raised to the totals (and kept); and in merged (zeroed by the caller)
+ * what the coalesced map changes in the free blocks per order, across
+ * the cores: a superblock free as a whole in an arena merges with its
+ * free buddy in the pool's core (gpb__buddy_merged). */
+GPB__HIDDEN void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out,
+                                   int64_t *merged);
 /* With every lock held: merges deferred pairs everywhere, waits for
  * pending async frees in arenas when `drain`, and gives every wholly
  * free superblock back to the pool's core. */
 GPB__HIDDEN void gpb__arenas_reclaim(gpb_pool_t *p, int drain);
 /* With every lock held: every invariant of the arenas and of the pool's
  * core with them. */
-GPB__HIDDEN int gpb__arenas_check(const gpb_pool_t *p);
+/* Checks the arenas and adds their free blocks per order to nfree. */
+GPB__HIDDEN int gpb__arenas_check(const gpb_pool_t *p,
+                                  uint64_t nfree[GPB_MAX_ORDERS]);
 
 /* The host backend (backend-host.c): backed = 0 reserves address space
  * only (the virtual backend). */

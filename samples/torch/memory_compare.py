@@ -6,7 +6,7 @@ workloads, side by side on one GPU (issue: PyTorch, first class).
     memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
     memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null,gpubuddy-vmm]
     memory_compare.py caps --out DIR --grid 32 --near COARSE/caps.json
-    memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy-vmm]
+    memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy,gpubuddy-vmm]
 
 base: each workload runs twice under PyTorch's allocator and twice under
 gpubuddy (a large pool, its trace recorded), in turn: the losses must be
@@ -18,9 +18,11 @@ workload still runs, each try a fresh process (workloads.py); tries run
 several at a time when their caps fit on the GPU together. It searches
 between peak live bytes and a size known to run, k sizes a round.
 steps: step time alone, nothing traced: each workload runs --runs times
-under each allocator, in turn (default, gpubuddy, default, ...), with
-more steps than base (resnet 30, gpt 20, infer 60); each pair gives the
-ratio of gpubuddy's median step to PyTorch's.
+under each allocator, in turn (default, then each of --versus), with
+more steps than base (resnet 30, gpt 20, infer 120: its 60 shapes twice,
+the second pass timed). Each round gives the ratio of each allocator's
+median step to PyTorch's, and the median of the per-step ratios
+("paired": the same step, the same shapes).
 Writes DIR/base.json, DIR/caps.json, DIR/steps.json and DIR/memory.md.
 """
 import argparse
@@ -100,21 +102,31 @@ def base(a):
 
 
 def steps(a):
-    n = {"resnet": 30, "gpt": 20, "infer": 60}
+    # infer: 60 shapes, then the same 60 again; only the second pass is
+    # timed, as every shape's first step loads kernels (workloads.py).
+    n = {"resnet": 30, "gpt": 20, "infer": 120}
+    warm = {"infer": 60}
     res = {}
     for w in a.workloads:
-        r = {"default": [], a.versus: [], "ratio": []}
+        r = {"default": []}
+        for v in a.versus:
+            r[v], r["ratio " + v], r["paired " + v] = [], [], []
         for i in range(a.runs):
-            pair = {}
-            for alloc in ("default", a.versus):
-                x = result(run(w, alloc, steps=n.get(w, 0)))
-                pair[alloc] = med(x.get("step_ms")) if x["ok"] else None
-                r[alloc].append(pair[alloc])
-            if pair["default"] and pair[a.versus]:
-                r["ratio"].append(round(pair[a.versus] / pair["default"], 4))
-            print("%s run %d: PyTorch %s ms, %s %s ms" % (
-                w, i, pair["default"], a.versus, pair[a.versus]),
-                file=sys.stderr, flush=True)
+            x = {}
+            for alloc in ["default"] + a.versus:
+                y = result(run(w, alloc, steps=n.get(w, 0)))
+                x[alloc] = y["step_ms"][warm.get(w, 0):] if y["ok"] else None
+                r[alloc].append(med(x[alloc]))
+            for v in a.versus:
+                if not (x["default"] and x[v]):
+                    continue
+                r["ratio " + v].append(round(med(x[v]) / med(x["default"]), 4))
+                # The same shapes at the same step: each step's own ratio.
+                r["paired " + v].append(round(statistics.median(
+                    p / q for p, q in zip(x[v], x["default"])), 4))
+            print("%s run %d: %s" % (w, i, ", ".join(
+                "%s %s ms" % (k, med(x[k]) if x[k] else None)
+                for k in ["default"] + a.versus)), file=sys.stderr, flush=True)
         res[w] = r
     with open(os.path.join(a.out, "steps.json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -241,10 +253,11 @@ def main():
     ap.add_argument("--near", help="caps: a coarser run's caps.json; each "
                     "search starts from its result, one coarse step down")
     ap.add_argument("--versus", default="gpubuddy",
-                    help="steps: the allocator timed against PyTorch's")
+                    help="steps: the allocators (A,B) timed against PyTorch's")
     a = ap.parse_args()
     a.workloads = a.workloads.split(",")
     a.allocators = a.allocators.split(",")
+    a.versus = a.versus.split(",")
     os.makedirs(a.out, exist_ok=True)
     if a.phase == "base":
         json.dump(base(a), sys.stdout, indent=1)

@@ -5,14 +5,17 @@
  * seven rows of five pixels written as 'X' and '.', so the table can be
  * read and fixed by eye. A fixed bitmap font keeps rendering identical on
  * every machine, which the viewer's pixel tests rely on, and adds no
- * dependency. Lowercase letters are drawn as capitals; characters outside
- * ASCII 32..126 draw as '?'.
+ * dependency. Lowercase letters have their own glyphs, an eighth row
+ * below the line for the descenders of g, j, p, q and y (file and pool
+ * names were drawn in capitals, wrongly); characters outside ASCII
+ * 32..126 draw as '?'.
  */
 #include "raster.h"
 
 #include <string.h>
 
-/* ASCII 32..126, capitals only (97..122 reuse 65..90). */
+/* ASCII 32..126: seven rows (35 characters), or eight (40) for the
+ * lowercase letters, whose last row holds descenders. */
 static const char *const font_src[95] = {
     /*   */ "..................................." ,
     /* ! */ "..X....X....X....X....X.........X..",
@@ -79,26 +82,49 @@ static const char *const font_src[95] = {
     /* ^ */ "..X...X.X.X...X....................",
     /* _ */ "..............................XXXXX",
     /* ` */ ".X.....X...........................",
-    /* a-z: unused, capitals are drawn */
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* a */ "...........XXX.....X.XXXXX...X.XXXX.....",
+    /* b */ "X....X....XXXX.X...XX...XX...XXXXX......",
+    /* c */ "...........XXX.X....X....X.....XXX......",
+    /* d */ "....X....X.XXXXX...XX...XX...X.XXXX.....",
+    /* e */ "...........XXX.X...XXXXXXX.....XXX......",
+    /* f */ "..XX..X...XXXX..X....X....X....X........",
+    /* g */ "...........XXXXX...XX...X.XXXX....X.XXX.",
+    /* h */ "X....X....XXXX.X...XX...XX...XX...X.....",
+    /* i */ "..X........XX....X....X....X...XXX......",
+    /* j */ "...X........XX....X....X....X.X..X..XX..",
+    /* k */ "X....X....X..X.X.X..XX...X.X..X..X......",
+    /* l */ ".XX....X....X....X....X....X...XXX......",
+    /* m */ "..........XX.X.X.X.XX.X.XX.X.XX...X.....",
+    /* n */ "..........XXXX.X...XX...XX...XX...X.....",
+    /* o */ "...........XXX.X...XX...XX...X.XXX......",
+    /* p */ "..........XXXX.X...XX...XXXXX.X....X....",
+    /* q */ "...........XXXXX...XX...X.XXXX....X....X",
+    /* r */ "..........X.XX.XX..XX....X....X.........",
+    /* s */ "...........XXXXX.....XXX.....XXXXX......",
+    /* t */ ".X....X...XXXX..X....X....X..X..XX......",
+    /* u */ "..........X...XX...XX...XX..XX.XX.X.....",
+    /* v */ "..........X...XX...XX...X.X.X...X.......",
+    /* w */ "..........X...XX...XX.X.XX.X.X.X.X......",
+    /* x */ "..........X...X.X.X...X...X.X.X...X.....",
+    /* y */ "..........X...XX...XX...X.XXXX....X.XXX.",
+    /* z */ "..........XXXXX...X...X...X...XXXXX.....",
     /* { */ "...X...X....X...X......X....X.....X",
     /* | */ "..X....X....X....X....X....X....X..",
     /* } */ ".X.....X....X.....X...X....X...X...",
     /* ~ */ "...........X...X.X.X...X...........",
 };
 
-static uint8_t font_rows[95][7];
+#define FONT_ROWS 8
+static uint8_t font_rows[95][FONT_ROWS];
 static int font_ready;
 
-/* Parses the table once. A row string shorter than 35 characters (a typo)
- * leaves the rest blank rather than reading past it. */
+/* Parses the table once. A string shorter than its rows (a typo) leaves
+ * the rest blank rather than reading past it. */
 static void font_init(void) {
   for (int g = 0; g < 95; g++) {
     const char *s = font_src[g];
-    if (!s) s = font_src[g - 32];
     size_t len = strlen(s);
-    for (int r = 0; r < 7; r++) {
+    for (int r = 0; r < FONT_ROWS; r++) {
       uint8_t bits = 0;
       for (int c = 0; c < 5; c++) {
         size_t i = (size_t)(r * 5 + c);
@@ -116,7 +142,7 @@ int gpbt_font_draw(gpbt_fb_t *fb, int x, int y, int scale, uint32_t color,
   if (scale < 1) scale = 1;
   for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
     int g = (*p >= 32 && *p <= 126) ? *p - 32 : '?' - 32;
-    for (int r = 0; r < 7; r++) {
+    for (int r = 0; r < FONT_ROWS; r++) {
       uint8_t bits = font_rows[g][r];
       if (!bits) continue;
       for (int c = 0; c < 5; c++)

@@ -64,6 +64,7 @@ int gpbt_oom_map_block(const gpb_block_info_t *b, void *user) {
   a->requested = b->requested;
   a->time_ns = b->time_ns;
   a->tag = b->tag;
+  a->site = b->site;
   return 0;
 }
 
@@ -350,7 +351,7 @@ void gpbt_oom_print(FILE *f, const gpbt_oom_t *o, const char *in) {
     fprintf(f, ", requested %" PRIu64 ", age %s, tag %u", x->requested, age,
             x->tag);
     if (x->has_id) fprintf(f, ", id 0x%" PRIx64, x->id);
-    /* A call site, once allocations carry one, goes at the end here. */
+    if (x->site) fprintf(f, ", site %u", x->site);
     fprintf(f, "\n");
   }
   if (o->win.live_allocs > o->nlist) {
@@ -406,7 +407,8 @@ void gpbt_oom_json(FILE *f, const gpbt_oom_t *o, const char *in) {
     gpbt_json_key(&r, "id");
     if (x->has_id) fprintf(f, "%" PRIu64, x->id);
     else fprintf(f, "null");
-    /* A call site, once allocations carry one, is a member here. */
+    /* Only when known: what a trace without sites printed stays as it was. */
+    if (x->site) gpbt_json_put_u64(&r, "site", x->site);
     fprintf(f, "}");
   }
   if (o->nlist) fprintf(f, "\n%s    ", in);

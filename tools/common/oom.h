@@ -45,12 +45,13 @@ typedef struct gpbt_oom_alloc {
   uint64_t id;        /* the caller's name for it (a trace id), if has_id */
   uint32_t tag;
   uint32_t has_id;
-  /* What else names an allocation goes here (its call site, once traces
-   * record one), filled by the namer and printed after the id. */
+  uint32_t site;      /* its call site, 0 unknown: the block's, unless the
+                         namer says otherwise (a replay's pool records its
+                         own call stack, not the trace's) */
 } gpbt_oom_alloc_t;
 
-/* Called once per allocation after a walk, to set id, has_id and time_ns
- * (a replay maps offsets to trace ids and trace times). */
+/* Called once per allocation after a walk, to set id, has_id, time_ns
+ * and site (a replay maps offsets to trace ids, times and sites). */
 typedef void (*gpbt_oom_name_fn)(void *user, gpbt_oom_alloc_t *a);
 
 /* The live allocations of a pool or model, in address order. */

@@ -30,9 +30,9 @@ static inline void gpbt_fb_put(gpbt_fb_t *fb, int x, int y, uint32_t c) {
 }
 
 /* font.c: a 5x7 bitmap font drawn by hand. A glyph's cell is 6x9 pixels
- * at scale 1, the glyph in rows 1..7 of it, so (x, y) is the cell's top
- * left. Lowercase letters are drawn as capitals, bytes outside ASCII
- * 32..126 as '?'. Returns the x after the text. */
+ * at scale 1, the glyph in rows 1..7 of it (descenders of lowercase
+ * letters in row 8), so (x, y) is the cell's top left. Bytes outside
+ * ASCII 32..126 draw as '?'. Returns the x after the text. */
 #define GPBT_FONT_W 6
 #define GPBT_FONT_H 9
 int gpbt_font_draw(gpbt_fb_t *fb, int x, int y, int scale, uint32_t color,

@@ -9,9 +9,15 @@
 #include "gpubuddy.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Entries at first: most traces name a few sites, if any. */
+#define SITES_FIRST 64u
 
 int gpbt_sites_init(gpbt_sites_t *t) {
-  t->v = calloc((size_t)GPB_MAX_SITES + 1, sizeof *t->v);
+  t->v = calloc(SITES_FIRST, sizeof *t->v);
+  t->cap = t->v ? SITES_FIRST : 0;
+  t->err = 0;
   t->epoch = 1; /* entries start at 0: "changed since no peak" */
   t->max_site = 0;
   return t->v ? 0 : -1;
@@ -20,13 +26,34 @@ int gpbt_sites_init(gpbt_sites_t *t) {
 void gpbt_sites_fini(gpbt_sites_t *t) {
   free(t->v);
   t->v = NULL;
+  t->cap = 0;
+}
+
+/* The entry of `site`, the table grown to hold it; site 0's when it
+ * cannot be (err says so), or for an id no reader gives. */
+static uint32_t sites_slot(gpbt_sites_t *t, uint32_t site) {
+  if (site > GPB_MAX_SITES) return 0;
+  if (site >= t->cap) {
+    uint32_t cap = t->cap ? t->cap : SITES_FIRST;
+    while (cap <= site) cap *= 2;
+    if (cap > GPB_MAX_SITES + 1) cap = GPB_MAX_SITES + 1;
+    gpbt_site_acc_t *v = realloc(t->v, (size_t)cap * sizeof *v);
+    if (!v) {
+      t->err = 1;
+      return 0;
+    }
+    memset(v + t->cap, 0, (size_t)(cap - t->cap) * sizeof *v);
+    t->v = v;
+    t->cap = cap;
+  }
+  if (site > t->max_site) t->max_site = site;
+  return site;
 }
 
 /* The site's entry, its figures at the last peak saved first if this is
  * their first change since. */
 static gpbt_site_acc_t *sites_touch(gpbt_sites_t *t, uint32_t site) {
-  if (site > GPB_MAX_SITES) site = 0; /* the reader never gives one */
-  if (site > t->max_site) t->max_site = site;
+  site = sites_slot(t, site);
   gpbt_site_acc_t *a = &t->v[site];
   if (a->epoch != t->epoch) {
     a->peak = a->live;
@@ -51,8 +78,7 @@ void gpbt_sites_free(gpbt_sites_t *t, uint32_t site, uint64_t bytes) {
 void gpbt_sites_peak(gpbt_sites_t *t) { t->epoch++; }
 
 void gpbt_sites_fail(gpbt_sites_t *t, uint32_t site, uint64_t bytes) {
-  if (site > GPB_MAX_SITES) site = 0;
-  if (site > t->max_site) t->max_site = site;
+  site = sites_slot(t, site);
   t->v[site].fails++;
   t->v[site].fail_bytes += bytes;
 }
@@ -70,11 +96,13 @@ static int sites_cmp_fail(const void *x, const void *y) {
   return sites_cmp(x, y);
 }
 
-size_t gpbt_sites_top(const gpbt_sites_t *t, int failed, gpbt_site_row_t *rows,
+size_t gpbt_sites_top(const gpbt_sites_t *t, int by, gpbt_site_row_t *rows,
                       size_t max, size_t *total) {
   size_t n = 0;
-  gpbt_site_row_t *all = malloc(((size_t)t->max_site + 1) * sizeof *all);
+  int failed = by == GPBT_SITES_FAILED;
   if (total) *total = 0;
+  if (!t->v) return 0;
+  gpbt_site_row_t *all = malloc(((size_t)t->max_site + 1) * sizeof *all);
   if (!all) return 0;
   for (uint32_t s = 0; s <= t->max_site; s++) {
     const gpbt_site_acc_t *a = &t->v[s];
@@ -82,7 +110,8 @@ size_t gpbt_sites_top(const gpbt_sites_t *t, int failed, gpbt_site_row_t *rows,
     if (failed) {
       r.bytes = a->fail_bytes;
       r.n = a->fails;
-    } else if (a->epoch == t->epoch) { /* changed since the peak */
+    } else if (by == GPBT_SITES_PEAK && a->epoch == t->epoch) {
+      /* changed since the peak */
       r.bytes = a->peak;
       r.n = a->peak_n;
     } else {
