@@ -13,8 +13,10 @@
 /* Live publisher (writer.c). NULL-safe; never blocks the caller. */
 typedef struct gpb__pub gpb__pub_t;
 typedef struct gpb__ring gpb__ring_t;
+/* callsites: the pool records call sites, so the segment gets a site
+ * table (GPB_PUBLISH_SITES bytes, default 4 MiB). */
 GPB__HIDDEN int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
-                              gpb__pub_t **out);
+                              int callsites, gpb__pub_t **out);
 /* Publishes one event that went through the pool's sink. */
 GPB__HIDDEN void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev);
 GPB__HIDDEN void gpb__pub_close(gpb__pub_t *p);
@@ -24,13 +26,16 @@ GPB__HIDDEN void gpb__pub_close(gpb__pub_t *p);
  * stamp 0, the payload, stamp = seq, then head = seq. */
 typedef struct gpb__ring_slot {
   _Atomic uint64_t stamp;
-  /* time, offset, size, requested, stream, tag|type<<32|order<<40, seq */
+  /* time, offset, size, requested, stream,
+   * tag | type << 32 | order << 40 | site << 48, seq */
   _Atomic uint64_t w[7];
 } gpb__ring_slot_t;
 
 struct gpb__ring {
   gpb__ring_slot_t *slots;
   uint64_t mask;
+  uint32_t sites_pub;           /* call sites 1..sites_pub are published
+                                   (UINT32_MAX: no more will be) */
   _Atomic uint64_t *head;
   _Atomic uint64_t *kf_request; /* readers ask for keyframes here */
   uint64_t served;              /* request count the last keyframe answered */
@@ -43,6 +48,8 @@ struct gpb__ring {
   const void *src;
   int (*visit)(const void *src, gpb_visit_fn fn, void *user);
   const gpb_stats_t *(*counters)(const void *src);
+  /* A call site's frames ("FRAME;..."), or NULL; may be NULL itself. */
+  const char *(*site_text)(const void *src, uint32_t site);
 };
 
 /* The ring, for the pool to bind: it sets now, src, visit and counters. */
@@ -50,6 +57,8 @@ GPB__HIDDEN gpb__ring_t *gpb__pub_ring(gpb__pub_t *p);
 /* A keyframe may be due after event seq (an ALLOC or FAIL): the rate
  * limits decide, out of line. */
 GPB__HIDDEN void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req);
+/* Publishes the texts of call sites sites_pub+1 to site, out of line. */
+GPB__HIDDEN void gpb__ring_sites(gpb__ring_t *r, uint32_t site);
 
 /* Publishes one event: about ten plain stores, and a load of the request
  * word after ALLOC and FAIL, the only events after which the core is
@@ -57,7 +66,10 @@ GPB__HIDDEN void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req);
 static inline void gpb__ring_put(gpb__ring_t *r, uint64_t seq, uint64_t time,
                                  int type, uint64_t off, uint64_t size,
                                  uint64_t requested, uint64_t stream,
-                                 uint32_t tag, uint32_t order) {
+                                 uint32_t tag, uint32_t order, uint32_t site) {
+  /* A site's text goes out before the first event naming it, so a
+   * reader that sees the event finds the text. Off, site is 0: never. */
+  if (GPB__UNLIKELY(site > r->sites_pub)) gpb__ring_sites(r, site);
   gpb__ring_slot_t *s = &r->slots[seq & r->mask];
   /* Each event writes a line that left the cache a ring ago: ask for the
    * one a few events on now, so that write does not wait for it. */
@@ -70,7 +82,8 @@ static inline void gpb__ring_put(gpb__ring_t *r, uint64_t seq, uint64_t time,
   atomic_store_explicit(&s->w[3], requested, memory_order_relaxed);
   atomic_store_explicit(&s->w[4], stream, memory_order_relaxed);
   atomic_store_explicit(&s->w[5], (uint64_t)tag | (uint64_t)type << 32 |
-                                      (uint64_t)order << 40,
+                                      (uint64_t)order << 40 |
+                                      (uint64_t)site << 48,
                         memory_order_relaxed);
   atomic_store_explicit(&s->w[6], seq, memory_order_relaxed);
   atomic_store_explicit(&s->stamp, seq, memory_order_release);
@@ -88,11 +101,30 @@ GPB__HIDDEN void gpb__ring_sink_put(void *ctx, uint64_t seq, int type,
                                     uint32_t tag, uint32_t order,
                                     uint32_t site);
 
-/* A live reader. Transports (shared memory in publish.c, TCP in remote.c)
- * fill `model` and `info`; attach.c dispatches the public calls. */
+/* A reader's call site texts by id (attach.c), filled by its transport
+ * from data it does not trust. */
+typedef struct gpb__sitetab {
+  char **text;    /* [id]: "FRAME;...", or NULL */
+  uint32_t cap;
+  uint64_t bytes; /* held, at most GPB__SITETAB_MAX */
+} gpb__sitetab_t;
+#define GPB__SITETAB_MAX (64ull << 20)
+/* Defines site id (1..GPB_MAX_SITES) as the n bytes at p: 0, also when
+ * the table is full (not kept) or it says the same again; GPB_EFORMAT
+ * (detail set) for a bad id, a NUL byte or another text for a defined
+ * id; GPB_EHOSTMEM. */
+GPB__HIDDEN int gpb__sitetab_set(gpb__sitetab_t *t, uint32_t id, const char *p,
+                                 size_t n);
+GPB__HIDDEN void gpb__sitetab_free(gpb__sitetab_t *t);
+
+/* A live reader. Transports (shared memory in reader.c, TCP in remote.c)
+ * fill `model`, `info` and `sites`; attach.c dispatches the public calls. */
 typedef struct gpb__attach_ops {
   int (*poll)(gpb_attach_t *a);  /* as gpb_attach_poll */
   void (*close)(gpb_attach_t *a); /* frees impl, not the model */
+  /* NULL, or takes in site texts published since the last poll: what
+   * gpb_attach_site asks before it says it has none. */
+  void (*sites)(gpb_attach_t *a);
 } gpb__attach_ops_t;
 
 struct gpb_attach {
@@ -102,6 +134,7 @@ struct gpb_attach {
   void *impl;
   gpb_attach_hook_fn hook;
   void *hook_user;
+  gpb__sitetab_t sites;
 };
 
 /* Transports call this after each event the model took (ev), and with NULL

@@ -341,7 +341,7 @@ static void remote_close(gpb_attach_t *a) {
   a->impl = NULL;
 }
 
-static const gpb__attach_ops_t remote_ops = {remote_poll, remote_close};
+static const gpb__attach_ops_t remote_ops = {remote_poll, remote_close, NULL};
 
 static remote_t *remote_new(void) {
   remote_t *r = calloc(1, sizeof *r);
