@@ -27,7 +27,6 @@
 #define OFF_VERSION 8
 #define OFF_SITES_OFF 200
 #define OFF_SITES_SIZE 208
-#define NSITES 96
 
 static void on_alarm(int sig) {
   (void)sig;
@@ -36,25 +35,9 @@ static void on_alarm(int sig) {
   _exit(1);
 }
 
-/* NSITES call sites in one function: each case is its own call (the asm
- * after it differs, so the compiler cannot share one call among them). */
-#define SITE(k)                                  \
-  case k:                                        \
-    rc = gpb_alloc(p, n, &ptr);                  \
-    __asm__ volatile("# site %0" ::"i"(k) : "memory"); \
-    break;
-#define SITE8(k) SITE(k) SITE(k + 1) SITE(k + 2) SITE(k + 3) SITE(k + 4) \
-                 SITE(k + 5) SITE(k + 6) SITE(k + 7)
-__attribute__((noinline)) void *test_live_sites_alloc(gpb_pool_t *p, int k,
-                                                      size_t n) {
+static void *test_live_sites_alloc(gpb_pool_t *p, int k, size_t n) {
   void *ptr = NULL;
-  int rc = GPB_EINVAL;
-  switch (k) {
-    SITE8(0) SITE8(8) SITE8(16) SITE8(24) SITE8(32) SITE8(40) SITE8(48)
-    SITE8(56) SITE8(64) SITE8(72) SITE8(80) SITE8(88)
-  }
-  __asm__ volatile("" ::: "memory");
-  return rc ? NULL : ptr;
+  return test_alloc_at(p, k, n, 0, &ptr) ? NULL : ptr;
 }
 
 static gpb_pool_t *make_pool(const char *name, unsigned flags) {
@@ -88,15 +71,8 @@ static char *seg_map(const char *name, size_t *size) {
   return m;
 }
 
-/* The reader's text for site s is the pool's. */
 static void same_text(gpb_pool_t *p, gpb_attach_t *a, uint32_t s) {
-  char want[8192];
-  ASSERT(s != 0);
-  ASSERT(gpb_pool_site_text(p, s, want, sizeof want) > 0);
-  const char *got = gpb_attach_site(a, s);
-  if (!got || strcmp(got, want))
-    FAILF("site %u: reader has '%s', pool '%s'", s, got ? got : "(null)",
-          want);
+  test_site_text_is(p, s, gpb_attach_site(a, s));
 }
 
 typedef struct evlog {
@@ -150,20 +126,6 @@ static void test_from_start(void) {
   printf("from the start: 9 events, each with its site and text\n");
 }
 
-typedef struct site_check {
-  gpb_pool_t *p;
-  gpb_attach_t *a;
-  int used;
-} site_check_t;
-
-static int check_block(const gpb_block_info_t *b, void *user) {
-  site_check_t *c = user;
-  if (!b->used || b->alloc_offset != b->offset) return 0;
-  c->used++;
-  same_text(c->p, c->a, b->site);
-  return 0;
-}
-
 /* Late: a 64-slot ring long overrun, so the reader starts from a
  * keyframe; its blocks carry their sites, and the texts are there. */
 static void test_late(void) {
@@ -195,8 +157,8 @@ static void test_late(void) {
     usleep(2000);
   }
   ASSERT_U64_EQ(gpb_model_seq(gpb_attach_model(a)), ps.seq);
-  site_check_t c = {p, a, 0};
-  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), check_block, &c));
+  test_site_check_t c = {p, a, 0};
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(a), test_check_site, &c));
   ASSERT_EQ(c.used, 16);
   for (int k = 0; k < 16; k++) ASSERT_OK(gpb_free(p, keep[k]));
   gpb_attach_close(a);
@@ -216,11 +178,11 @@ static void test_full(void) {
   ASSERT_OK(gpb_attach_open(name, &a));
   evlog_t *log = calloc(1, sizeof *log);
   ASSERT_OK(gpb_attach_set_hook(a, log_hook, log));
-  void *v[NSITES];
-  for (int k = 0; k < NSITES; k++)
+  void *v[TEST_NSITES];
+  for (int k = 0; k < TEST_NSITES; k++)
     ASSERT((v[k] = test_live_sites_alloc(p, k, 4096)));
   ASSERT(gpb_attach_poll(a) > 0);
-  ASSERT_EQ(log->n, NSITES);
+  ASSERT_EQ(log->n, TEST_NSITES);
   int with = 0, without = 0;
   for (int i = 0; i < log->n; i++) {
     uint32_t s = log->ev[i].site;
@@ -234,7 +196,7 @@ static void test_full(void) {
     }
   }
   ASSERT(with > 0 && without > 0);
-  for (int k = 0; k < NSITES; k++) ASSERT_OK(gpb_free(p, v[k]));
+  for (int k = 0; k < TEST_NSITES; k++) ASSERT_OK(gpb_free(p, v[k]));
   ASSERT_OK(gpb_pool_check(p));
   ASSERT(gpb_attach_poll(a) > 0);
   gpb_attach_close(a);
