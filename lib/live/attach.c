@@ -18,6 +18,7 @@ int gpb_attach_open(const char *name, gpb_attach_t **out) {
   if (!a) return GPB_EHOSTMEM;
   int rc = gpb__attach_shm_open(name, a);
   if (rc) {
+    gpb__sitetab_free(&a->sites); /* taken in before open failed */
     free(a);
     return rc;
   }
