@@ -920,7 +920,7 @@ static void test_sites_hostile(void) {
   put_frame(&s, GPB_NP_SITES, &pl);
   gpb__np_site_put(&pl, 1, "c");
   put_frame(&s, GPB_NP_SITES, &pl);
-  expect_bad(&s, "defined again");
+  expect_bad(&s, "defined twice");
 
   gpb__np_site_put(&pl, 1, "a;b");
   put_frame(&s, GPB_NP_SITES, &pl);

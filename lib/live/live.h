@@ -9,6 +9,7 @@
 #define GPB_LIVE_H
 
 #include "core/core.h"
+#include "trace/trace.h" /* gpb__sitetab_t */
 
 /* Live publisher (writer.c). NULL-safe; never blocks the caller. */
 typedef struct gpb__pub gpb__pub_t;
@@ -52,7 +53,8 @@ struct gpb__ring {
   const char *(*site_text)(const void *src, uint32_t site);
 };
 
-/* The ring, for the pool to bind: it sets now, src, visit and counters. */
+/* The ring, for the pool to bind: it sets now, src, visit, counters and
+ * site_text. */
 GPB__HIDDEN gpb__ring_t *gpb__pub_ring(gpb__pub_t *p);
 /* A keyframe may be due after event seq (an ALLOC or FAIL): the rate
  * limits decide, out of line. */
@@ -100,22 +102,6 @@ GPB__HIDDEN void gpb__ring_sink_put(void *ctx, uint64_t seq, int type,
                                     uint64_t requested, uint64_t stream,
                                     uint32_t tag, uint32_t order,
                                     uint32_t site);
-
-/* A reader's call site texts by id (attach.c), filled by its transport
- * from data it does not trust. */
-typedef struct gpb__sitetab {
-  char **text;    /* [id]: "FRAME;...", or NULL */
-  uint32_t cap;
-  uint64_t bytes; /* held, at most GPB__SITETAB_MAX */
-} gpb__sitetab_t;
-#define GPB__SITETAB_MAX (64ull << 20)
-/* Defines site id (1..GPB_MAX_SITES) as the n bytes at p: 0, also when
- * the table is full (not kept) or it says the same again; GPB_EFORMAT
- * (detail set) for a bad id, a NUL byte or another text for a defined
- * id; GPB_EHOSTMEM. */
-GPB__HIDDEN int gpb__sitetab_set(gpb__sitetab_t *t, uint32_t id, const char *p,
-                                 size_t n);
-GPB__HIDDEN void gpb__sitetab_free(gpb__sitetab_t *t);
 
 /* A live reader. Transports (shared memory in reader.c, TCP in remote.c)
  * fill `model`, `info` and `sites`; attach.c dispatches the public calls. */
