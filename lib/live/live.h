@@ -59,19 +59,33 @@ GPB__HIDDEN gpb__ring_t *gpb__pub_ring(gpb__pub_t *p);
 /* A keyframe may be due after event seq (an ALLOC or FAIL): the rate
  * limits decide, out of line. */
 GPB__HIDDEN void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req);
-/* Publishes the texts of call sites sites_pub+1 to site, out of line. */
-GPB__HIDDEN void gpb__ring_sites(gpb__ring_t *r, uint32_t site);
+/* Publishes the texts of call sites sites_pub+1 to site, then ends the
+ * put of event seq (gpb__ring_done): out of line, and a tail call, so
+ * the inline put saves no registers for it. */
+GPB__HIDDEN void gpb__ring_sites(gpb__ring_t *r, uint32_t site, uint64_t seq,
+                                 int type);
+
+/* The end of a put, once the slot holds event seq: head names it, and a
+ * keyframe may be due. */
+static GPB__INLINE void gpb__ring_done(gpb__ring_t *r, uint64_t seq,
+                                       int type) {
+  atomic_store_explicit(r->head, seq, memory_order_release);
+  if (type != GPB_EV_ALLOC && type != GPB_EV_FAIL) return;
+  uint64_t req = atomic_load_explicit(r->kf_request, memory_order_relaxed);
+  if (GPB__LIKELY(req == r->served && seq - r->kf_seq < r->half)) return;
+  gpb__ring_keyframe(r, seq, req);
+}
 
 /* Publishes one event: about ten plain stores, and a load of the request
  * word after ALLOC and FAIL, the only events after which the core is
  * consistent enough for a keyframe. Caller holds the pool's lock. */
-static inline void gpb__ring_put(gpb__ring_t *r, uint64_t seq, uint64_t time,
-                                 int type, uint64_t off, uint64_t size,
-                                 uint64_t requested, uint64_t stream,
-                                 uint32_t tag, uint32_t order, uint32_t site) {
-  /* A site's text goes out before the first event naming it, so a
-   * reader that sees the event finds the text. Off, site is 0: never. */
-  if (GPB__UNLIKELY(site > r->sites_pub)) gpb__ring_sites(r, site);
+/* Always inlined: with the site test GCC stopped inlining it into the
+ * sink, and the call cost more than the test. */
+static GPB__INLINE void gpb__ring_put(gpb__ring_t *r, uint64_t seq,
+                                      uint64_t time, int type, uint64_t off,
+                                      uint64_t size, uint64_t requested,
+                                      uint64_t stream, uint32_t tag,
+                                      uint32_t order, uint32_t site) {
   gpb__ring_slot_t *s = &r->slots[seq & r->mask];
   /* Each event writes a line that left the cache a ring ago: ask for the
    * one a few events on now, so that write does not wait for it. */
@@ -89,11 +103,13 @@ static inline void gpb__ring_put(gpb__ring_t *r, uint64_t seq, uint64_t time,
                         memory_order_relaxed);
   atomic_store_explicit(&s->w[6], seq, memory_order_relaxed);
   atomic_store_explicit(&s->stamp, seq, memory_order_release);
-  atomic_store_explicit(r->head, seq, memory_order_release);
-  if (type != GPB_EV_ALLOC && type != GPB_EV_FAIL) return;
-  uint64_t req = atomic_load_explicit(r->kf_request, memory_order_relaxed);
-  if (GPB__LIKELY(req == r->served && seq - r->kf_seq < r->half)) return;
-  gpb__ring_keyframe(r, seq, req);
+  /* Readers read up to head: a site's text goes out before head names
+   * the first event with the site. Off, site is 0: never. */
+  if (GPB__UNLIKELY(site > r->sites_pub)) {
+    gpb__ring_sites(r, site, seq, type);
+    return;
+  }
+  gpb__ring_done(r, seq, type);
 }
 
 /* The core's direct sink (gpb__sink_t.put): ctx is the ring. */

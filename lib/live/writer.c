@@ -307,7 +307,7 @@ void gpb__ring_sink_put(void *ctx, uint64_t seq, int type, uint64_t off,
  * lock. Each entry's bytes are stored before its length, which is
  * stored with release; a reader that loads the length with acquire sees
  * the text. A table that is full stays so: later sites get no text. */
-void gpb__ring_sites(gpb__ring_t *r, uint32_t site) {
+static void pub_sites(gpb__ring_t *r, uint32_t site) {
   gpb__pub_t *p = r->pub;
   if (site > GPB_MAX_SITES) site = GPB_MAX_SITES;
   for (uint32_t id = r->sites_pub + 1; id <= site; id++) {
@@ -333,6 +333,12 @@ void gpb__ring_sites(gpb__ring_t *r, uint32_t site) {
     p->sites_pos += PUB_SITE_SPAN(n);
     atomic_store_explicit((_Atomic uint32_t *)(void *)e, (uint32_t)n, REL);
   }
+}
+
+/* The put's end follows the texts: head names the event after them. */
+void gpb__ring_sites(gpb__ring_t *r, uint32_t site, uint64_t seq, int type) {
+  pub_sites(r, site);
+  gpb__ring_done(r, seq, type);
 }
 
 void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req) {
