@@ -533,6 +533,11 @@ GPB_API int gpb_attach_list_remote(const char *addr, const char *token,
                                    void (*fn)(const char *name, void *user),
                                    void *user);
 GPB_API int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out);
+/* The frames of call site `site` (an event's or block's site) as the
+ * pool published them, "FRAME;FRAME;..." innermost first; NULL when not
+ * known (0, sites off, or past what the segment or relay could hold).
+ * Valid until gpb_attach_close. */
+GPB_API const char *gpb_attach_site(const gpb_attach_t *a, uint32_t site);
 GPB_API void gpb_attach_close(gpb_attach_t *a);
 /* Calls fn once per published pool that can be attached now. */
 GPB_API int gpb_list_pools(void (*fn)(const char *name, void *user), void *user);

@@ -16,17 +16,24 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
-# 1. Both layouts convert to exactly the expected traces.
+# 1. Both layouts convert to exactly the expected traces: with the call
+# sites their frames give (v2), and with --no-frames the v1 trace the
+# importer wrote before it kept frames, byte for byte.
 for s in torch_snapshot torch_snapshot_old; do
   $imp -q "$data/$s.pickle" -o "$tmp/$s.trace" || fail "$s: exit $?"
-  cmp -s "$tmp/$s.trace" "$data/$s.expected" || {
-    fail "$s: output differs from $s.expected"; diff "$tmp/$s.trace" "$data/$s.expected" | head; }
+  cmp -s "$tmp/$s.trace" "$data/$s.sites.expected" || {
+    fail "$s: output differs from $s.sites.expected"; diff "$tmp/$s.trace" "$data/$s.sites.expected" | head; }
   $imp -q "$data/$s.pickle" -o "$tmp/$s.trace.gz" || fail "$s .gz: exit $?"
-  gzip -dc "$tmp/$s.trace.gz" | cmp -s - "$data/$s.expected" || fail "$s: .gz output differs"
+  gzip -dc "$tmp/$s.trace.gz" | cmp -s - "$data/$s.sites.expected" || fail "$s: .gz output differs"
+  $imp -q --no-frames "$data/$s.pickle" -o "$tmp/$s.v1.trace" || fail "$s --no-frames: exit $?"
+  cmp -s "$tmp/$s.v1.trace" "$data/$s.expected" || {
+    fail "$s --no-frames: output differs from $s.expected"; diff "$tmp/$s.v1.trace" "$data/$s.expected" | head; }
 done
 # stdin and stdout.
 $imp -q - -o - < "$data/torch_snapshot.pickle" > "$tmp/pipe.trace" || fail "stdin/stdout: exit $?"
-cmp -s "$tmp/pipe.trace" "$data/torch_snapshot.expected" || fail "stdin/stdout output differs"
+cmp -s "$tmp/pipe.trace" "$data/torch_snapshot.sites.expected" || fail "stdin/stdout output differs"
+$imp -q --no-frames - -o - < "$data/torch_snapshot.pickle" > "$tmp/pipe.trace" || fail "stdin/stdout: exit $?"
+cmp -s "$tmp/pipe.trace" "$data/torch_snapshot.expected" || fail "stdin/stdout --no-frames output differs"
 
 # 2. The imported trace replays: 100 allocs + 60 frees + one failed request
 # (two ops); the 80 GiB request fails again.
@@ -34,6 +41,83 @@ $replay --json --quiet "$tmp/torch_snapshot.trace.gz" > "$tmp/r.json" || fail "r
 grep -q '"ops": 162,' "$tmp/r.json" || fail "replay: expected 162 ops"
 grep -q '"recorded_failures": 1,' "$tmp/r.json" || fail "replay: expected 1 recorded failure"
 grep -q '"failed_allocs": 1,' "$tmp/r.json" || fail "replay: expected 1 failed alloc"
+
+# 2b. Call sites. A snapshot whose stacks include the frames that
+# PyTorch's memory_viz leaves out (the unwinder's, CPython's evaluation
+# loop, the process entry): the importer leaves them out too, and
+# gpubuddy-replay --top-sites names the program's own frames, innermost
+# first. A snapshot with no frames at all is a v1 trace as before.
+python3 - "$tmp" <<'PY'
+import pickle, sys
+t = sys.argv[1]
+def fr(*names):
+    return [{"filename": f, "line": l, "name": n} for f, l, n in names]
+gather = ("/src/torch/csrc/profiler/combined_traceback.cpp", 7,
+          "torch::CapturedTraceback::gather(bool, bool, bool)")
+evalf = ("/usr/src/python3.11/Python/ceval.c", 5, "_PyEval_EvalFrameDefault")
+start = ("??", 0, "_start")
+attn = fr(gather, ("/w/model.py", 42, "attention"), evalf,
+          ("/w/train.py", 7, "step"), start)
+mlp = fr(gather, ("/w/model.py", 80, "mlp"), evalf, ("/w/train.py", 7, "step"))
+hidden = fr(gather, evalf, start)  # nothing left: no call site
+e = []
+for k in range(4):
+    e.append({"action": "alloc", "addr": 0x10000 * (k + 1), "size": 3 << 20,
+              "stream": 0, "frames": attn})
+for k in range(2):
+    e.append({"action": "alloc", "addr": 0x100000 * (k + 1), "size": 1 << 20,
+              "stream": 0, "frames": mlp})
+e.append({"action": "alloc", "addr": 0x900000, "size": 512, "stream": 0,
+          "frames": hidden})
+e.append({"action": "oom", "size": 1 << 40, "stream": 0, "frames": mlp})
+e.append({"action": "free_completed", "addr": 0x10000, "size": 3 << 20,
+          "stream": 0, "frames": []})
+open(t + "/frames.pickle", "wb").write(pickle.dumps({"device_traces": [e]}))
+for x in e:
+    del x["frames"]
+open(t + "/noframes.pickle", "wb").write(pickle.dumps({"device_traces": [e]}))
+PY
+$imp -q "$tmp/frames.pickle" -o "$tmp/frames.trace" || fail "frames: exit $?"
+grep -qx '# site 1 /w/model.py:42 attention;/w/train.py:7 step' "$tmp/frames.trace" ||
+  fail "frames: site 1 is not attention;step: $(grep '^# site' "$tmp/frames.trace")"
+grep -qx '# site 2 /w/model.py:80 mlp;/w/train.py:7 step' "$tmp/frames.trace" ||
+  fail "frames: site 2 is not mlp;step"
+[ "$(grep -c '^# site' "$tmp/frames.trace")" = 2 ] || fail "frames: not two sites"
+grep -q 'gather\|ceval\|_start' "$tmp/frames.trace" && fail "frames: memory_viz's omitted frames were kept"
+grep -qx '7 6000 alloc 0x900000 512 0 0x0' "$tmp/frames.trace" || fail "frames: a stack with no frames left has a site"
+grep -qx '9 8000 free 0x10000 3145728 0 0x0 1' "$tmp/frames.trace" || fail "frames: the free lacks its allocation's site"
+$replay --top-sites=3 "$tmp/frames.trace" > "$tmp/top.out" 2>&1 || fail "replay --top-sites: exit $?"
+grep -A2 '1\. 12.0 MiB.*site 1$' "$tmp/top.out" | grep -q '/w/model.py:42 attention' ||
+  fail "--top-sites does not name attention first: $(cat "$tmp/top.out")"
+grep -A2 '2\. 2.0 MiB.*site 2$' "$tmp/top.out" | grep -q '/w/train.py:7 step' ||
+  fail "--top-sites does not name mlp's stack second"
+grep -A2 'failed allocations' "$tmp/top.out" | grep -q 'site 2' || fail "--top-sites: the failure is not mlp's"
+$imp -q --no-frames "$tmp/frames.pickle" -o "$tmp/nf.trace" || fail "--no-frames: exit $?"
+$imp -q "$tmp/noframes.pickle" -o "$tmp/none.trace" || fail "no frames: exit $?"
+head -1 "$tmp/none.trace" | grep -qx '# gpubuddy-trace v1' || fail "no frames: not a v1 trace"
+cmp -s "$tmp/nf.trace" "$tmp/none.trace" || fail "--no-frames differs from a snapshot without frames"
+
+# 2c. Past GPB_MAX_SITES (65535) distinct stacks, new ones are 0 (no
+# site), as in a pool; and a stack too long for a line keeps its inner
+# frames, then ";...", within the 4096-byte line limit.
+python3 - "$tmp" <<'PY'
+import pickle, sys
+t = sys.argv[1]
+e = [{"action": "alloc", "addr": 1 << 40, "size": 512, "stream": 0,
+      "frames": [{"filename": "/" + "d" * 300, "line": k, "name": "h"}
+                 for k in range(40)]}]
+e += [{"action": "alloc", "addr": 4096 * (k + 1), "size": 512, "stream": 0,
+       "frames": [{"filename": "f.py", "line": k, "name": "g"}]}
+      for k in range(65536)]
+open(t + "/many.pickle", "wb").write(pickle.dumps({"device_traces": [e]}))
+PY
+$imp -q "$tmp/many.pickle" -o "$tmp/many.trace" || fail "many sites: exit $?"
+grep -q '^# site 65535 f.py:65533 g$' "$tmp/many.trace" || fail "many sites: no site 65535"
+grep -q '^# site 65536 ' "$tmp/many.trace" && fail "many sites: an id past 65535"
+grep -qx '65537 65536000 alloc 0x10000000 512 0 0x0' "$tmp/many.trace" || fail "many sites: stack 65536 is not site 0"
+awk 'length($0) > 4096 { bad = 1 } END { exit bad }' "$tmp/many.trace" || fail "a line longer than 4096 bytes"
+grep -q '^# site 1 /ddd.* h;\.\.\.$' "$tmp/many.trace" || fail "the long stack is not cut with ;..."
+$replay --quiet "$tmp/many.trace" > /dev/null || fail "replay of the many-site trace: exit $?"
 
 # 3. Devices: 1 has an empty history (a warning, a trace with no ops),
 # 7 does not exist (an error naming what there is).
@@ -72,6 +156,22 @@ mk "{'device_traces': [[{'action': 'alloc', 'addr': 'x', 'size': 512}]]}"; bad "
 mk "{'device_traces': [[{'action': 'alloc', 'addr': 0, 'size': 512}, 7]]}"; bad "entry not a dict" "device_traces\[0\]\[1\]"
 mk "{'device_traces': [[{'action': 'alloc', 'addr': 2**70, 'size': 512}]]}"; bad "huge addr" "64 bits"
 rm -f "$tmp/bad.pickle"; bad missing "cannot open"
+# Frames: not a list, a frame not a dict, missing or mistyped keys.
+fa="{'action': 'alloc', 'addr': 4096, 'size': 512, 'frames':"
+mk "{'device_traces': [[$fa {'a': 1}}]]}"; bad "frames not a list" "device_traces\[0\]\[0\] (alloc)" "'frames' is a dict"
+mk "{'device_traces': [[$fa [7]}]]}"; bad "frame not a dict" "frame 0 is a int"
+mk "{'device_traces': [[$fa [{'filename': 'a.py', 'line': 1}]}]]}"; bad "frame without name" "frame 0: 'name' is missing"
+mk "{'device_traces': [[$fa [{'filename': 'a.py', 'name': 'f'}]}]]}"; bad "frame without line" "frame 0: missing 'line'"
+mk "{'device_traces': [[$fa [{'filename': 3, 'line': 1, 'name': 'f'}]}]]}"; bad "numeric file name" "'filename' is 3"
+mk "{'device_traces': [[$fa [{'filename': 'a', 'line': -1, 'name': 'f'}]}]]}"; bad "negative line" "negative"
+# Huge, odd strings are cut and cleaned, not refused: a frame of a
+# megabyte, with ';', newlines, control characters, a lone surrogate and
+# non-ASCII text, still makes one line of the trace, which replays.
+mk "{'device_traces': [[$fa [{'filename': 'x' * (1 << 20), 'line': 2 ** 63, 'name': 'a;b\\nc\\x00\\ud800 \\u00e9t\\u00e9'}]}]]}"
+$imp -q "$tmp/bad.pickle" -o "$tmp/odd.trace" 2> "$tmp/err" || fail "odd frame strings: exit $?: $(cat "$tmp/err")"
+[ "$(wc -l < "$tmp/odd.trace")" = 4 ] || fail "odd frame strings: not 4 lines: $(head -c 300 "$tmp/odd.trace")"
+grep -q ':9223372036854775808 a?b?c?? ét' "$tmp/odd.trace" || fail "odd frame strings: not cleaned: $(tail -c 100 "$tmp/odd.trace")"
+$replay --quiet --top-sites=1 "$tmp/odd.trace" > /dev/null || fail "odd frame strings: the trace does not replay"
 
 # 5. A malicious pickle (it would create a file through os.system) is
 # refused before anything runs.

@@ -178,8 +178,12 @@ int main(void) {
   expect_refused(b, n, GPB_EFORMAT, "bad magic");
 
   memcpy(b, good, n);
-  put_u32(b, OFF_VERSION, 2);
-  expect_refused(b, n, GPB_EVERSION, "version 2");
+  put_u32(b, OFF_VERSION, 3); /* a newer writer's */
+  expect_refused(b, n, GPB_EVERSION, "version 3");
+
+  memcpy(b, good, n);
+  put_u32(b, OFF_VERSION, 0);
+  expect_refused(b, n, GPB_EVERSION, "version 0");
 
   memcpy(b, good, n);
   put_u32(b, OFF_HDRSIZE, 8192);

@@ -14,7 +14,9 @@
  * reader by a fake relay (clean GPB_EFORMAT, model keeps its state); a
  * slow reader resynchronized from a keyframe; disconnect and reconnect;
  * the pool closing; the relay going away (GPB_ECLOSED); one relay serving
- * two pools (names, the list, a pool it does not have, none named).
+ * two pools (names, the list, a pool it does not have, none named); call
+ * sites (events, keyframes, texts; none for a reader that did not ask;
+ * hostile SITES data, and a flood that the reader's table caps).
  */
 #define _GNU_SOURCE
 #include "live/netproto.h"
@@ -47,6 +49,8 @@ typedef struct harness {
   void **live; /* the pool's row of lives */
   uint64_t seed;
 } harness_t;
+
+static unsigned g_pool_flags; /* the harness's pools get these too */
 
 static void *relay_thread(void *arg) {
   harness_t *h = arg;
@@ -88,13 +92,14 @@ static void harness_start_n(harness_t *h, const gpbr_opts_t *o0,
     cfg.pool_size = (32u << 20) + (5u << 14) + ((size_t)k << 20);
     cfg.min_block = 256;
     cfg.policy = pol;
-    cfg.flags = GPB_CFG_NO_ENV;
+    cfg.flags = GPB_CFG_NO_ENV | g_pool_flags;
     ASSERT_OK(gpb_pool_create(&cfg, &h->pools[k]));
     ASSERT_OK(gpbr_queue_init(&h->q[k], h->pools[k]));
     gpb_pool_info_t info = h->q[k].info;
     if (npools > 1) snprintf(info.name, sizeof info.name, "%c", 'a' + k);
     h->src[k] = gpbr_src_add(h->r, h->q[k].model, &info, NULL);
     ASSERT(h->src[k] != NULL);
+    gpbr_src_set_sites(h->src[k], gpbr_queue_site, &h->q[k]);
   }
   if (npools == 1) /* one name, one source */
     ASSERT(gpbr_src_add(h->r, h->q[0].model, &h->q[0].info, NULL) == NULL);
@@ -729,6 +734,276 @@ static void test_bind_rules(void) {
   if (rc == 0) gpbr_free(r);
 }
 
+/* ------------------------------------------------------------ call sites */
+
+typedef struct sitelog {
+  uint32_t site[4096];
+  int n;
+} sitelog_t;
+
+static void site_hook(const gpb_event_t *ev, void *user) {
+  sitelog_t *l = user;
+  if (ev && ev->type == GPB_EV_ALLOC && l->n < 4096) l->site[l->n++] = ev->site;
+}
+
+/* A reader of the protocol before sites: its HELLO does not ask for
+ * them, so it must get no SITES frame and no site in events or blocks. */
+static void old_reader(harness_t *h) {
+  int fd = dial(h->addr);
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  gpb_np_buf_t pl = {0}, fr = {0};
+  gpb__np_hello_put(&pl, 0, NULL, NULL);
+  ASSERT_OK(gpb__np_frame(&fr, GPB_NP_HELLO, pl.p, pl.len, 0));
+  ASSERT(send(fd, fr.p, fr.len, MSG_NOSIGNAL) == (ssize_t)fr.len);
+  gpb__np_buf_free(&pl);
+  gpb__np_buf_free(&fr);
+  uint8_t *buf = malloc(GPB_NP_MAX_RAW);
+  gpb_block_info_t *bl = malloc(GPB_NP_KEY_CHUNK * sizeof *bl);
+  gpb_event_t *ev = malloc(GPB_NP_BATCH_MAX * sizeof *ev);
+  ASSERT(buf && bl && ev);
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(h->pool, &info));
+  gpb_np_keydec_t kd;
+  gpb__np_keydec_init(&kd, &info);
+  char err[GPB_NP_ERRLEN];
+  int blocks = 0, events = 0;
+  void *x = NULL;
+  while (!events) {
+    gpb_np_hdr_t fh;
+    ASSERT(read_frame(fd, &fh, buf, GPB_NP_MAX_RAW) == 0);
+    ASSERT(fh.type != GPB_NP_SITES);
+    size_t n = 0;
+    if (fh.type == GPB_NP_KEY_BLOCKS) {
+      ASSERT_OK(gpb__np_key_blocks_get(&kd, buf, fh.raw_len, bl,
+                                       GPB_NP_KEY_CHUNK, &n, err));
+      for (size_t i = 0; i < n; i++) ASSERT_EQ(bl[i].site, 0);
+      blocks += (int)n;
+    } else if (fh.type == GPB_NP_KEY_END) {
+      /* Now an allocation from a site, so that events follow. */
+      ASSERT_OK(test_alloc_at(h->pool, 5, 1000, 0, &x));
+    } else if (fh.type == GPB_NP_EVENTS) {
+      ASSERT_OK(gpb__np_events_get(buf, fh.raw_len, 8, ev, GPB_NP_BATCH_MAX,
+                                   &n, err));
+      for (size_t i = 0; i < n; i++) ASSERT_EQ(ev[i].site, 0);
+      events += (int)n;
+    }
+  }
+  ASSERT(blocks > 0);
+  ASSERT_OK(gpb_free(h->pool, x));
+  close(fd);
+  free(buf);
+  free(bl);
+  free(ev);
+  printf("   a reader that did not ask: %d blocks, %d events, no sites\n",
+         blocks, events);
+}
+
+static void test_sites(void) {
+  printf("-- call sites\n");
+  harness_t h;
+  gpbr_opts_t o = {0};
+  o.zlevel = 1;
+  g_pool_flags = GPB_CFG_CALLSITES;
+  harness_start(&h, &o, GPB_POLICY_BUDDY);
+  g_pool_flags = 0;
+  gpb_attach_t *a;
+  ASSERT_OK(gpb_attach_connect(h.addr, NULL, &a));
+  sitelog_t *log = calloc(1, sizeof *log);
+  ASSERT_OK(gpb_attach_set_hook(a, site_hook, log));
+  void *v[TEST_NSITES];
+  for (int k = 0; k < TEST_NSITES; k++)
+    ASSERT_OK(test_alloc_at(h.pool, k, 4096 + 64 * (size_t)k, (uint32_t)k % 16,
+                            &v[k]));
+  sync_and_compare(&h, a); /* the blocks' sites too */
+  ASSERT_EQ(log->n, TEST_NSITES);
+  for (int i = 0; i < log->n; i++) {
+    test_site_text_is(h.pool, log->site[i], gpb_attach_site(a, log->site[i]));
+    if (i) ASSERT(log->site[i] != log->site[i - 1]);
+  }
+  /* Late: the keyframe names the sites, and their texts come first. */
+  gpb_attach_t *b;
+  ASSERT_OK(gpb_attach_connect(h.addr, NULL, &b));
+  sync_and_compare(&h, b);
+  test_site_check_t c = {h.pool, b, 0};
+  ASSERT_OK(gpb_model_visit(gpb_attach_model(b), test_check_site, &c));
+  ASSERT_EQ(c.used, TEST_NSITES);
+  old_reader(&h);
+  for (int k = 0; k < TEST_NSITES; k++) ASSERT_OK(gpb_free(h.pool, v[k]));
+  sync_and_compare(&h, a);
+  sync_and_compare(&h, b);
+  printf("   %d sites from the start and from a keyframe, with their texts\n",
+         TEST_NSITES);
+  gpb_attach_close(a);
+  gpb_attach_close(b);
+  free(log);
+  harness_stop(&h);
+}
+
+/* Runs `script` from a fake relay: the reader must stop with GPB_EFORMAT
+ * naming `what`, at connect or at a poll. */
+static void expect_bad(gpb_np_buf_t *script, const char *what) {
+  fake_t f = {0};
+  f.script = *script;
+  memset(script, 0, sizeof *script);
+  fake_start(&f, 1);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", f.port);
+  gpb_attach_t *a = NULL;
+  int rc = gpb_attach_connect(addr, NULL, &a);
+  for (int i = 0; rc == 0 && i < 10000; i++) {
+    rc = gpb_attach_poll(a);
+    if (rc == 0) usleep(1000);
+  }
+  if (rc != GPB_EFORMAT || !strstr(gpb_last_error_detail(), what))
+    FAILF("expected GPB_EFORMAT naming '%s', got %s: %s", what,
+          gpb_err_name(rc), gpb_last_error_detail());
+  printf("   refused: %s\n", gpb_last_error_detail());
+  gpb_attach_close(a);
+  fake_stop(&f);
+}
+
+static void put_site_raw(gpb_np_buf_t *b, uint16_t id, const char *t,
+                         size_t n) {
+  gpb__np_put_u16(b, id);
+  gpb__np_put_u16(b, (uint16_t)n);
+  gpb__np_put(b, t, n);
+}
+
+static void test_sites_hostile(void) {
+  printf("-- hostile call sites from a fake relay\n");
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_VIRTUAL;
+  cfg.pool_size = 1u << 20;
+  cfg.flags = GPB_CFG_NO_ENV | GPB_CFG_CALLSITES;
+  gpb_pool_t *pool;
+  ASSERT_OK(gpb_pool_create(&cfg, &pool));
+  void *x, *y;
+  ASSERT_OK(test_alloc_at(pool, 0, 1000, 0, &x));
+  ASSERT_OK(test_alloc_at(pool, 1, 3000, 0, &y));
+  gpb_np_buf_t s = {0}, pl = {0};
+  char big[5000];
+  memset(big, 'f', sizeof big);
+
+  script_key(&s, pool);
+  gpb__np_site_put(&pl, 5, "a;b");
+  gpb__np_site_put(&pl, 3, "c");
+  put_frame(&s, GPB_NP_SITES, &pl);
+  expect_bad(&s, "ids grow");
+
+  script_key(&s, pool);
+  put_site_raw(&pl, 1, "a\0b", 3);
+  put_frame(&s, GPB_NP_SITES, &pl);
+  expect_bad(&s, "NUL");
+
+  script_key(&s, pool);
+  put_site_raw(&pl, 1, "", 0);
+  put_frame(&s, GPB_NP_SITES, &pl);
+  expect_bad(&s, "1 to 4096 bytes");
+
+  script_key(&s, pool);
+  put_site_raw(&pl, 1, big, sizeof big);
+  put_frame(&s, GPB_NP_SITES, &pl);
+  expect_bad(&s, "1 to 4096 bytes");
+
+  script_key(&s, pool);
+  put_site_raw(&pl, 1, "abc", 3);
+  pl.len -= 2; /* cut short */
+  put_frame(&s, GPB_NP_SITES, &pl);
+  expect_bad(&s, "truncated");
+
+  script_key(&s, pool);
+  gpb__np_site_put(&pl, 1, "a;b");
+  put_frame(&s, GPB_NP_SITES, &pl);
+  gpb__np_site_put(&pl, 1, "a;b"); /* again, the same: fine */
+  put_frame(&s, GPB_NP_SITES, &pl);
+  gpb__np_site_put(&pl, 1, "c");
+  put_frame(&s, GPB_NP_SITES, &pl);
+  expect_bad(&s, "defined twice");
+
+  gpb__np_site_put(&pl, 1, "a;b");
+  put_frame(&s, GPB_NP_SITES, &pl);
+  script_key(&s, pool);
+  expect_bad(&s, "SITES before INFO");
+
+  /* An event naming a site past any id. */
+  script_key(&s, pool);
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(pool, &st));
+  gpb__np_put_u64(&pl, st.seq + 1);
+  gpb__np_put_u64(&pl, 0);
+  gpb__np_put_u32(&pl, 1);
+  gpb__np_put_u8(&pl, GPB_EV_ALLOC);
+  gpb__np_put_u8(&pl, 0);
+  gpb__np_put_u8(&pl, 0x20);
+  gpb__np_put_var(&pl, 0);
+  gpb__np_put_var(&pl, 0);
+  gpb__np_put_var(&pl, 70000);
+  put_frame(&s, GPB_NP_EVENTS, &pl);
+  expect_bad(&s, "call site 70000");
+
+  /* A keyframe block naming one. */
+  gpb_pool_info_t info;
+  ASSERT_OK(gpb_pool_info(pool, &info));
+  gpb__np_info_put(&pl, &info);
+  put_frame(&s, GPB_NP_INFO, &pl);
+  test_blocks_t v = {0};
+  ASSERT_OK(gpb_pool_visit(pool, test_collect_blocks, &v));
+  gpb__np_key_begin_put(&pl, st.seq, v.n);
+  put_frame(&s, GPB_NP_KEY_BEGIN, &pl);
+  gpb__np_put_u32(&pl, (uint32_t)v.n);
+  for (size_t i = 0; i < v.n; i++) {
+    if (v.b[i].used) v.b[i].site = 70000;
+    gpb__np_block_put(&pl, &v.b[i]);
+  }
+  free(v.b);
+  put_frame(&s, GPB_NP_KEY_BLOCKS, &pl);
+  expect_bad(&s, "call site 70000");
+
+  /* A flood: every id with a 2 KiB text, 128 MiB (zlib makes it small
+   * on the wire), then CLOSED. The reader keeps what its table holds
+   * (64 MiB), not more, and reads on to the end. */
+  script_key(&s, pool);
+  char kib[2048];
+  memset(kib, 'k', sizeof kib);
+  for (uint32_t id = 1; id <= GPB_MAX_SITES; id++) {
+    put_site_raw(&pl, (uint16_t)id, kib, sizeof kib);
+    if (pl.len + 4 + sizeof kib > GPB_NP_MAX_RAW || id == GPB_MAX_SITES) {
+      ASSERT_OK(gpb__np_frame(&s, GPB_NP_SITES, pl.p, pl.len, 6));
+      pl.len = 0;
+    }
+  }
+  ASSERT_OK(gpb__np_frame(&s, GPB_NP_CLOSED, NULL, 0, 0));
+  fake_t f = {0};
+  f.script = s;
+  memset(&s, 0, sizeof s);
+  fake_start(&f, 1);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", f.port);
+  gpb_attach_t *a;
+  ASSERT_OK(gpb_attach_connect(addr, NULL, &a));
+  int rc = 0;
+  for (int i = 0; i < 100000 && rc >= 0; i++) {
+    rc = gpb_attach_poll(a);
+    if (rc == 0) usleep(1000);
+  }
+  ASSERT_EQ(rc, GPB_ECLOSED);
+  ASSERT(gpb_attach_site(a, 1) && strlen(gpb_attach_site(a, 1)) == sizeof kib);
+  ASSERT(gpb_attach_site(a, GPB_MAX_SITES) == NULL);
+  int kept = 0;
+  for (uint32_t id = 1; id <= GPB_MAX_SITES; id++) kept += !!gpb_attach_site(a, id);
+  ASSERT(kept > 0 && (uint64_t)kept * sizeof kib <= (64u << 20));
+  printf("   a flood of %u texts: kept %d (64 MiB)\n", GPB_MAX_SITES, kept);
+  gpb_attach_close(a);
+  fake_stop(&f);
+
+  gpb__np_buf_free(&pl);
+  ASSERT_OK(gpb_free(pool, x));
+  ASSERT_OK(gpb_free(pool, y));
+  gpb_pool_destroy(pool);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   test_bind_rules();
@@ -741,6 +1016,8 @@ int main(void) {
   test_slow_client();
   test_reconnect_and_close();
   test_two_pools();
+  test_sites();
+  test_sites_hostile();
   printf("ok\n");
   return 0;
 }

@@ -7,7 +7,8 @@
  * writes the port to --port-file); this process reads the pool twice, once
  * through shared memory (gpb_attach_open) and once through the relay
  * (gpb_attach_connect). At every quiescent point both block maps, and
- * their counters, must be equal, exactly.
+ * their counters, must be equal, exactly; the pool records call sites,
+ * and each block's site has the same frames through either reader.
  *
  * Then: the reader disconnects and reconnects; the relay is killed with
  * SIGKILL (poll says GPB_ECLOSED, the model keeps the state); a second
@@ -52,7 +53,7 @@ static void writer_main(int cmd, int rep, uint64_t seed) {
   cfg.min_block = 256;
   cfg.policy = GPB_POLICY_TRIM;
   cfg.name = g_name;
-  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.flags = GPB_CFG_NO_ENV | GPB_CFG_CALLSITES;
   gpb_pool_t *p;
   int32_t rc = gpb_pool_create(&cfg, &p);
   if (rc) fprintf(stderr, "writer: %s: %s\n", gpb_err_name(rc), gpb_last_error_detail());
@@ -71,7 +72,8 @@ static void writer_main(int cmd, int rep, uint64_t seed) {
       } else {
         size_t sz = (size_t)1 << rng_below(&seed, 17);
         sz += rng_below(&seed, sz);
-        int r = gpb_alloc_ex(p, sz, 0, (uint32_t)rng_below(&seed, 8), NULL, &live[k]);
+        int r = test_alloc_at(p, k % 8, sz, (uint32_t)rng_below(&seed, 8),
+                              &live[k]);
         if (r && r != GPB_ENOMEM) _exit(4);
       }
     }
@@ -171,10 +173,21 @@ static void compare(gpb_attach_t *local, gpb_attach_t *remote) {
   ASSERT_OK(gpb_model_visit(gpb_attach_model(local), test_collect_blocks, &x));
   ASSERT_OK(gpb_model_visit(gpb_attach_model(remote), test_collect_blocks, &y));
   ASSERT_EQ(x.n, y.n);
-  for (size_t i = 0; i < x.n; i++)
+  uint32_t sites = 0; /* bits: the sites seen */
+  for (size_t i = 0; i < x.n; i++) {
     if (memcmp(&x.b[i], &y.b[i], sizeof x.b[i]))
       FAILF("block %zu differs (offset %llu vs %llu)", i,
             (unsigned long long)x.b[i].offset, (unsigned long long)y.b[i].offset);
+    if (!x.b[i].used) continue;
+    /* Call sites: the same id, and the same frames through the relay. */
+    const char *lt = gpb_attach_site(local, x.b[i].site);
+    const char *rt = gpb_attach_site(remote, x.b[i].site);
+    if (!lt || !rt || strcmp(lt, rt))
+      FAILF("block %zu: call site %u is '%s' here, '%s' through the relay", i,
+            x.b[i].site, lt ? lt : "(null)", rt ? rt : "(null)");
+    if (x.b[i].site < 32) sites |= 1u << x.b[i].site;
+  }
+  ASSERT(x.n < 16 || __builtin_popcount(sites) > 1);
   gpb_stats_t a, b;
   ASSERT_OK(gpb_model_stats(gpb_attach_model(local), &a));
   ASSERT_OK(gpb_model_stats(gpb_attach_model(remote), &b));

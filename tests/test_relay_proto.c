@@ -39,7 +39,7 @@ static gpb_pool_t *make_pool(uint64_t *seed, evlog_t *log) {
   cfg.pool_size = (8u << 20) + (3u << 12); /* several roots */
   cfg.min_block = 256;
   cfg.policy = GPB_POLICY_TRIM;
-  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.flags = GPB_CFG_NO_ENV | GPB_CFG_CALLSITES; /* events name sites */
   gpb_pool_t *p;
   ASSERT_OK(gpb_pool_create(&cfg, &p));
   ASSERT_OK(gpb_pool_set_hook(p, log_hook, log));
@@ -53,8 +53,11 @@ static gpb_pool_t *make_pool(uint64_t *seed, evlog_t *log) {
     } else {
       size_t sz = (size_t)1 << rng_below(seed, 18);
       sz += rng_below(seed, sz);
-      int rc = gpb_alloc_ex(p, sz, 0, (uint32_t)rng_below(seed, 8),
-                            (void *)(uintptr_t)rng_below(seed, 3), &live[k]);
+      int rc = k & 1 ? test_alloc_at(p, k % 8, sz, (uint32_t)rng_below(seed, 8),
+                                     &live[k])
+                     : gpb_alloc_ex(p, sz, 0, (uint32_t)rng_below(seed, 8),
+                                    (void *)(uintptr_t)rng_below(seed, 3),
+                                    &live[k]);
       ASSERT(rc == 0 || rc == GPB_ENOMEM || rc == GPB_ETOOBIG);
     }
   }
@@ -95,6 +98,7 @@ static void check_events(const evlog_t *log, uint32_t shift, int z) {
       ASSERT_U64_EQ(a->requested, b->requested);
       ASSERT_U64_EQ(a->stream, b->stream);
       ASSERT_EQ(a->tag, b->tag);
+      ASSERT_EQ(a->site, b->site);
       ASSERT_EQ(a->type, b->type);
       ASSERT_EQ(a->order, b->order);
     }
@@ -154,6 +158,66 @@ static void check_keyframe(gpb_pool_t *p) {
   gpb__np_buf_free(&b);
   free(out);
   free(v.b);
+}
+
+typedef struct sites_seen {
+  uint32_t id[8];
+  char text[8][GPB_NP_SITE_TEXT_MAX + 1];
+  int n;
+} sites_seen_t;
+
+static int sites_note(uint32_t id, const char *t, size_t n, void *user) {
+  sites_seen_t *s = user;
+  ASSERT(s->n < 8 && n <= GPB_NP_SITE_TEXT_MAX);
+  s->id[s->n] = id;
+  memcpy(s->text[s->n], t, n);
+  s->text[s->n++][n] = 0;
+  return 0;
+}
+
+/* SITES: texts round trip, one too long is cut at a frame, and every
+ * truncation, an id out of order and a NUL fail cleanly. */
+static void check_sites(void) {
+  static char longer[6000];
+  for (size_t i = 0; i < sizeof longer - 1; i++)
+    longer[i] = i % 100 == 99 ? ';' : 'a' + (char)(i % 26);
+  gpb_np_buf_t b = {0};
+  gpb__np_site_put(&b, 1, "lib.so+0x10 f+0x4;main+0x8");
+  gpb__np_site_put(&b, 7, longer);
+  gpb__np_site_put(&b, 65535, "x");
+  ASSERT(!b.oom);
+  sites_seen_t seen = {0};
+  char err[GPB_NP_ERRLEN];
+  ASSERT_OK(gpb__np_sites_get(b.p, b.len, sites_note, &seen, err));
+  ASSERT_EQ(seen.n, 3);
+  ASSERT_EQ(seen.id[1], 7);
+  ASSERT(!strcmp(seen.text[0], "lib.so+0x10 f+0x4;main+0x8"));
+  size_t l = strlen(seen.text[1]);
+  ASSERT(l <= GPB_NP_SITE_TEXT_MAX && l > 4000);
+  ASSERT(!strcmp(seen.text[1] + l - 4, ";..."));
+  ASSERT(!strncmp(seen.text[1], longer, l - 4));
+  ASSERT_EQ(seen.id[2], 65535);
+  for (size_t cut = 0; cut < b.len; cut++) {
+    seen.n = 0;
+    int rc = gpb__np_sites_get(b.p, cut, sites_note, &seen, err);
+    /* A cut between entries leaves a shorter, valid frame. */
+    if (cut == 0 || cut == 4 + 26 || cut == 4 + 26 + 4 + l)
+      ASSERT_EQ(rc, cut ? 0 : GPB_EFORMAT);
+    else
+      ASSERT_EQ(rc, GPB_EFORMAT);
+  }
+  b.len = 0;
+  gpb__np_site_put(&b, 2, "a");
+  gpb__np_site_put(&b, 2, "a");
+  ASSERT_ERR(gpb__np_sites_get(b.p, b.len, sites_note, &seen, err), GPB_EFORMAT);
+  b.len = 0;
+  gpb__np_site_put(&b, 2, "a;b");
+  b.p[5] = 0;
+  seen.n = 0;
+  ASSERT_ERR(gpb__np_sites_get(b.p, b.len, sites_note, &seen, err), GPB_EFORMAT);
+  ASSERT_EQ(seen.n, 0); /* a bad frame defines nothing */
+  printf("sites: round trip, cut, truncations\n");
+  gpb__np_buf_free(&b);
 }
 
 typedef struct pools_seen {
@@ -379,6 +443,7 @@ int main(void) {
   check_events(&log, shift, 1);
   check_keyframe(p);
   check_small_payloads(p);
+  check_sites();
   check_headers(&seed);
   check_flips(&log, shift, &seed);
   gpb_pool_destroy(p);

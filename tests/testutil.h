@@ -156,4 +156,59 @@ static inline void test_stats_same(const gpb_stats_t *x, const gpb_stats_t *y) {
   ASSERT(x->external_frag == y->external_frag);
 }
 
+/* Allocates n bytes with tag from call site k (0 to TEST_NSITES-1) into
+ * *out, for tests of call sites: each case is a call of its own (the asm
+ * after it differs, so the compiler cannot share one call among them). */
+#define TEST_NSITES 96
+#define TEST_SITE(k)                                     \
+  case k:                                                \
+    rc = gpb_alloc_ex(p, n, 0, tag, NULL, out);          \
+    __asm__ volatile("# site %0" ::"i"(k) : "memory");   \
+    break;
+#define TEST_SITE8(k) TEST_SITE(k) TEST_SITE(k + 1) TEST_SITE(k + 2)     \
+  TEST_SITE(k + 3) TEST_SITE(k + 4) TEST_SITE(k + 5) TEST_SITE(k + 6)    \
+  TEST_SITE(k + 7)
+__attribute__((noinline, unused)) static int test_alloc_at(gpb_pool_t *p,
+                                                           int k, size_t n,
+                                                           uint32_t tag,
+                                                           void **out) {
+  int rc = GPB_EINVAL;
+  switch (k) {
+    TEST_SITE8(0) TEST_SITE8(8) TEST_SITE8(16) TEST_SITE8(24) TEST_SITE8(32)
+    TEST_SITE8(40) TEST_SITE8(48) TEST_SITE8(56) TEST_SITE8(64) TEST_SITE8(72)
+    TEST_SITE8(80) TEST_SITE8(88)
+  }
+  __asm__ volatile("" ::: "memory");
+  return rc;
+}
+
+/* A reader's text for call site `site` (got) is the pool's. */
+static inline void test_site_text_is(gpb_pool_t *p, uint32_t site,
+                                     const char *got) {
+  char want[8192];
+  if (site == 0) FAILF("call site 0 has no text");
+  if (gpb_pool_site_text(p, site, want, sizeof want) <= 0)
+    FAILF("the pool has no call site %u", site);
+  if (!got || strcmp(got, want))
+    FAILF("call site %u: reader has '%s', pool '%s'", site,
+          got ? got : "(null)", want);
+}
+
+/* A gpb_model_visit callback over a reader's model: each allocation's
+ * call site has in reader `a` the frames it has in `pool`. Counts the
+ * allocations in `used`. */
+typedef struct test_site_check {
+  gpb_pool_t *pool;
+  gpb_attach_t *a;
+  int used;
+} test_site_check_t;
+
+static inline int test_check_site(const gpb_block_info_t *b, void *user) {
+  test_site_check_t *c = user;
+  if (!b->used || b->alloc_offset != b->offset) return 0;
+  c->used++;
+  test_site_text_is(c->pool, b->site, gpb_attach_site(c->a, b->site));
+  return 0;
+}
+
 #endif

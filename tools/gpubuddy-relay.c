@@ -86,6 +86,11 @@ static void relay_usage(FILE *f) {
 
 /* ------------------------------------------------------------ sources */
 
+/* The texts of the pool's call sites, as its live segment gave them. */
+static const char *app_site(void *a, uint32_t site) {
+  return gpb_attach_site(a, site);
+}
+
 /* Attaches pool `name` and serves it. NULL when it cannot be read now. */
 static gpbr_src_t *app_attach(gpbr_t *r, const char *name, int say) {
   gpb_attach_t *a;
@@ -106,6 +111,7 @@ static gpbr_src_t *app_attach(gpbr_t *r, const char *name, int say) {
     return NULL;
   }
   gpb_attach_set_hook(a, gpbr_src_event, s);
+  gpbr_src_set_sites(s, app_site, a);
   gpbr_log(r, 0, "serving pool '%s' (%" PRIu64 " bytes, min block %" PRIu64
            ") on %s/%s", name, info.managed_size, info.min_block, gpbr_addr(r),
            name);

@@ -280,7 +280,8 @@ static void print_top_sites(const result_t *r) {
   if (r->oom)
     print_sites("call sites of failed allocations", r->top_fail,
                 r->text_fail, r->ntop_fail, r->sites_fail, 0, 1);
-  printf("  (frames innermost first: MODULE+0xOFFSET [SYMBOL]; "
+  /* Imported traces have frames of their own (FILE:LINE NAME). */
+  printf("  (frames innermost first; a pool's are MODULE+0xOFFSET [SYMBOL]: "
          "addr2line -e MODULE OFFSET names the line)\n");
 }
 

@@ -2,7 +2,8 @@
 /*
  * base.h: what every layer of the library uses: visibility and branch
  * hints, assertions, the error detail (error.c), the clocks (clock.c),
- * the one hash function and a write prefetch.
+ * the one hash function, a write prefetch, and the rule that cuts a
+ * call site's frame list to a length.
  *
  * The library's layers, bottom up; each has one header and includes only
  * the ones below it:
@@ -30,6 +31,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__GNUC__)
 #define GPB__HIDDEN __attribute__((visibility("hidden")))
@@ -121,6 +123,24 @@ static inline uint64_t gpb__hash64(uint64_t key) {
   key *= 0xc4ceb9fe1a85ec53ull;
   key ^= key >> 33;
   return key;
+}
+
+/* A call site's frame list ("FRAME;FRAME;...", innermost first:
+ * docs/TRACE_FORMAT.md) as it fits `room` bytes (room >= 4): all of it,
+ * or the inner whole frames that fit, then ";...", or "..." alone when
+ * not even the innermost does. Copies into out (no NUL) and returns the
+ * length. One rule for trace lines, the live segment and the relay. */
+static inline size_t gpb__frames_fit(const char *f, size_t n, size_t room,
+                                     char *out) {
+  if (n <= room) {
+    memcpy(out, f, n);
+    return n;
+  }
+  size_t cut = room - 4;
+  while (cut && f[cut] != ';') cut--;
+  memcpy(out, f, cut);
+  memcpy(out + cut, cut ? ";..." : "...", cut ? 4 : 3);
+  return cut + (cut ? 4 : 3);
 }
 
 #endif /* GPB_BASE_H */

@@ -17,6 +17,7 @@ int gpb_attach_open(const char *name, gpb_attach_t **out) {
   if (!a) return GPB_EHOSTMEM;
   int rc = gpb__attach_shm_open(name, a);
   if (rc) {
+    gpb__sitetab_free(&a->sites); /* taken in before open failed */
     free(a);
     return rc;
   }
@@ -46,9 +47,21 @@ int gpb_attach_info(const gpb_attach_t *a, gpb_pool_info_t *out) {
   return 0;
 }
 
+const char *gpb_attach_site(const gpb_attach_t *ca, uint32_t site) {
+  if (!ca || site == 0 || site > GPB_MAX_SITES) return NULL;
+  /* The reader's own, not const: a text published since the last poll
+   * is taken in here (the table changes, the state the caller sees does
+   * not). */
+  gpb_attach_t *a = (gpb_attach_t *)ca;
+  if (!gpb__sitetab_get(&a->sites, site) && a->ops && a->ops->sites)
+    a->ops->sites(a);
+  return gpb__sitetab_get(&a->sites, site);
+}
+
 void gpb_attach_close(gpb_attach_t *a) {
   if (!a) return;
   if (a->ops && a->ops->close) a->ops->close(a);
   gpb_model_destroy(a->model);
+  gpb__sitetab_free(&a->sites);
   free(a);
 }

@@ -12,6 +12,7 @@
  * has one meaning only.
  */
 #include "live/netproto.h"
+#include "base/base.h" /* gpb__frames_fit, inline */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@ const char *gpb__np_type_name(int type) {
   static const char *const names[] = {"?",         "HELLO",      "INFO",
                                       "KEY_BEGIN", "KEY_BLOCKS", "KEY_END",
                                       "EVENTS",    "CLOSED",     "BYE",
-                                      "POOLS"};
+                                      "POOLS",     "SITES"};
   return type > 0 && type <= GPB_NP_TYPE_MAX ? names[type] : "unknown";
 }
 
@@ -425,7 +426,9 @@ int gpb__np_key_begin_get(const uint8_t *raw, size_t n, uint64_t *seq,
   return np_done(&r, GPB_NP_KEY_BEGIN, err);
 }
 
-enum { NP_BLK_FREE = 0, NP_BLK_CONT = 1, NP_BLK_FIRST = 2 };
+/* FIRST_SITE: FIRST with a call site; sent only for a site, and only to
+ * readers that take sites (the relay gives the others blocks without). */
+enum { NP_BLK_FREE = 0, NP_BLK_CONT = 1, NP_BLK_FIRST = 2, NP_BLK_FIRST_SITE = 3 };
 
 void gpb__np_block_put(gpb_np_buf_t *b, const gpb_block_info_t *bl) {
   gpb__np_put_u8(b, (uint8_t)bl->order);
@@ -434,11 +437,12 @@ void gpb__np_block_put(gpb_np_buf_t *b, const gpb_block_info_t *bl) {
   } else if (bl->alloc_offset != bl->offset) {
     gpb__np_put_u8(b, NP_BLK_CONT);
   } else {
-    gpb__np_put_u8(b, NP_BLK_FIRST);
+    gpb__np_put_u8(b, bl->site ? NP_BLK_FIRST_SITE : NP_BLK_FIRST);
     gpb__np_put_var(b, bl->tag);
     gpb__np_put_var(b, bl->alloc_size);
     gpb__np_put_var(b, bl->requested);
     gpb__np_put_var(b, bl->time_ns);
+    if (bl->site) gpb__np_put_var(b, bl->site);
   }
 }
 
@@ -484,12 +488,18 @@ int gpb__np_key_blocks_get(gpb_np_keydec_t *d, const uint8_t *raw, size_t n,
         return np_err(err, GPB_EFORMAT, "KEY_BLOCKS: free block at %llu "
                       "inside an allocation", (unsigned long long)bl->offset);
       break;
-    case NP_BLK_FIRST: {
+    case NP_BLK_FIRST:
+    case NP_BLK_FIRST_SITE: {
       uint64_t tag = gpb__np_get_var(&r);
       uint64_t asz = gpb__np_get_var(&r);
       uint64_t req = gpb__np_get_var(&r);
       uint64_t t = gpb__np_get_var(&r);
+      uint64_t site = kind == NP_BLK_FIRST_SITE ? gpb__np_get_var(&r) : 0;
       if (r.bad) break;
+      if (site > GPB_MAX_SITES)
+        return np_err(err, GPB_EFORMAT, "KEY_BLOCKS: allocation at %llu has "
+                      "call site %llu (max %u)", (unsigned long long)bl->offset,
+                      (unsigned long long)site, GPB_MAX_SITES);
       if (d->in_alloc || tag >= GPB_MAX_TAGS || asz < size ||
           asz > d->managed - bl->offset || (asz & ((1ull << d->min_shift) - 1)) ||
           req > asz)
@@ -504,6 +514,7 @@ int gpb__np_key_blocks_get(gpb_np_keydec_t *d, const uint8_t *raw, size_t n,
       bl->requested = req;
       bl->time_ns = t;
       bl->tag = (uint32_t)tag;
+      bl->site = (uint32_t)site;
       d->alloc = *bl;
       d->in_alloc = 1;
       break;
@@ -519,6 +530,7 @@ int gpb__np_key_blocks_get(gpb_np_keydec_t *d, const uint8_t *raw, size_t n,
       bl->requested = d->alloc.requested;
       bl->time_ns = d->alloc.time_ns;
       bl->tag = d->alloc.tag;
+      bl->site = d->alloc.site;
       break;
     default:
       return np_err(err, GPB_EFORMAT, "KEY_BLOCKS: unknown block kind %u",
@@ -575,7 +587,8 @@ enum {
   NP_EV_REQ = 0x04,
   NP_EV_STREAM = 0x08,
   NP_EV_TAG = 0x10,
-  NP_EV_ALL = 0x1f
+  NP_EV_SITE = 0x20, /* only to readers that take sites */
+  NP_EV_ALL = 0x3f
 };
 #define NP_EV_MIN_BYTES 5 /* type, order, mask, time, offset */
 
@@ -603,6 +616,7 @@ void gpb__np_evenc_add(gpb_np_evenc_t *e, const gpb_event_t *ev) {
   if (ev->requested) mask |= NP_EV_REQ;
   if (ev->stream) mask |= NP_EV_STREAM;
   if (ev->tag) mask |= NP_EV_TAG;
+  if (ev->site) mask |= NP_EV_SITE;
   gpb_np_buf_t *b = &e->recs;
   gpb__np_put_u8(b, ev->type);
   gpb__np_put_u8(b, ev->order);
@@ -616,6 +630,7 @@ void gpb__np_evenc_add(gpb_np_evenc_t *e, const gpb_event_t *ev) {
   if (mask & NP_EV_REQ) gpb__np_put_var(b, ev->requested);
   if (mask & NP_EV_STREAM) gpb__np_put_var(b, ev->stream);
   if (mask & NP_EV_TAG) gpb__np_put_var(b, ev->tag);
+  if (mask & NP_EV_SITE) gpb__np_put_var(b, ev->site);
   e->count++;
 }
 
@@ -682,9 +697,61 @@ int gpb__np_events_get(const uint8_t *raw, size_t n, uint32_t min_shift,
                       (unsigned long long)ev->seq, (unsigned long long)tag);
       ev->tag = (uint32_t)tag;
     }
+    if (mask & NP_EV_SITE) {
+      uint64_t site = gpb__np_get_var(&r);
+      if (site == 0 || site > GPB_MAX_SITES)
+        return np_err(err, GPB_EFORMAT, "EVENTS: event %llu: call site %llu "
+                      "(1 to %u)", (unsigned long long)ev->seq,
+                      (unsigned long long)site, GPB_MAX_SITES);
+      ev->site = (uint16_t)site;
+    }
     if (!r.bad) *nout = x + 1;
   }
   return np_done(&r, GPB_NP_EVENTS, err);
+}
+
+/* ------------------------------------------------------------------ sites */
+
+_Static_assert(GPB_MAX_SITES <= 0xffff, "site ids are u16 in SITES");
+
+void gpb__np_site_put(gpb_np_buf_t *b, uint32_t id, const char *text) {
+  char cut[GPB_NP_SITE_TEXT_MAX];
+  size_t n = gpb__frames_fit(text, strlen(text), sizeof cut, cut);
+  gpb__np_put_u16(b, (uint16_t)id);
+  gpb__np_put_u16(b, (uint16_t)n);
+  gpb__np_put(b, cut, n);
+}
+
+int gpb__np_sites_get(const uint8_t *raw, size_t n,
+                      int (*fn)(uint32_t id, const char *text, size_t len,
+                                void *user),
+                      void *user, char *err) {
+  if (n == 0) return np_err(err, GPB_EFORMAT, "SITES: no entries");
+  /* Two passes: a frame that turns out bad half way defines none. */
+  for (int pass = 0; pass < 2; pass++) {
+    gpb_np_rd_t r = {raw, n, 0, 0};
+    uint32_t last = 0;
+    while (r.off < r.len && !r.bad) {
+      uint16_t id = gpb__np_get_u16(&r);
+      uint16_t len = gpb__np_get_u16(&r);
+      const uint8_t *t = np_take(&r, len);
+      if (!t) break;
+      /* u16 holds no id above GPB_MAX_SITES. */
+      if (id <= last || len == 0 || len > GPB_NP_SITE_TEXT_MAX)
+        return np_err(err, GPB_EFORMAT, "SITES: call site %u of %u bytes "
+                      "after site %u (ids grow; 1 to %u bytes)", id, len,
+                      last, GPB_NP_SITE_TEXT_MAX);
+      if (memchr(t, 0, len))
+        return np_err(err, GPB_EFORMAT, "SITES: call site %u holds a NUL "
+                      "byte", id);
+      last = id;
+      int rc = pass ? fn(id, (const char *)t, len, user) : 0;
+      if (rc) return rc;
+    }
+    int rc = np_done(&r, GPB_NP_SITES, err);
+    if (rc) return rc;
+  }
+  return 0;
 }
 
 /* -------------------------------------------------------------------- bye */

@@ -6,9 +6,9 @@
  * version, type, flags, wire length, raw length) and a payload that may be
  * zlib-compressed. This file encodes and decodes frames and payloads and
  * validates everything it decodes; the relay (tools/gpubuddy-relay.c) and
- * the TCP reader (lib/live/remote.c) share it. It depends on the public header
- * and zlib only, so it is compiled both into the library and into the
- * relay, tests and fuzz target. Decoders never trust a length or a count:
+ * the TCP reader (lib/live/remote.c) share it. It depends on the public header,
+ * base.h's inline helpers and zlib only, so it is compiled both into the
+ * library and into the relay, tests and fuzz target. Decoders never trust a length or a count:
  * each is checked against the bytes that are actually there, and errors
  * come back as GPB_EFORMAT / GPB_EVERSION with a message in `err`.
  */
@@ -39,12 +39,17 @@
 #define GPB_NP_BATCH_MAX 8192u         /* events per EVENTS frame */
 #define GPB_NP_COMPRESS_MIN 128u       /* smaller payloads go plain */
 #define GPB_NP_ERRLEN 192
+#define GPB_NP_SITE_TEXT_MAX 4096u /* bytes of one site's frames */
 
 /* HELLO flags. A relay ignores flags it does not know, so a reader that
  * names a pool still works with a one-pool relay of an older version. */
 #define GPB_NP_HELLO_ZLIB 0x1u
 #define GPB_NP_HELLO_POOL 0x2u /* a pool name follows the token */
 #define GPB_NP_HELLO_LIST 0x4u /* send POOLS, then BYE: no pool is served */
+/* Takes call sites: SITES frames, and site fields in events and blocks.
+ * A relay sends them only to readers that set it, so old readers and
+ * old relays (which send none) keep working. */
+#define GPB_NP_HELLO_SITES 0x8u
 #define GPB_NP_POOLS_MAX 4096  /* names in one POOLS frame */
 
 enum gpb_np_type {
@@ -57,7 +62,8 @@ enum gpb_np_type {
   GPB_NP_CLOSED = 7,    /* the pool is gone; the state sent is the last */
   GPB_NP_BYE = 8,       /* relay -> client: refusal or shutdown, with text */
   GPB_NP_POOLS = 9,     /* relay -> client: the names of the pools it serves */
-  GPB_NP_TYPE_MAX = 9
+  GPB_NP_SITES = 10,    /* relay -> client: call sites' frames (HELLO_SITES) */
+  GPB_NP_TYPE_MAX = 10
 };
 
 typedef struct gpb_np_hdr {
@@ -177,6 +183,18 @@ GPB__NP_HIDDEN int gpb__np_key_blocks_get(gpb_np_keydec_t *d,
                                           const uint8_t *raw, size_t n,
                                           gpb_block_info_t *out, size_t max,
                                           size_t *nout, char *err);
+
+/* SITES: entries of u16 id (1..GPB_MAX_SITES, growing within a frame),
+ * u16 length (1..GPB_NP_SITE_TEXT_MAX), text (no NUL), to the end of the
+ * payload. put appends one, its text cut as gpb__frames_fit cuts; get
+ * calls fn for each once the whole payload checked out, and stops at
+ * the first nonzero fn returns (that code, err untouched). */
+GPB__NP_HIDDEN void gpb__np_site_put(gpb_np_buf_t *b, uint32_t id,
+                                     const char *text);
+GPB__NP_HIDDEN int gpb__np_sites_get(const uint8_t *raw, size_t n,
+                                     int (*fn)(uint32_t id, const char *text,
+                                               size_t len, void *user),
+                                     void *user, char *err);
 
 /* The counters a keyframe carries (gpb_stats_t fields that events alone
  * cannot rebuild for a reader that joined late). */

@@ -42,6 +42,11 @@ typedef struct shm_reader {
    * under us, so these are never read from it again. */
   uint64_t min_block, managed;
   uint32_t norders;
+  /* The site table (v2): where it is, how far we have read it, and the
+   * last id taken in (ids only grow). Ours, never read back. */
+  const char *sites;
+  uint64_t sites_size, sites_pos;
+  uint32_t sites_last;
 } shm_reader_t;
 
 static void shm_request(shm_reader_t *r) {
@@ -75,9 +80,7 @@ static int shm_drain(gpb_attach_t *a, shm_reader_t *r, uint64_t H,
     ev.tag = (uint32_t)w[5];
     ev.type = (uint8_t)(w[5] >> 32);
     ev.order = (uint8_t)(w[5] >> 40);
-    if (w[5] >> 48)
-      return gpb__fail(GPB_EFORMAT, "live segment: event %llu has stray bits",
-                       (unsigned long long)s);
+    ev.site = (uint16_t)(w[5] >> 48); /* v1 wrote 0: no site */
     int rc = gpb_model_apply(a->model, &ev);
     if (rc) {
       char why[256];
@@ -116,9 +119,10 @@ static int shm_expand(shm_reader_t *r, uint64_t nrec, size_t *nblocks) {
     uint64_t len;
     if (rec[0] & PUB_REC_USED) {
       len = rec[0] & ~PUB_REC_USED;
-      if (rec[3] >= GPB_MAX_TAGS || rec[1] > (len << shift))
-        return gpb__fail(GPB_EFORMAT, "keyframe record %llu: bad tag or "
-                         "request", (unsigned long long)x);
+      if ((uint32_t)rec[3] >= GPB_MAX_TAGS || rec[3] >> 32 > GPB_MAX_SITES ||
+          rec[1] > (len << shift))
+        return gpb__fail(GPB_EFORMAT, "keyframe record %llu: bad tag, call "
+                         "site or request", (unsigned long long)x);
     } else {
       if (rec[0] >= r->norders)
         return gpb__fail(GPB_EFORMAT, "keyframe record %llu: order %llu",
@@ -150,6 +154,7 @@ static int shm_expand(shm_reader_t *r, uint64_t nrec, size_t *nblocks) {
         b->requested = rec[1];
         b->time_ns = rec[2];
         b->tag = (uint32_t)rec[3];
+        b->site = (uint32_t)(rec[3] >> 32);
       }
       u += 1ull << k;
       m -= 1ull << k;
@@ -245,6 +250,52 @@ static int shm_gone(shm_reader_t *r, int code, const char *msg) {
   return gpb__fail(code, "%s", msg);
 }
 
+/* Takes in the site texts published since the last call: entries of
+ * {u32 length, u32 id, text} whose length the writer stores last, with
+ * release (shm.h). The text is copied once, then checked in the copy
+ * (another process may write the segment under us). A bad entry stops
+ * the reader: GPB_EFORMAT, as a garbled event does. */
+static int shm_sites(gpb_attach_t *a, shm_reader_t *r) {
+  char text[PUB_SITE_TEXT_MAX];
+  while (r->sites && r->sites_size - r->sites_pos >= PUB_SITE_HDR) {
+    const char *e = r->sites + r->sites_pos;
+    uint32_t n = atomic_load_explicit((_Atomic uint32_t *)(void *)e, ACQ);
+    if (n == 0) return 0; /* not written yet */
+    uint32_t id;
+    memcpy(&id, e + 4, sizeof id);
+    char msg[200];
+    if (n > PUB_SITE_TEXT_MAX || PUB_SITE_SPAN(n) > r->sites_size - r->sites_pos)
+      snprintf(msg, sizeof msg, "live segment: call site entry at %llu of "
+               "%u bytes runs past the table's %llu (longest %u)",
+               (unsigned long long)r->sites_pos, n,
+               (unsigned long long)r->sites_size, PUB_SITE_TEXT_MAX);
+    else if (id <= r->sites_last || id > GPB_MAX_SITES)
+      snprintf(msg, sizeof msg, "live segment: call site %u follows site %u "
+               "(ids must grow, up to %u)", id, r->sites_last, GPB_MAX_SITES);
+    else
+      msg[0] = 0;
+    if (!msg[0]) {
+      memcpy(text, e + PUB_SITE_HDR, n);
+      int rc = gpb__sitetab_set(&a->sites, id, text, n);
+      if (rc == GPB_EHOSTMEM) return rc;
+      if (rc) snprintf(msg, sizeof msg, "live segment: %s",
+                       gpb_last_error_detail());
+    }
+    if (msg[0]) {
+      r->sites = NULL; /* read no more of it */
+      return shm_gone(r, GPB_EFORMAT, msg);
+    }
+    r->sites_last = id;
+    r->sites_pos += PUB_SITE_SPAN(n);
+  }
+  return 0;
+}
+
+static void shm_sites_hook(gpb_attach_t *a) {
+  shm_reader_t *r = a->impl;
+  if (r && !r->gone) (void)shm_sites(a, r);
+}
+
 /* Brings the model up to the head read at entry. */
 static int shm_sync(gpb_attach_t *a, shm_reader_t *r, uint64_t H,
                     int *applied) {
@@ -300,8 +351,14 @@ static int shm_poll(gpb_attach_t *a) {
   /* Closed is read before head: once closed, head is final. */
   uint64_t closed = atomic_load_explicit(&r->h->closed, ACQ);
   uint64_t H = atomic_load_explicit(&r->h->head, ACQ);
-  int rc = shm_sync(a, r, H, &applied);
+  /* Texts go out before the events that name them: what head covers,
+   * this finds. */
+  int rc = shm_sites(a, r);
   if (rc < 0) return rc;
+  rc = shm_sync(a, r, H, &applied);
+  if (rc < 0) return rc;
+  /* A keyframe newer than H names sites published before it. */
+  if ((rc = shm_sites(a, r)) < 0) return rc;
   char msg[256];
   if (closed) {
     snprintf(msg, sizeof msg, "pool '%s' was destroyed by its writer (pid %d);"
@@ -345,7 +402,8 @@ static void shm_close(gpb_attach_t *a) {
   a->impl = NULL;
 }
 
-static const gpb__attach_ops_t shm_ops = {shm_poll, shm_close};
+static const gpb__attach_ops_t shm_ops = {shm_poll, shm_close,
+                                          shm_sites_hook};
 
 int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
   int rc = gpb__shm_check_name(name);
@@ -375,6 +433,8 @@ int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
   r->ring = (pub_slot_t *)((char *)r->map + h->ring_off);
   r->kf[0] = (pub_rec_t *)((char *)r->map + h->kf_off[0]);
   r->kf[1] = (pub_rec_t *)((char *)r->map + h->kf_off[1]);
+  r->sites_size = h->sites_size; /* checked with the header */
+  r->sites = r->sites_size ? (char *)r->map + h->sites_off : NULL;
   if ((rc = gpb_model_create(r->managed, r->min_block, &a->model))) {
     munmap(r->map, r->size);
     free(r);

@@ -14,6 +14,10 @@
  * state, exactly as when the relay goes away. The reader never sends
  * anything after HELLO: the network cannot ask the relay to do anything.
  *
+ * Call sites: the HELLO asks for them (GPB_NP_HELLO_SITES), and SITES
+ * frames fill the reader's table (a->sites, attach.c, which bounds it);
+ * a relay older than sites sends none, and events come without them.
+ *
  * A relay may serve several pools (gpubuddy-relay --all): "HOST:PORT/NAME"
  * names one in the HELLO, and gpb_attach_list_remote asks for the names
  * instead of a pool (HELLO with GPB_NP_HELLO_LIST, answered by POOLS).
@@ -200,6 +204,18 @@ static int remote_events(gpb_attach_t *a, remote_t *r, const uint8_t *p,
   return 0;
 }
 
+typedef struct remote_sites {
+  gpb_attach_t *a;
+  char *err;
+} remote_sites_t;
+
+static int remote_site(uint32_t id, const char *text, size_t len, void *user) {
+  remote_sites_t *c = user;
+  int rc = gpb__sitetab_set(&c->a->sites, id, text, len);
+  if (rc) snprintf(c->err, GPB_NP_ERRLEN, "SITES: %s", gpb_last_error_detail());
+  return rc;
+}
+
 /* One whole frame. 0, or an error code with `err` filled; GPB_ECLOSED
  * with done_msg set when the relay said CLOSED or BYE. */
 static int remote_frame(gpb_attach_t *a, remote_t *r, const gpb_np_hdr_t *h,
@@ -235,6 +251,14 @@ static int remote_frame(gpb_attach_t *a, remote_t *r, const gpb_np_hdr_t *h,
     return remote_key_end(a, r, p, n, err);
   case GPB_NP_EVENTS:
     return remote_events(a, r, p, n, err);
+  case GPB_NP_SITES: {
+    if (!r->have_info) {
+      snprintf(err, GPB_NP_ERRLEN, "SITES before INFO");
+      return GPB_EFORMAT;
+    }
+    remote_sites_t c = {a, err};
+    return gpb__np_sites_get(p, n, remote_site, &c, err);
+  }
   case GPB_NP_CLOSED:
     if (n != 0) {
       snprintf(err, GPB_NP_ERRLEN, "CLOSED frame with a payload");
@@ -341,7 +365,7 @@ static void remote_close(gpb_attach_t *a) {
   a->impl = NULL;
 }
 
-static const gpb__attach_ops_t remote_ops = {remote_poll, remote_close};
+static const gpb__attach_ops_t remote_ops = {remote_poll, remote_close, NULL};
 
 static remote_t *remote_new(void) {
   remote_t *r = calloc(1, sizeof *r);
@@ -510,7 +534,8 @@ int gpb_attach_connect(const char *addr, const char *token,
   a->ops = &remote_ops;
   a->impl = r;
   rc = remote_dial(r, hostport);
-  if (!rc) rc = remote_hello(r, token, pool, GPB_NP_HELLO_ZLIB);
+  if (!rc)
+    rc = remote_hello(r, token, pool, GPB_NP_HELLO_ZLIB | GPB_NP_HELLO_SITES);
   /* Wait for INFO and the first keyframe: the model is current on return. */
   while (!rc && !r->loaded) {
     int n = remote_wait(r->fd, POLLIN, REMOTE_IDLE_MS);

@@ -90,9 +90,10 @@ int gpb__shm_check_header(const pub_hdr_t *h, size_t fsize, const char *name) {
     return gpb__fail(GPB_EFORMAT, "bad magic 0x%016llx: not a gpubuddy live "
                      "segment (or still being created)",
                      (unsigned long long)magic);
-  if (h->version != PUB_VERSION)
+  if (h->version < PUB_VERSION_MIN || h->version > PUB_VERSION)
     return gpb__fail(GPB_EVERSION, "live segment has version %u; this library "
-                     "reads version %u", h->version, PUB_VERSION);
+                     "reads versions %u to %u (a newer gpubuddy wrote it?)",
+                     h->version, PUB_VERSION_MIN, PUB_VERSION);
   if (h->header_size != PUB_HDR_SIZE || h->slot_size != PUB_SLOT_SIZE ||
       h->rec_size != PUB_REC_SIZE)
     return gpb__fail(GPB_EFORMAT, "live segment sizes: header %u, slot %u, "
@@ -109,13 +110,27 @@ int gpb__shm_check_header(const pub_hdr_t *h, size_t fsize, const char *name) {
                      "not from 1 to %llu", (unsigned long long)h->kf_cap,
                      (unsigned long long)PUB_KF_MAX);
   uint64_t total = gpb__shm_layout_total(ns, h->kf_cap);
+  /* The site table, when there is one, ends the segment (version 1 had
+   * none: its words were padding, written as zeros). */
+  uint64_t ss = h->sites_size;
+  if ((ss == 0) != (h->sites_off == 0) || (h->version < 2 && ss) ||
+      (ss && (h->sites_off != total || ss > PUB_SITES_MAX || ss % 8 ||
+              ss < PUB_SITES_MIN)))
+    return gpb__fail(GPB_EFORMAT, "live segment: site table of %llu bytes at "
+                     "%llu; expected none, or 8 KiB to 64 MiB (a multiple "
+                     "of 8) after the keyframes at %llu",
+                     (unsigned long long)ss,
+                     (unsigned long long)h->sites_off,
+                     (unsigned long long)total);
   if (h->ring_off != PUB_HDR_SIZE ||
       h->kf_off[0] != PUB_HDR_SIZE + (uint64_t)ns * PUB_SLOT_SIZE ||
       h->kf_off[1] != h->kf_off[0] + h->kf_cap * PUB_REC_SIZE ||
-      h->total_size != total)
+      h->total_size != total + ss)
     return gpb__fail(GPB_EFORMAT, "live segment: section offsets do not "
-                     "match a ring of %u slots and keyframes of %llu records",
-                     ns, (unsigned long long)h->kf_cap);
+                     "match a ring of %u slots, keyframes of %llu records "
+                     "and %llu bytes of call sites", ns,
+                     (unsigned long long)h->kf_cap, (unsigned long long)ss);
+  total += ss;
   if (total > fsize)
     return gpb__fail(GPB_EFORMAT, "live segment header says %llu bytes; the "
                      "file has %zu (truncated?)", (unsigned long long)total,

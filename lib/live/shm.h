@@ -6,7 +6,8 @@
  * A pool created with a name owns the segment /gpubuddy.<name> (mode 0600):
  *
  *   header (4096 bytes) | ring: nslots slots of 64 bytes |
- *   keyframe buffer 0: kf_cap records of 32 bytes | keyframe buffer 1
+ *   keyframe buffer 0: kf_cap records of 32 bytes | keyframe buffer 1 |
+ *   call sites (pools with GPB_CFG_CALLSITES only)
  *
  * Ring. Event `seq` goes to slot seq & (nslots-1). Each slot is a small
  * seqlock: the writer stores stamp = 0, a release fence, the payload words,
@@ -36,10 +37,20 @@
  * those. Two buffers alternate, each under a generation seqlock, so a
  * reader copying one is not disturbed by the next.
  *
+ * Call sites. Events and keyframe records carry an allocation's site id
+ * (bits the layout had spare), and a pool that records sites publishes
+ * each one's frame text once, in an append-only table after the
+ * keyframes: entries of {u32 length, u32 id, text}, each made valid by
+ * the release store of its length, written in id order before the first
+ * event that names the id. The writer keeps its own cursor and never
+ * reads the table back; a full table publishes no more (readers get no
+ * text for those ids).
+ *
  * Cost on the hot path: about ten plain stores plus one load of the
  * request counter per event, no system call, no lock shared with readers;
  * readers write only the request counter and a heartbeat, on a cache line
- * of their own.
+ * of their own. Sites add one compare of the event's id with the last id
+ * published (never true with sites off).
  *
  * Lifetime. gpb_pool_destroy marks the segment closed and unlinks it. A
  * writer that dies without that is noticed by readers (kill(pid, 0) and
@@ -60,7 +71,12 @@
 #include <sys/types.h>
 
 #define PUB_MAGIC 0x00314556494c4247ull /* "GBLIVE1\0" little-endian */
-#define PUB_VERSION 1u
+/* 2: call sites in events, keyframe records and a site table. A v1
+ * segment (an older writer) is a v2 one without sites, so readers take
+ * both; older readers refuse 2 (GPB_EVERSION). Bytes 0 to 135 and the
+ * words written later at 256 to 279 mean the same in every version. */
+#define PUB_VERSION 2u
+#define PUB_VERSION_MIN 1u
 #define PUB_HDR_SIZE 4096u
 #define PUB_SLOT_SIZE 64u
 #define PUB_REC_SIZE 32u
@@ -71,6 +87,13 @@
 #define PUB_KF_DEFAULT (1ull << 18)
 #define PUB_KF_MAX (1ull << 24)
 #define PUB_MAX_UNITS (1ull << 36) /* a reader refuses larger pools */
+#define PUB_SITES_DEFAULT (4ull << 20) /* bytes of site table */
+#define PUB_SITES_MIN 8192ull /* holds the longest entry */
+#define PUB_SITES_MAX (64ull << 20)
+#define PUB_SITE_HDR 8u          /* u32 length, u32 id */
+#define PUB_SITE_TEXT_MAX 4096u  /* bytes of one site's frames */
+/* An entry's bytes: header and text, padded to 8. */
+#define PUB_SITE_SPAN(len) (PUB_SITE_HDR + (((uint64_t)(len) + 7) & ~7ull))
 #define PUB_KF_OVERFLOW UINT64_MAX /* nrec: the map did not fit */
 #define PUB_REC_USED (1ull << 63)
 #define PUB_MS 1000000ull
@@ -105,7 +128,9 @@ typedef struct pub_hdr {
   int32_t backend, policy, device;                   /* 120, 124, 128 */
   uint32_t reserved0;                                /* 132 */
   char name[GPB_NAME_MAX];                           /* 136..199 */
-  uint64_t pad0[7];                                  /* to 256 */
+  uint64_t sites_off;  /* 200: the site table (v2; 0: none) */
+  uint64_t sites_size; /* 208: its bytes, a multiple of 8 */
+  uint64_t pad0[5];                                  /* to 256 */
   /* Written by the writer. */
   _Atomic uint64_t head;      /* 256: seq of the last published event */
   _Atomic uint64_t closed;    /* 264: 1 after gpb_pool_destroy */
@@ -120,6 +145,7 @@ typedef struct pub_hdr {
 } pub_hdr_t;
 
 _Static_assert(sizeof(pub_hdr_t) <= PUB_HDR_SIZE, "header too large");
+_Static_assert(offsetof(pub_hdr_t, sites_off) == 200, "header layout");
 _Static_assert(offsetof(pub_hdr_t, head) == 256, "header layout");
 _Static_assert(offsetof(pub_hdr_t, kf_request) == 320, "header layout");
 _Static_assert(offsetof(pub_hdr_t, kf) == 384, "header layout");
@@ -129,7 +155,8 @@ _Static_assert(sizeof(pub_kfmeta_t) == 128, "keyframe meta layout");
 typedef gpb__ring_slot_t pub_slot_t;
 _Static_assert(sizeof(pub_slot_t) == PUB_SLOT_SIZE, "slot layout");
 
-/* r: used ? PUB_REC_USED|units : order; requested; time_ns; tag. */
+/* r: used ? PUB_REC_USED|units : order; requested; time_ns;
+ * tag | site << 32. */
 typedef struct pub_rec {
   _Atomic uint64_t r[4];
 } pub_rec_t;
@@ -150,6 +177,7 @@ GPB__SHARED void gpb__shm_path(char *buf, size_t n, const char *name);
 GPB__HIDDEN uint64_t gpb__shm_proc_start(pid_t pid, int *zombie);
 /* Whether the writer named by a header still runs. */
 GPB__SHARED int gpb__shm_alive(int32_t pid, uint64_t start);
+/* Bytes of a segment without its site table (where the table starts). */
 GPB__HIDDEN uint64_t gpb__shm_layout_total(uint64_t nslots, uint64_t kf_cap);
 /* Validates a mapped header against the file size; name NULL skips the
  * name check. Every field a reader later trusts is checked here. */

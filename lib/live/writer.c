@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * writer.c: a pool's live publisher: it creates the segment, puts every
- * event into the ring (gpb__ring_put in live.h is the inline fast path)
- * and writes keyframes when readers ask or the ring is about to lose the
- * events after the last one. shm.h describes the segment and its
- * protocol.
+ * event into the ring (gpb__ring_put in live.h is the inline fast path),
+ * writes keyframes when readers ask or the ring is about to lose the
+ * events after the last one, and appends each call site's text to the
+ * site table before the first event that names it. shm.h describes the
+ * segment and its protocol.
  */
 #include "live/shm.h"
 
@@ -38,6 +39,9 @@ struct gpb__pub {
   dev_t dev;
   ino_t ino;
   unsigned tick_gen; /* our hold on the millisecond ticker (clock.c) */
+  char *sites;          /* the site table; NULL when the pool has none */
+  uint64_t sites_size, sites_pos; /* its bytes; where the next entry goes
+                                     (ours: never read from the segment) */
   char path[GPB_NAME_MAX + 16];
 };
 
@@ -58,6 +62,21 @@ static int pub_take_over(const char *path, const char *name) {
       munmap(map, size);
       return gpb__fail(GPB_EBUSY, "pool name '%s' is published by a live "
                        "process (pid %d)", name, pid);
+    }
+    if (rc == GPB_EVERSION) {
+      /* Another version's segment: its pid, start time and closed flag
+       * are where ours are (shm.h), so a live writer of an older or
+       * newer gpubuddy keeps its name too. */
+      int pid = h->pid;
+      uint32_t v = h->version;
+      if (!atomic_load_explicit(&h->closed, ACQ) &&
+          gpb__shm_alive(h->pid, h->pid_start)) {
+        munmap(map, size);
+        return gpb__fail(GPB_EBUSY, "pool name '%s' is published by a live "
+                         "process (pid %d) of another gpubuddy version "
+                         "(live segment version %u)", name, pid, v);
+      }
+      rc = 0; /* a dead writer's: replaced as any stale segment is */
     }
     munmap(map, size);
   } else if (rc != GPB_EFORMAT && rc != GPB_EVERSION) {
@@ -95,18 +114,24 @@ static int pub_env_u64(const char *var, uint64_t lo, uint64_t hi, int pow2,
 }
 
 int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
-                  gpb__pub_t **out) {
+                  int callsites, gpb__pub_t **out) {
   *out = NULL;
   int rc = gpb__shm_check_name(name);
   if (rc) return rc;
   uint64_t nslots = PUB_SLOTS_DEFAULT, kf_max = PUB_KF_DEFAULT;
+  uint64_t sites = PUB_SITES_DEFAULT;
   if ((rc = pub_env_u64("GPB_PUBLISH_RING", PUB_SLOTS_MIN, PUB_SLOTS_MAX, 1,
                         &nslots)) ||
-      (rc = pub_env_u64("GPB_PUBLISH_KEYFRAME", 1, PUB_KF_MAX, 0, &kf_max)))
+      (rc = pub_env_u64("GPB_PUBLISH_KEYFRAME", 1, PUB_KF_MAX, 0, &kf_max)) ||
+      (rc = pub_env_u64("GPB_PUBLISH_SITES", 0, PUB_SITES_MAX, 0, &sites)))
     return rc;
+  /* 0 turns the table off; any other size holds the longest entry. */
+  if (!callsites) sites = 0;
+  if (sites && sites < PUB_SITES_MIN) sites = PUB_SITES_MIN;
+  sites = (sites + 7) & ~7ull;
   uint64_t units = info->managed_size / info->min_block;
   uint64_t kf_cap = units < kf_max ? units : kf_max;
-  uint64_t total = gpb__shm_layout_total(nslots, kf_cap);
+  uint64_t total = gpb__shm_layout_total(nslots, kf_cap) + sites;
 
   gpb__pub_t *p = calloc(1, sizeof *p);
   if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the publisher");
@@ -161,6 +186,11 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   p->ring.pub = p;
   p->kf[0] = (pub_rec_t *)((char *)m + PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE);
   p->kf[1] = p->kf[0] + kf_cap;
+  /* Without a table no site is ever published: the test in the ring's
+   * put never fires. */
+  p->ring.sites_pub = sites ? 0 : UINT32_MAX;
+  p->sites = sites ? (char *)m + (total - sites) : NULL;
+  p->sites_size = sites;
   p->nslots = nslots;
   p->kf_cap = kf_cap;
   p->pid = getpid();
@@ -180,6 +210,8 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   h->kf_off[0] = PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE;
   h->kf_off[1] = h->kf_off[0] + kf_cap * PUB_REC_SIZE;
   h->total_size = total;
+  h->sites_off = sites ? total - sites : 0;
+  h->sites_size = sites;
   int zombie;
   h->pid_start = gpb__shm_proc_start(p->pid, &zombie);
   h->base = (uint64_t)(uintptr_t)info->base;
@@ -213,7 +245,7 @@ static int pub_kf_block(const gpb_block_info_t *b, void *user) {
     atomic_store_explicit(&r->r[0], PUB_REC_USED | (b->alloc_size >> shift), RLX);
     atomic_store_explicit(&r->r[1], b->requested, RLX);
     atomic_store_explicit(&r->r[2], b->time_ns, RLX);
-    atomic_store_explicit(&r->r[3], b->tag, RLX);
+    atomic_store_explicit(&r->r[3], b->tag | (uint64_t)b->site << 32, RLX);
   } else {
     atomic_store_explicit(&r->r[0], b->order, RLX);
     atomic_store_explicit(&r->r[1], 0, RLX);
@@ -266,9 +298,47 @@ void gpb__ring_sink_put(void *ctx, uint64_t seq, int type, uint64_t off,
                         uint64_t size, uint64_t requested, uint64_t stream,
                         uint32_t tag, uint32_t order, uint32_t site) {
   gpb__ring_t *r = ctx;
-  (void)site;
   gpb__ring_put(r, seq, *r->now, type, off, size, requested, stream, tag,
-                order);
+                order, site);
+}
+
+/* Appends sites sites_pub+1 to site to the table, in id order (ids are
+ * given in order, so each below `site` exists). Caller holds the pool's
+ * lock. Each entry's bytes are stored before its length, which is
+ * stored with release; a reader that loads the length with acquire sees
+ * the text. A table that is full stays so: later sites get no text. */
+static void pub_sites(gpb__ring_t *r, uint32_t site) {
+  gpb__pub_t *p = r->pub;
+  if (site > GPB_MAX_SITES) site = GPB_MAX_SITES;
+  for (uint32_t id = r->sites_pub + 1; id <= site; id++) {
+    const char *t = r->site_text ? r->site_text(r->src, id) : NULL;
+    r->sites_pub = id;
+    if (!t || !*t) continue; /* none to give: readers get NULL */
+    char *e = p->sites + p->sites_pos;
+    /* The text may have what the table has left after the entry's
+     * header and padding, up to PUB_SITE_TEXT_MAX: a longer one is cut
+     * there, as a trace line is. One that does not fit what is left is
+     * not cut short for want of room: the table is full. */
+    uint64_t left = p->sites_size - p->sites_pos;
+    uint64_t room = left > PUB_SITE_HDR ? (left - PUB_SITE_HDR) & ~7ull : 0;
+    if (room > PUB_SITE_TEXT_MAX) room = PUB_SITE_TEXT_MAX;
+    size_t n = strlen(t);
+    if (n > room && room < PUB_SITE_TEXT_MAX) {
+      r->sites_pub = UINT32_MAX;
+      return;
+    }
+    n = gpb__frames_fit(t, n, (size_t)room, e + PUB_SITE_HDR);
+    uint32_t id32 = id;
+    memcpy(e + 4, &id32, sizeof id32);
+    p->sites_pos += PUB_SITE_SPAN(n);
+    atomic_store_explicit((_Atomic uint32_t *)(void *)e, (uint32_t)n, REL);
+  }
+}
+
+/* The put's end follows the texts: head names the event after them. */
+void gpb__ring_sites(gpb__ring_t *r, uint32_t site, uint64_t seq, int type) {
+  pub_sites(r, site);
+  gpb__ring_done(r, seq, type);
 }
 
 void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req) {
@@ -292,7 +362,8 @@ void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req) {
 void gpb__pub_event(gpb__pub_t *p, const gpb_event_t *ev) {
   if (!p) return;
   gpb__ring_put(&p->ring, ev->seq, ev->time_ns, ev->type, ev->offset,
-                ev->size, ev->requested, ev->stream, ev->tag, ev->order);
+                ev->size, ev->requested, ev->stream, ev->tag, ev->order,
+                ev->site);
 }
 
 void gpb__pub_close(gpb__pub_t *p) {

@@ -82,6 +82,10 @@ static const gpb_stats_t *pool_counters_src(const void *src) {
   return gpb__pool_counters(src);
 }
 
+static const char *pool_site_src(const void *src, uint32_t site) {
+  return gpb__sites_text(((const gpb_pool_t *)src)->sites, site);
+}
+
 static int pool_host_visible(const gpb_pool_t *p) {
   return p->info.backend == GPB_BACKEND_HOST ||
          p->info.backend == GPB_BACKEND_PINNED;
@@ -289,7 +293,8 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     gpb_pool_destroy(p);
     return rc;
   }
-  if (cfg.name && (rc = gpb__pub_open(cfg.name, &p->info, &p->pub))) {
+  if (cfg.name &&
+      (rc = gpb__pub_open(cfg.name, &p->info, p->sites != NULL, &p->pub))) {
     gpb_pool_destroy(p);
     return rc;
   }
@@ -299,6 +304,7 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     r->src = p;
     r->visit = pool_visit_src;
     r->counters = pool_counters_src;
+    r->site_text = pool_site_src;
   }
   pool_update_want_time(p);
   *out = p;

@@ -39,8 +39,7 @@ struct gpb_trace_reader {
   gpb__zin_t *z;
   int fmt;
   int version;        /* native: 1 or 2 (call sites) */
-  char **sites;       /* v2: site id -> its frames, as defined so far */
-  uint32_t sites_cap;
+  gpb__sitetab_t sites; /* v2: the sites defined so far */
   int err;            /* sticky: once a read failed, every next call fails */
   int eof;            /* the text ended */
   unsigned char *buf; /* text from zio, cut into lines in place */
@@ -276,26 +275,8 @@ static int trace_site_line(gpb_trace_reader_t *r, const char *p) {
   }
   p += n;
   while (*p == ' ' || *p == '\t') p++;
-  if (!*p)
-    return trace_fail(r, GPB_EFORMAT, "call site %llu has no frames",
-                      (unsigned long long)id);
-  if (id >= r->sites_cap) {
-    uint32_t c = r->sites_cap ? r->sites_cap : 64;
-    while (c <= id) c *= 2;
-    char **t = realloc(r->sites, c * sizeof *t);
-    if (!t) return trace_fail(r, GPB_EHOSTMEM, "no memory for call sites");
-    memset(t + r->sites_cap, 0, (c - r->sites_cap) * sizeof *t);
-    r->sites = t;
-    r->sites_cap = c;
-  }
-  if (r->sites[id]) {
-    if (!strcmp(r->sites[id], p)) return 0;
-    return trace_fail(r, GPB_EFORMAT, "call site %llu is defined twice, "
-                      "differently", (unsigned long long)id);
-  }
-  if (!(r->sites[id] = strdup(p)))
-    return trace_fail(r, GPB_EHOSTMEM, "no memory for call sites");
-  return 0;
+  int rc = gpb__sitetab_set(&r->sites, (uint32_t)id, p, strlen(p));
+  return rc ? trace_fail(r, rc, "%s", gpb_last_error_detail()) : 0;
 }
 
 static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
@@ -636,13 +617,12 @@ const char *gpb_trace_format_name(const gpb_trace_reader_t *r) {
 }
 
 const char *gpb_trace_site(const gpb_trace_reader_t *r, uint32_t site) {
-  return r && site < r->sites_cap ? r->sites[site] : NULL;
+  return r ? gpb__sitetab_get(&r->sites, site) : NULL;
 }
 
 void gpb_trace_close(gpb_trace_reader_t *r) {
   if (!r) return;
   gpb__zin_close(r->z);
-  for (uint32_t i = 0; i < r->sites_cap; i++) free(r->sites[i]);
-  free(r->sites);
+  gpb__sitetab_free(&r->sites);
   free(r);
 }

@@ -2,7 +2,8 @@
 /*
  * trace.h: trace files. The writer (write.c, over zout.c) is in
  * libgpubuddy; the readers of native text and RMM CSV (read.c, over
- * zin.c) are in libgpubuddy-read. zblock.h is the gzip format they share.
+ * zin.c) are in libgpubuddy-read, with the table of call site texts that
+ * live readers share (sitetab.c). zblock.h is the gzip format they share.
  */
 #ifndef GPB_TRACE_H
 #define GPB_TRACE_H
@@ -21,6 +22,24 @@ GPB__HIDDEN void gpb__trace_event(gpb_trace_writer_t *w, const gpb_event_t *ev);
  * (gpb_trace_write_site). */
 GPB__HIDDEN int gpb__trace_has_site(const gpb_trace_writer_t *w,
                                     uint32_t site);
+
+/* A reader's call site texts by id (sitetab.c): the trace reader's and
+ * live readers' (lib/live), filled from data they do not trust. */
+typedef struct gpb__sitetab {
+  char **text;    /* [id]: "FRAME;...", or NULL */
+  uint32_t cap;
+  uint64_t bytes; /* held, at most GPB__SITETAB_MAX */
+} gpb__sitetab_t;
+#define GPB__SITETAB_MAX (64ull << 20)
+/* Defines site id (1..GPB_MAX_SITES) as the n bytes at p: 0, also when
+ * the table is full (not kept) or it says the same again; GPB_EFORMAT
+ * (detail set) for a bad id, a NUL byte or another text for a defined
+ * id; GPB_EHOSTMEM. */
+GPB__HIDDEN int gpb__sitetab_set(gpb__sitetab_t *t, uint32_t id, const char *p,
+                                 size_t n);
+/* Site id's text, or NULL. */
+GPB__HIDDEN const char *gpb__sitetab_get(const gpb__sitetab_t *t, uint32_t id);
+GPB__HIDDEN void gpb__sitetab_free(gpb__sitetab_t *t);
 
 /* The bytes under trace files: plain text, any gzip stream, or blocked
  * gzip in (zin.c); plain text or blocked gzip out (zout.c). Path "-" is standard

@@ -141,17 +141,9 @@ int gpb_trace_write_site(gpb_trace_writer_t *w, uint32_t site,
   w->sites[site >> 6] |= 1ull << (site & 63);
   char line[GPB__TRACE_LINE_MAX + 2];
   int k = snprintf(line, sizeof line, "# site %u ", site);
-  size_t n = strlen(frames), room = GPB__TRACE_LINE_MAX - (size_t)k;
-  if (n > room) {
-    /* Too long for a line: keep the inner frames that fit, then ";...". */
-    size_t cut = room - 4;
-    while (cut && frames[cut] != ';') cut--;
-    memcpy(line + k, frames, cut);
-    memcpy(line + k + cut, cut ? ";..." : "...", cut ? 4 : 3);
-    n = cut + (cut ? 4 : 3);
-  } else {
-    memcpy(line + k, frames, n);
-  }
+  /* Too long for a line: the inner frames that fit, then ";...". */
+  size_t n = gpb__frames_fit(frames, strlen(frames),
+                             GPB__TRACE_LINE_MAX - (size_t)k, line + k);
   line[k + n] = '\n';
   return trace_put(w, line, (size_t)k + n + 1);
 }

@@ -9,10 +9,11 @@ written twice in the shape torch.cuda.memory._dump_snapshot() gives:
                              free_completed, segment events, frames
   torch_snapshot_old.pickle  older layout: no time_us, one 'free' action
 
-and the trace the importer must produce from each is written from the
-ground truth (not by running the importer): torch_snapshot.expected and
-torch_snapshot_old.expected. Run it from anywhere; it writes next to
-itself. Deterministic: the same files every run.
+and the traces the importer must produce from each are written from the
+ground truth (not by running the importer): NAME.expected without call
+sites (--no-frames, a v1 trace) and NAME.sites.expected with the call
+sites the entries' frames give (v2). Run it from anywhere; it writes
+next to itself. Deterministic: the same files every run.
 """
 
 import os
@@ -59,13 +60,25 @@ def build(ops, modern):
     t_us = 1700000000000000
     t0 = None
     seq = 0
+    sited = []   # the same ops as v2 lines, with their call sites
+    site_ids = {}
+    live_site = {}
+
+    def site_of(fr):
+        # The importer's text of a stack: "FILE:LINE NAME" joined by ';'.
+        text = ";".join("%s:%d %s" % (f["filename"], f["line"], f["name"])
+                        for f in fr)
+        if text not in site_ids:
+            site_ids[text] = len(site_ids) + 1
+            sited.append("# site %d %s" % (site_ids[text], text))
+        return site_ids[text]
 
     def stamp(e):
         if modern:
             e["time_us"] = t_us
         return e
 
-    def line(kind, addr, size, stream):
+    def line(kind, addr, size, stream, site):
         nonlocal seq
         seq += 1
         if modern:
@@ -74,6 +87,7 @@ def build(ops, modern):
             t_ns = (len(entries) - 1) * 1000
         expected.append("%d %d %s 0x%x %d 0 0x%x"
                         % (seq, t_ns, kind, addr, size, stream))
+        sited.append("%s %d" % (expected[-1], site))
 
     # A block allocated before the history began: its free is dropped.
     entries.append(stamp({"action": "free_completed", "addr": BASE - 0x1000,
@@ -84,10 +98,12 @@ def build(ops, modern):
     for kind, addr, size, stream in ops:
         t_us += rng.randint(1, 50)
         if kind == "alloc":
+            fr = frames(rng)
             entries.append(stamp({"action": "alloc", "addr": addr,
                                   "size": size, "stream": stream,
-                                  "frames": frames(rng)}))
-            line("alloc", addr, size, stream)
+                                  "frames": fr}))
+            live_site[addr] = site_of(fr)
+            line("alloc", addr, size, stream, live_site[addr])
         elif kind == "free":
             if modern:
                 entries.append(stamp({"action": "free_requested",
@@ -101,12 +117,13 @@ def build(ops, modern):
                 entries.append({"action": "free", "addr": addr,
                                 "size": size, "stream": stream,
                                 "frames": []})
-            line("free", addr, size, stream)
+            line("free", addr, size, stream, live_site.pop(addr))
         else:
+            fr = frames(rng)
             entries.append(stamp({"action": "oom", "size": size,
                                   "stream": stream, "device_free": 1 << 30,
-                                  "frames": frames(rng)}))
-            line("fail", 0, size, stream)
+                                  "frames": fr}))
+            line("fail", 0, size, stream, site_of(fr))
             entries.append(stamp({"action": "snapshot", "addr": 0,
                                   "size": 0, "stream": 0, "frames": []}))
     snap = {
@@ -119,20 +136,24 @@ def build(ops, modern):
     if modern:
         snap["allocator_settings"] = {"PYTORCH_CUDA_ALLOC_CONF": "",
                                       "max_split_size": -1}
-    return snap, expected
+    return snap, expected, sited
 
 
 def main():
     ops = workload()
     for name, modern in (("torch_snapshot", True),
                          ("torch_snapshot_old", False)):
-        snap, expected = build(ops, modern)
+        snap, expected, sited = build(ops, modern)
         with open(os.path.join(HERE, name + ".pickle"), "wb") as f:
             pickle.dump(snap, f, protocol=4)
         with open(os.path.join(HERE, name + ".expected"), "w") as f:
             f.write("# gpubuddy-trace v1\n"
                     "# seq time_ns op id size tag stream\n")
             f.write("\n".join(expected) + "\n")
+        with open(os.path.join(HERE, name + ".sites.expected"), "w") as f:
+            f.write("# gpubuddy-trace v2\n"
+                    "# seq time_ns op id size tag stream [site]\n")
+            f.write("\n".join(sited) + "\n")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 /*
  * fuzz_frame.c: libFuzzer target for the relay wire protocol as a reader
  * meets it: frame headers, zlib payloads, INFO, keyframes, event batches,
- * CLOSED and BYE, all the way into the block-map model.
+ * call sites, CLOSED and BYE, all the way into the block-map model.
  *
  * The input is the byte stream a relay would send after HELLO. The first
  * byte picks how it is split into reads (1..255 bytes at a time, or all at
@@ -13,7 +13,8 @@
  * the relay-side HELLO decoder.
  *
  * With GPB_FUZZ_SEEDS=DIR set, initialization writes valid streams (a
- * small pool's INFO, keyframe and events, plain and zlib) into DIR as a
+ * small pool's INFO, keyframe and events, plain and zlib, the zlib one
+ * with call sites and their SITES frame) into DIR as a
  * seed corpus. Build: tests/test_relay_fuzz.sh (clang from the sources),
  * or configure --enable-fuzzers with CC=clang.
  */
@@ -45,7 +46,7 @@ static void seed_write(const char *dir, int z) {
   cfg.backend = GPB_BACKEND_VIRTUAL;
   cfg.pool_size = 1u << 20;
   cfg.policy = z ? GPB_POLICY_TRIM : GPB_POLICY_BUDDY;
-  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.flags = GPB_CFG_NO_ENV | (z ? GPB_CFG_CALLSITES_DEPTH(4) : 0);
   gpb_pool_t *p;
   if (gpb_pool_create(&cfg, &p)) return;
   gpb_pool_info_t info;
@@ -59,9 +60,9 @@ static void seed_write(const char *dir, int z) {
   uint32_t n = 0;
   for (gpb_np_rd_t r = {blk.p, blk.len, 4, 0}; r.off < r.len;) {
     gpb__np_get_u8(&r);
-    if (gpb__np_get_u8(&r) == 2) {
-      for (int i = 0; i < 4; i++) gpb__np_get_var(&r);
-    }
+    uint8_t kind = gpb__np_get_u8(&r);
+    for (int i = 0; kind >= 2 && i < (kind == 3 ? 5 : 4); i++)
+      gpb__np_get_var(&r);
     n++;
   }
   for (int i = 0; i < 4; i++) blk.p[i] = (uint8_t)(n >> (8 * i));
@@ -84,6 +85,11 @@ static void seed_write(const char *dir, int z) {
     if (live[k]) gpb_free(p, live[k]), live[k] = NULL;
     else gpb_alloc_tagged(p, 300 + (size_t)(x % 20000), (uint32_t)(x % 4), &live[k]);
   }
+  pl.len = 0;
+  char text[8192];
+  for (uint32_t id = 1; gpb_pool_site_text(p, id, text, sizeof text) > 0; id++)
+    gpb__np_site_put(&pl, id, text);
+  if (pl.len) gpb__np_frame(&s, GPB_NP_SITES, pl.p, pl.len, z);
   pl.len = 0;
   gpb__np_evenc_finish(&seed_enc, &pl);
   gpb__np_frame(&s, GPB_NP_EVENTS, pl.p, pl.len, z);
@@ -118,6 +124,11 @@ static void fuzz_name(const char *name, void *user) {
   (void)user;
 }
 
+static int fuzz_site(uint32_t id, const char *text, size_t len, void *user) {
+  (void)id, (void)text, (void)len, (void)user;
+  return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   size_t chunk = data[0] == 0 ? size : (size_t)data[0];
@@ -129,5 +140,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)gpb__np_hello_get(data + 1, size - 1, &version, &flags, token, &tl,
                           pool, err);
   (void)gpb__np_pools_get(data + 1, size - 1, fuzz_name, NULL, err);
+  (void)gpb__np_sites_get(data + 1, size - 1, fuzz_site, NULL, err);
   return 0;
 }

@@ -8,6 +8,15 @@
  * that source; a NULL event (the source's reader resynchronized) sends
  * them a fresh keyframe instead.
  *
+ * Call sites. A source that can name its sites' frames (gpbr_src_set_sites)
+ * has each site's text asked once, in id order, when an event or a
+ * keyframe block first names it, and kept encoded. Clients that said
+ * HELLO_SITES get the texts new since the last batch in SITES frames
+ * before it, and every text so far before each keyframe (so one that
+ * dropped queued batches misses none). Others get events and blocks with
+ * the sites taken out: the batch, encoded with sites, is re-encoded
+ * without them only when it named one and such a client is there.
+ *
  * Bounded memory per client. A client gets INFO, then a keyframe, then
  * event batches. A keyframe is encoded once per sequence number and shared
  * by every client sending it (reference counted). A client's own buffer
@@ -46,6 +55,7 @@
 #define RELAY_CLOSING_NS (2ull * 1000000000ull) /* to take a BYE */
 #define RELAY_DEFAULT_BUF (4u << 20)
 #define RELAY_MAX_SRC 1024
+#define RELAY_SITES_MAX (64u << 20) /* bytes of site texts a source keeps */
 
 /* An encoded keyframe: KEY_BEGIN, KEY_BLOCKS..., KEY_END frames. */
 typedef struct relay_key {
@@ -59,11 +69,21 @@ struct gpbr_src {
   void *user;
   const gpb_model_t *model;
   gpb_pool_info_t info;
-  gpb_np_evenc_t batch;
-  gpb_np_buf_t braw, bframe[2];
-  int bframe_ok[2];
-  relay_key_t *key[2]; /* cache: [plain, zlib] */
+  gpb_np_evenc_t batch;   /* with sites */
+  uint32_t batch_sites;   /* its events that name a site */
+  /* [without sites, with sites]; [plain, zlib] */
+  gpb_np_buf_t braw[2], bframe[2][2];
+  int braw_ok[2], bframe_ok[2][2];
+  relay_key_t *key[2][2]; /* cache */
   int closed;
+  /* Call sites: texts of ids 1..sites_asked as SITES entries, in id
+   * order; [sites_from, sites_to) are new in the batch being sent. */
+  const char *(*site_fn)(void *user, uint32_t site);
+  void *site_user;
+  uint32_t sites_asked;
+  gpb_np_buf_t sites_all;
+  size_t sites_sent, sites_from, sites_to;
+  gpb_event_t *strip; /* GPB_NP_BATCH_MAX, for re-encoding */
 };
 
 enum { RC_HELLO, RC_LIVE, RC_CLOSING };
@@ -75,7 +95,7 @@ typedef struct relay_client {
   uint64_t deadline; /* HELLO or CLOSING: drop after this */
   uint8_t in[GPB_NP_HDR + RELAY_HELLO_MAX];
   size_t in_len;
-  int zlib, need_key, told_closed;
+  int zlib, sites, need_key, told_closed;
   relay_key_t *key;   /* being sent, before `out` */
   size_t key_off;
   gpb_np_buf_t out;   /* whole frames; [out_off, len) not sent yet */
@@ -178,12 +198,45 @@ static void relay_name(const struct sockaddr *sa, char *out, size_t n) {
 
 /* ---------------------------------------------------------------- keyframe */
 
+/* Asks the source for the texts of sites sites_asked+1 to site and keeps
+ * them encoded, up to RELAY_SITES_MAX bytes (later ones are not kept:
+ * readers have their ids only). */
+static void relay_sites_learn(gpbr_src_t *s, uint32_t site) {
+  if (!s->site_fn || site <= s->sites_asked) return;
+  for (uint32_t id = s->sites_asked + 1; id <= site; id++) {
+    const char *t = s->site_fn(s->site_user, id);
+    if (t && *t && s->sites_all.len <= RELAY_SITES_MAX - 4 - GPB_NP_SITE_TEXT_MAX &&
+        !gpb__np_buf_reserve(&s->sites_all, 4 + GPB_NP_SITE_TEXT_MAX))
+      gpb__np_site_put(&s->sites_all, id, t);
+  }
+  s->sites_asked = site;
+}
+
+/* Appends the entries in [from, to) of sites_all as SITES frames, each
+ * as large as a frame may be. 0 or GPB_EHOSTMEM. */
+static int relay_sites_frames(const gpbr_src_t *s, size_t from, size_t to,
+                              gpb_np_buf_t *out, int zlevel) {
+  const uint8_t *p = s->sites_all.p;
+  while (from < to) {
+    size_t end = from;
+    while (end < to) {
+      size_t e = 4 + (size_t)(p[end + 2] | p[end + 3] << 8);
+      if (end + e - from > GPB_NP_MAX_RAW) break;
+      end += e;
+    }
+    if (gpb__np_frame(out, GPB_NP_SITES, p + from, end - from, zlevel))
+      return GPB_EHOSTMEM;
+    from = end;
+  }
+  return 0;
+}
+
 typedef struct relay_keybuild {
   gpbr_src_t *s;
   gpb_np_buf_t *frames, *chunk;
   uint32_t count;
   uint64_t total;
-  int z, rc;
+  int v, z, rc;
 } relay_keybuild_t;
 
 static void relay_key_chunk(relay_keybuild_t *kb) {
@@ -203,29 +256,39 @@ static int relay_key_visit(const gpb_block_info_t *b, void *user) {
   relay_keybuild_t *kb = user;
   /* Any state the model holds is one readers can load, even between the
    * events of one operation: the events after it apply to it alike. */
-  gpb__np_block_put(kb->chunk, b);
+  if (kb->v) {
+    relay_sites_learn(kb->s, b->site);
+    gpb__np_block_put(kb->chunk, b);
+  } else {
+    gpb_block_info_t plain = *b;
+    plain.site = 0;
+    gpb__np_block_put(kb->chunk, &plain);
+  }
   kb->count++;
   kb->total++;
   if (kb->chunk->len >= GPB_NP_KEY_CHUNK) relay_key_chunk(kb);
   return kb->rc;
 }
 
-/* Encodes the source's state now. Caller has flushed the batch, so the
+/* Encodes the source's state now, with every site text so far first for
+ * clients that take sites (v). Caller has flushed the batch, so the
  * keyframe's seq is the last event any client was sent. */
-static relay_key_t *relay_key_build(gpbr_src_t *s, int z) {
+static relay_key_t *relay_key_build(gpbr_src_t *s, int v, int z) {
   relay_key_t *k = calloc(1, sizeof *k);
   gpb_np_buf_t blocks = {0}, chunk = {0}, pl = {0};
   if (!k) return NULL;
   k->refs = 1;
   k->seq = gpb_model_seq(s->model);
   gpb__np_put_u32(&chunk, 0);
-  relay_keybuild_t kb = {s, &blocks, &chunk, 0, 0, z, 0};
+  relay_keybuild_t kb = {s, &blocks, &chunk, 0, 0, v, z, 0};
   gpb_model_visit(s->model, relay_key_visit, &kb);
   if (!kb.rc) relay_key_chunk(&kb);
   gpb_stats_t st;
   gpb_model_stats(s->model, &st);
   gpb__np_key_begin_put(&pl, k->seq, kb.total);
   int rc = kb.rc || pl.oom;
+  rc = rc || (v && relay_sites_frames(s, 0, s->sites_all.len, &k->buf,
+                                      z ? s->r->o.zlevel : 0));
   rc = rc || gpb__np_frame(&k->buf, GPB_NP_KEY_BEGIN, pl.p, pl.len, 0);
   gpb__np_put(&k->buf, blocks.p, blocks.len);
   pl.len = 0;
@@ -254,22 +317,24 @@ static void relay_key_unref(relay_key_t *k) {
   }
 }
 
-static relay_key_t *relay_key_get(gpbr_src_t *s, int z) {
+static relay_key_t *relay_key_get(gpbr_src_t *s, int v, int z) {
   uint64_t seq = gpb_model_seq(s->model);
-  if (!s->key[z] || s->key[z]->seq != seq) {
-    relay_key_unref(s->key[z]);
-    s->key[z] = relay_key_build(s, z);
-    if (!s->key[z]) return NULL;
+  relay_key_t **k = &s->key[v][z];
+  if (!*k || (*k)->seq != seq) {
+    relay_key_unref(*k);
+    *k = relay_key_build(s, v, z);
+    if (!*k) return NULL;
   }
-  s->key[z]->refs++;
-  return s->key[z];
+  (*k)->refs++;
+  return *k;
 }
 
 static void relay_key_drop_cache(gpbr_src_t *s) {
-  for (int z = 0; z < 2; z++) {
-    relay_key_unref(s->key[z]);
-    s->key[z] = NULL;
-  }
+  for (int v = 0; v < 2; v++)
+    for (int z = 0; z < 2; z++) {
+      relay_key_unref(s->key[v][z]);
+      s->key[v][z] = NULL;
+    }
 }
 
 /* ---------------------------------------------------------------- clients */
@@ -330,17 +395,48 @@ static void relay_client_resync(gpbr_t *r, relay_client_t *c) {
             "(%" PRIu64 " so far)", c->peer, c->resyncs);
 }
 
+/* The batch's payload for clients that take sites (v) or not: the one
+ * encoded, or, when it named a site, that one without them (once). */
+static const gpb_np_buf_t *relay_batch(gpbr_src_t *s, int v) {
+  if (v || !s->batch_sites) return &s->braw[1];
+  if (s->braw_ok[0]) return &s->braw[0];
+  uint32_t shift = (uint32_t)__builtin_ctzll(s->info.min_block);
+  char err[GPB_NP_ERRLEN];
+  size_t n;
+  if (!s->strip && !(s->strip = malloc(GPB_NP_BATCH_MAX * sizeof *s->strip)))
+    return NULL;
+  if (gpb__np_events_get(s->braw[1].p, s->braw[1].len, shift, s->strip,
+                         GPB_NP_BATCH_MAX, &n, err))
+    return NULL; /* ours: cannot be bad */
+  gpb_np_evenc_t e;
+  gpb__np_evenc_init(&e, shift);
+  for (size_t i = 0; i < n; i++) {
+    s->strip[i].site = 0;
+    gpb__np_evenc_add(&e, &s->strip[i]);
+  }
+  int rc = gpb__np_evenc_finish(&e, &s->braw[0]);
+  gpb__np_evenc_free(&e);
+  if (rc) return NULL;
+  s->braw_ok[0] = 1;
+  return &s->braw[0];
+}
+
 static void relay_client_events(gpbr_t *r, relay_client_t *c) {
   gpbr_src_t *s = c->src;
-  int z = c->zlib;
-  if (!s->bframe_ok[z]) {
-    s->bframe[z].len = 0;
-    if (gpb__np_frame(&s->bframe[z], GPB_NP_EVENTS, s->braw.p, s->braw.len,
-                      z ? r->o.zlevel : 0))
+  int z = c->zlib, v = c->sites;
+  gpb_np_buf_t *f = &s->bframe[v][z];
+  if (!s->bframe_ok[v][z]) {
+    const gpb_np_buf_t *raw = relay_batch(s, v);
+    int zl = z ? r->o.zlevel : 0;
+    f->len = 0;
+    if (!raw ||
+        (v && relay_sites_frames(s, s->sites_from, s->sites_to, f, zl)) ||
+        gpb__np_frame(f, GPB_NP_EVENTS, raw->p, raw->len, zl)) {
+      relay_client_resync(r, c); /* out of memory: a keyframe later */
       return;
-    s->bframe_ok[z] = 1;
+    }
+    s->bframe_ok[v][z] = 1;
   }
-  const gpb_np_buf_t *f = &s->bframe[z];
   size_t pending = c->out.len - c->out_off;
   if (pending && pending + f->len > r->o.client_buf) {
     relay_client_resync(r, c);
@@ -493,6 +589,7 @@ static void relay_client_hello(gpbr_t *r, relay_client_t *c) {
   if (!s) return;
   c->src = s;
   c->zlib = (flags & GPB_NP_HELLO_ZLIB) && r->o.zlevel > 0;
+  c->sites = (flags & GPB_NP_HELLO_SITES) != 0;
   c->state = RC_LIVE;
   c->need_key = 1;
   r->tmp.len = 0;
@@ -599,18 +696,23 @@ static void relay_accept(gpbr_t *r) {
 static void relay_flush(gpbr_src_t *s) {
   gpbr_t *r = s->r;
   if (s->batch.count == 0) return;
-  if (gpb__np_evenc_finish(&s->batch, &s->braw)) {
+  memset(s->bframe_ok, 0, sizeof s->bframe_ok);
+  s->braw_ok[0] = 0;
+  s->sites_from = s->sites_sent;
+  s->sites_to = s->sites_sent = s->sites_all.len;
+  if (gpb__np_evenc_finish(&s->batch, &s->braw[1])) {
     /* Out of memory: everyone resynchronizes from a keyframe later. */
+    s->batch_sites = 0;
     for (int i = 0; i < r->ncl; i++)
       if (r->cl[i]->src == s) r->cl[i]->need_key = 1;
     return;
   }
-  s->bframe_ok[0] = s->bframe_ok[1] = 0;
   for (int i = 0; i < r->ncl; i++) {
     relay_client_t *c = r->cl[i];
     if (c->src == s && c->state == RC_LIVE && !c->need_key)
       relay_client_events(r, c);
   }
+  s->batch_sites = 0;
 }
 
 void gpbr_src_event(const gpb_event_t *ev, void *user) {
@@ -619,12 +721,17 @@ void gpbr_src_event(const gpb_event_t *ev, void *user) {
   if (!ev) {
     gpb__np_evenc_free(&s->batch);
     gpb__np_evenc_init(&s->batch, (uint32_t)__builtin_ctzll(s->info.min_block));
+    s->batch_sites = 0;
     relay_key_drop_cache(s);
     for (int i = 0; i < r->ncl; i++)
       if (r->cl[i]->src == s) r->cl[i]->need_key = 1;
     gpbr_log(r, 1, "pool '%s' resynchronized: its clients get a keyframe",
              s->info.name);
     return;
+  }
+  if (ev->site) {
+    relay_sites_learn(s, ev->site);
+    s->batch_sites++;
   }
   gpb__np_evenc_add(&s->batch, ev);
   r->n.events++;
@@ -667,10 +774,21 @@ void gpbr_src_remove(gpbr_src_t *s) {
     if (r->src[i] == s) r->src[i] = r->src[--r->nsrc];
   relay_key_drop_cache(s);
   gpb__np_evenc_free(&s->batch);
-  gpb__np_buf_free(&s->braw);
-  gpb__np_buf_free(&s->bframe[0]);
-  gpb__np_buf_free(&s->bframe[1]);
+  for (int v = 0; v < 2; v++) {
+    gpb__np_buf_free(&s->braw[v]);
+    gpb__np_buf_free(&s->bframe[v][0]);
+    gpb__np_buf_free(&s->bframe[v][1]);
+  }
+  gpb__np_buf_free(&s->sites_all);
+  free(s->strip);
   free(s);
+}
+
+void gpbr_src_set_sites(gpbr_src_t *s,
+                        const char *(*fn)(void *user, uint32_t site),
+                        void *user) {
+  s->site_fn = fn;
+  s->site_user = user;
 }
 
 int gpbr_src_count(const gpbr_t *r) { return r->nsrc; }
@@ -793,7 +911,7 @@ static void relay_client_upkeep(gpbr_t *r, relay_client_t *c) {
   if (c->state != RC_LIVE) return;
   gpbr_src_t *s = c->src;
   if (c->need_key && !c->key && c->out_off == c->out.len) {
-    c->key = relay_key_get(s, c->zlib);
+    c->key = relay_key_get(s, c->sites, c->zlib);
     c->key_off = 0;
     if (c->key) c->need_key = 0;
   }
@@ -929,6 +1047,13 @@ int gpbr_queue_drain(gpbr_queue_t *q, gpbr_src_t *s) {
   return rc ? rc : (int)n;
 }
 
+const char *gpbr_queue_site(void *user, uint32_t site) {
+  gpbr_queue_t *q = user;
+  /* Longer than a site may be sent: the relay cuts it at a frame. */
+  return gpb_pool_site_text(q->pool, site, q->site_text,
+                            sizeof q->site_text) > 0 ? q->site_text : NULL;
+}
+
 void gpbr_queue_free(gpbr_queue_t *q) {
   free(q->ev);
   free(q->spare);
@@ -939,6 +1064,7 @@ void gpbr_queue_free(gpbr_queue_t *q) {
 int gpbr_queue_init(gpbr_queue_t *q, gpb_pool_t *pool) {
   memset(q, 0, sizeof *q);
   pthread_mutex_init(&q->mu, NULL);
+  q->pool = pool;
   gpb_pool_info(pool, &q->info);
   int rc = gpb_model_create(q->info.managed_size, q->info.min_block, &q->model);
   if (rc) return rc;

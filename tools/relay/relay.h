@@ -60,6 +60,12 @@ gpbr_src_t *gpbr_src_add(gpbr_t *r, const gpb_model_t *m,
 /* The hook of a source's reader: an event its model took, or NULL after
  * a resynchronization (readers get a keyframe). user is the source. */
 void gpbr_src_event(const gpb_event_t *ev, void *src);
+/* Lets the source's readers that take call sites have their frames: fn
+ * gives site's text ("FRAME;FRAME;...") or NULL, and is asked once per
+ * id, in id order, on the relay's thread. */
+void gpbr_src_set_sites(gpbr_src_t *s,
+                        const char *(*fn)(void *user, uint32_t site),
+                        void *user);
 /* The pool is gone: its readers get the state so far, then CLOSED; new
  * readers still get that last state. */
 void gpbr_src_closed(gpbr_src_t *s);
@@ -102,6 +108,8 @@ typedef struct gpbr_queue {
   gpb_model_t *model;
   gpb_pool_info_t info;
   int failed;
+  gpb_pool_t *pool;
+  char site_text[8192];
 } gpbr_queue_t;
 
 /* Creates the queue for pool and installs its hook; call before the pool
@@ -110,6 +118,8 @@ int gpbr_queue_init(gpbr_queue_t *q, gpb_pool_t *pool);
 /* Applies what was queued to the model and hands it to s (may be NULL).
  * The count, or <0 when the model refused one (a bug). */
 int gpbr_queue_drain(gpbr_queue_t *q, gpbr_src_t *s);
+/* The pool's site texts, for gpbr_src_set_sites (user: the queue). */
+const char *gpbr_queue_site(void *user, uint32_t site);
 void gpbr_queue_free(gpbr_queue_t *q);
 
 #endif /* GPB_TOOLS_RELAY_H */
