@@ -1365,8 +1365,17 @@ static void test_live_oom(void) {
   ASSERT_U64_EQ(r[0].bytes, 512 * KIB);
   ASSERT_U64_EQ(r[1].bytes, 256 * KIB);
   char l[4][80];
-  ASSERT_EQ(vsite_hover(&a, 7, l, 4, 79), 1); /* the id; no frames live */
+  ASSERT_EQ(vsite_hover(&a, 7000, l, 4, 79), 1); /* an id never sent */
   ASSERT(strstr(l[0], "NO FRAMES"));
+  /* A site's frames come with the stream: the hover shows the pool's own
+   * text, innermost frame first. */
+  char want[4096];
+  ASSERT(gpb_pool_site_text(p, r[0].site, want, sizeof want) > 0);
+  ASSERT(vsite_hover(&a, r[0].site, l, 4, 79) >= 2);
+  ASSERT(!strstr(l[0], "NO FRAMES"));
+  size_t n1 = strcspn(want, ";"); /* the innermost frame; the hover keeps */
+  want[n1] = 0;                   /* its end when it must cut it */
+  ASSERT(strstr(l[1], want + (n1 > 20 ? n1 - 20 : 0)) != NULL);
 
   gpbt_fb_t fb;
   ASSERT_OK(gpbt_fb_init(&fb, 900, 500));

@@ -7,8 +7,8 @@
  * (the bytes of an allocation's blocks go to its site, and come back at
  * its free), so they add up to the used bytes. A live view that loads a
  * keyframe sums its live blocks again. A replay's site texts come from
- * the trace, read by the read-ahead thread; a live pool's stream carries
- * ids only, so a live view shows ids.
+ * the trace, read by the read-ahead thread; a live view's from the
+ * stream (gpb_attach_site), when the pool records call sites.
  */
 #include "view.h"
 
@@ -18,7 +18,9 @@
 #include <string.h>
 
 const char *vapp_site_text(const vapp_t *a, uint32_t site) {
-  return a->kind == VSRC_REPLAY && site ? vreplay_site(a->rp, site) : NULL;
+  if (!site) return NULL;
+  if (a->kind == VSRC_REPLAY) return vreplay_site(a->rp, site);
+  return a->at ? gpb_attach_site(a->at, site) : NULL;
 }
 
 const char *vsite_short(const char *frames, char *buf, size_t n) {
