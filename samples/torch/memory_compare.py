@@ -104,11 +104,11 @@ def base(a):
 def steps(a):
     # infer: 60 shapes, then the same 60 again; only the second pass is
     # timed, as every shape's first step loads kernels (workloads.py).
-    n = {"resnet": 30, "gpt": 20, "infer": 120}
-    warm = {"infer": 60}
+    n = {"resnet": 30, "gpt": 20, "infer": 120, "ops": 20}
+    warm = {"infer": 60, "ops": 2}
     res = {}
     for w in a.workloads:
-        r = {"default": []}
+        r = {"default": [], "allocs per step": {}}
         for v in a.versus:
             r[v], r["ratio " + v], r["paired " + v] = [], [], []
         for i in range(a.runs):
@@ -117,6 +117,9 @@ def steps(a):
                 y = result(run(w, alloc, steps=n.get(w, 0)))
                 x[alloc] = y["step_ms"][warm.get(w, 0):] if y["ok"] else None
                 r[alloc].append(med(x[alloc]))
+                k = y.get("allocs", (y.get("gpubuddy") or {}).get("allocs"))
+                if y["ok"] and k:  # what a step asks of the allocator
+                    r["allocs per step"][alloc] = round(k / n.get(w, 1), 1)
             for v in a.versus:
                 if not (x["default"] and x[v]):
                     continue

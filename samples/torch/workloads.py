@@ -9,8 +9,10 @@ in a fresh process, to compare allocators side by side on one GPU.
 WORKLOAD: resnet (ResNet-50 training, batch 64, 224x224, SGD), gpt
 (GPT-2 124M training, batch 8 x 1024 tokens, AdamW), infer (GPT-2 fp16
 inference, random batch 1-16 x length 16-1024: 60 shapes, then the same
-shapes again past step 60). Models are built from
-their configurations with random weights: nothing is downloaded.
+shapes again past step 60), ops (no model: each step makes and drops
+OPS_PER_STEP tensors of 4 KiB to 16 MiB, for what one allocation and
+free cost through each allocator). Models are built from their
+configurations with random weights: nothing is downloaded.
 
 ALLOCATOR: default (PyTorch's caching allocator), expandable (the same
 with expandable_segments:True), gpubuddy (gpubuddy.torch.enable, which
@@ -23,7 +25,8 @@ The JSON: ok (ran every step), error (the first line of what stopped
 it), losses (one number per step: the training loss, or a checksum of
 the logits), step_ms (wall time per step, after a synchronize),
 peak_live (torch.cuda.max_memory_allocated, PyTorch allocators only),
-and gpubuddy's stats at the end.
+allocs (allocations made, PyTorch allocators only) and gpubuddy's stats
+at the end (its allocs among them).
 """
 import argparse
 import json
@@ -32,9 +35,19 @@ import sys
 import time
 
 INFER_SHAPES = 60
+OPS_PER_STEP = 10000
 
 
 def build(torch, name, dev):
+    if name == "ops":
+        sizes = [4 << 10, 64 << 10, 1 << 20, 16 << 20]
+
+        def step(i):
+            for j in range(OPS_PER_STEP):
+                x = torch.empty(sizes[j & 3], dtype=torch.uint8, device=dev)
+                del x
+            return 0.0
+        return step
     if name == "resnet":
         import torchvision
         m = torchvision.models.resnet50(weights=None).to(dev)
@@ -88,7 +101,7 @@ def build(torch, name, dev):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("workload", choices=["resnet", "gpt", "infer"])
+    ap.add_argument("workload", choices=["resnet", "gpt", "infer", "ops"])
     ap.add_argument("allocator", choices=["default", "expandable", "gpubuddy",
                                           "gpubuddy-null", "gpubuddy-vmm"])
     ap.add_argument("--cap", type=int, default=0, help="bytes (0: none)")
@@ -96,7 +109,7 @@ def main():
     ap.add_argument("--trace", help="gpubuddy: record the pool's trace here")
     ap.add_argument("--policy", default=None, help="gpubuddy policy")
     a = ap.parse_args()
-    steps = a.steps or {"resnet": 6, "gpt": 6, "infer": 60}[a.workload]
+    steps = a.steps or {"resnet": 6, "gpt": 6, "infer": 60, "ops": 20}[a.workload]
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if a.allocator == "expandable":
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
@@ -139,6 +152,7 @@ def main():
     else:
         out["peak_live"] = torch.cuda.max_memory_allocated(0)
         out["peak_reserved"] = torch.cuda.max_memory_reserved(0)
+        out["allocs"] = torch.cuda.memory_stats(0).get("allocation.all.allocated", 0)
     print(json.dumps(out), flush=True)
     return 0
 
