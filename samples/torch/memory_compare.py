@@ -6,7 +6,7 @@ workloads, side by side on one GPU (issue: PyTorch, first class).
     memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
     memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null,gpubuddy-vmm]
     memory_compare.py caps --out DIR --grid 32 --near COARSE/caps.json
-    memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy,gpubuddy-vmm]
+    memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy,gpubuddy:8589934592]
 
 base: each workload runs twice under PyTorch's allocator and twice under
 gpubuddy (a large pool, its trace recorded), in turn: the losses must be
@@ -114,8 +114,12 @@ def steps(a):
         for i in range(a.runs):
             x = {}
             for alloc in ["default"] + a.versus:
-                y = result(run(w, alloc, steps=n.get(w, 0)))
+                name, _, cap = alloc.partition(":")  # NAME:BYTES caps it
+                y = result(run(w, name, cap=int(cap or 0), steps=n.get(w, 0)))
                 x[alloc] = y["step_ms"][warm.get(w, 0):] if y["ok"] else None
+                if not y["ok"]:
+                    print("%s %s run %d: %s" % (w, alloc, i, y.get("error")),
+                          file=sys.stderr, flush=True)
                 r[alloc].append(med(x[alloc]))
                 k = y.get("allocs", (y.get("gpubuddy") or {}).get("allocs"))
                 if y["ok"] and k:  # what a step asks of the allocator
@@ -256,7 +260,8 @@ def main():
     ap.add_argument("--near", help="caps: a coarser run's caps.json; each "
                     "search starts from its result, one coarse step down")
     ap.add_argument("--versus", default="gpubuddy",
-                    help="steps: the allocators (A,B) timed against PyTorch's")
+                    help="steps: the allocators (A,B) timed against PyTorch's; "
+                    "NAME:BYTES runs NAME with that cap or pool size")
     a = ap.parse_args()
     a.workloads = a.workloads.split(",")
     a.allocators = a.allocators.split(",")
