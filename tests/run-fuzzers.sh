@@ -37,6 +37,7 @@ fi
 echo "building fuzz_trace in $tmp"
 "$cc" $flags $zdef -I"$top/include" -I"$top/lib" \
   "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace/read.c" "$top/lib/trace/zin.c" \
+  "$top/lib/trace/sitetab.c" \
   "$top/lib/base/error.c" $zlib -o "$tmp/fuzz_trace"
 
 # Seed corpus.
