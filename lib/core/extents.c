@@ -98,6 +98,13 @@ static void ext_put_back(gpb__exts_t *x, uint32_t id) {
   x->free_head = id;
 }
 
+/* The shortest run that bin b holds. */
+static uint64_t ext_bin_min(uint32_t b) {
+  if (b < GPB__EXT_SL) return b;
+  uint32_t fl = b / GPB__EXT_SL + GPB__EXT_SLBITS - 1;
+  return (1ull << fl) | ((uint64_t)(b % GPB__EXT_SL) << (fl - GPB__EXT_SLBITS));
+}
+
 static void ext_bin_add(gpb__exts_t *x, uint32_t id) {
   gpb__ext_t *e = ext_rec(x, id);
   uint32_t b = ext_bin(e->len);
@@ -239,6 +246,7 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
       /* Every run of a bin above `need`'s holds the request aligned;
        * the bin spans 1/16 of a power of two: the closest of a few. */
       int look = 0;
+      uint64_t least = ext_bin_min(b); /* no closer fit in this bin */
       for (uint32_t id = x->head[b]; id && look < EXT_PEEK;
            id = ext_rec(x, id)->next, look++) {
         const gpb__ext_t *e = ext_rec(x, id);
@@ -247,6 +255,7 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
           best = id;
           best_len = e->len;
           best_pos = p;
+          if (best_len == least) break;
         }
       }
       if (best) break;
@@ -305,6 +314,10 @@ int gpb__exts_check(const gpb__exts_t *x) {
     if (bit != (x->head[b] != 0))
       return gpb__fail(GPB_ECORRUPT, "free-run bin %u: map bit %d, head %u", b,
                        bit, x->head[b]);
+    uint64_t least = ext_bin_min(b);
+    if (b && (ext_bin(least) != b || ext_bin(least - 1) == b))
+      return gpb__fail(GPB_ECORRUPT, "free-run bin %u: shortest run %llu is "
+                       "not the bin's first length", b, (unsigned long long)least);
     uint32_t prev = 0;
     for (uint32_t id = x->head[b]; id; id = ext_rec(x, id)->next) {
       const gpb__ext_t *e = ext_rec(x, id);
