@@ -73,6 +73,19 @@ static void cfg_for(gpb_config_t *c, uint64_t pool, uint64_t minb,
   c->flags = GPB_CFG_NO_ENV;
 }
 
+/* A paused replay of ops[0..n) at op `at`, in a 1 MiB buddy pool of 4
+ * KiB blocks: the set-up most tests here share. */
+static void replay_at(vapp_t *a, const gpb_trace_op_t *ops, size_t n,
+                      uint64_t at) {
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, n, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  ASSERT_OK(vapp_open_replay(a, o, &cfg));
+  ASSERT_OK(vapp_seek(a, at));
+  a->paused = 1;
+}
+
 /* 1 MiB pool of 4 KiB blocks on a 512x256 map: 8 bytes per cell, so each
  * row of the map is exactly one minimum block. */
 static void test_known_layout(void) {
@@ -82,14 +95,8 @@ static void test_known_layout(void) {
       op_alloc(2, 64 * KIB, 3),  /* [320K, 384K) */
       op_free(0),                /* [0, 256K) free again (buddy is split) */
   };
-  vops_t *o;
-  ASSERT_OK(vops_open_array(ops, 4, &o));
-  gpb_config_t cfg;
-  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
   vapp_t a;
-  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
-  ASSERT_OK(vapp_seek(&a, 4));
-  a.paused = 1;
+  replay_at(&a, ops, 4, 4);
   gpbt_fb_t fb;
   ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
   vapp_update(&a, 0);
@@ -245,14 +252,8 @@ static int rgb_dist(uint32_t a, uint32_t b) {
  * blocks to 45 from it). */
 static void test_free_contrast(void) {
   gpb_trace_op_t ops[] = {op_alloc(0, 64 * KIB, 5), op_alloc(1, 4 * KIB, 9)};
-  vops_t *o;
-  ASSERT_OK(vops_open_array(ops, 2, &o));
-  gpb_config_t cfg;
-  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
   vapp_t a;
-  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
-  ASSERT_OK(vapp_seek(&a, 2));
-  a.paused = 1;
+  replay_at(&a, ops, 2, 2);
   gpbt_fb_t fb;
   ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
   for (int mode = 0; mode < VCOLOR_COUNT; mode++) {
@@ -342,14 +343,8 @@ static void test_title_tail(void) {
   ASSERT(!strcmp(vfmt_tail("abcdefgh", 100, buf, 6), "...gh"));
 
   gpb_trace_op_t ops[] = {op_alloc(0, 64 * KIB, 1)};
-  vops_t *o;
-  ASSERT_OK(vops_open_array(ops, 1, &o));
-  gpb_config_t cfg;
-  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
   vapp_t a;
-  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
-  ASSERT_OK(vapp_seek(&a, 1));
-  a.paused = 1;
+  replay_at(&a, ops, 1, 1);
   snprintf(a.title, sizeof a.title, "%s",
            "/home/someone/experiments/2024-06-01/llm-serving/run-17/"
            "traces/kv-cache/my-run-42.trace.gz");
@@ -980,14 +975,8 @@ static void test_trace_addr(void) {
   const uint64_t A = 0x7fb400000000ull, B = 0x7fb400100000ull;
   gpb_trace_op_t ops[] = {op_alloc(A, 64 * KIB, 1), op_alloc(B, 100 * KIB, 2),
                           op_alloc(7, 4 * KIB, 3)};
-  vops_t *o;
-  ASSERT_OK(vops_open_array(ops, 3, &o));
-  gpb_config_t cfg;
-  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
   vapp_t a;
-  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
-  ASSERT_OK(vapp_seek(&a, 3));
-  a.paused = 1;
+  replay_at(&a, ops, 3, 3);
   vapp_update(&a, 0);
   gpb_block_info_t b;
   /* B's 100 KiB took a 128 KiB block after A's 64 KiB one. */
@@ -1056,14 +1045,8 @@ static void test_legible(void) {
   ASSERT_EQ(vframe_auto_scale(1280, 800, 2), 2);
   ASSERT_EQ(vframe_auto_scale(2560, 1600, 2), 4);
   gpb_trace_op_t ops[] = {op_alloc(0, 256 * KIB, 1), op_alloc(1, 3000, 2)};
-  vops_t *o;
-  ASSERT_OK(vops_open_array(ops, 2, &o));
-  gpb_config_t cfg;
-  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
   vapp_t a;
-  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
-  ASSERT_OK(vapp_seek(&a, 2));
-  a.paused = 1;
+  replay_at(&a, ops, 2, 2);
   snprintf(a.title, sizeof a.title, "%s", "/runs/17/kv-Run.trace.gz");
   gpbt_fb_t fb;
   ASSERT_OK(gpbt_fb_init(&fb, 822, 280));
