@@ -266,6 +266,9 @@ def main():
     a.workloads = a.workloads.split(",")
     a.allocators = a.allocators.split(",")
     a.versus = a.versus.split(",")
+    for v in a.versus:  # NAME:BYTES must name bytes, said before any run
+        if ":" in v and not v.partition(":")[2].isdigit():
+            ap.error("--versus %s: expected NAME or NAME:BYTES (an integer)" % v)
     os.makedirs(a.out, exist_ok=True)
     if a.phase == "base":
         json.dump(base(a), sys.stdout, indent=1)
