@@ -117,7 +117,10 @@ typedef struct gpb_config {
   /* Per-thread arenas: 1 (the default) is one lock for the whole pool;
    * N up to 64 gives threads N sub-allocators, each with its own lock,
    * fed superblocks by the pool, so threads allocate in parallel; 0 is
-   * one per online CPU. Every policy; not with GPB_CFG_VMM. Costs some
+   * one per online CPU. They start the first time two threads meet on
+   * the pool's lock (GPB_CFG_ARENAS_EAGER: at once), so a program that
+   * allocates from one thread at a time keeps the one-lock pool's speed
+   * and memory. Every policy; not with GPB_CFG_VMM. Costs some
    * memory (each arena keeps up to one free superblock, and best fit's
    * runs stop at superblock edges). While a hook, publisher or trace
    * listens, calls serialize again so events keep one order.
@@ -159,6 +162,10 @@ typedef struct gpb_config {
  * once for the device (cudaDeviceSynchronize) before moving idle memory.
  * No arenas. gpb_pool_memory says what is held. See docs/DESIGN.md. */
 #define GPB_CFG_VMM 0x20u
+/* Pools with arenas: use them from the first call, not from the first
+ * time two threads meet on the pool's lock. Placement then depends on
+ * threads from the start, as a test of the arenas wants. */
+#define GPB_CFG_ARENAS_EAGER 0x40u
 /* Record where each allocation came from: its call site, the caller's
  * return addresses, innermost first, as a small id (gpb_event_t.site,
  * gpb_block_info_t.site, trace ops; gpb_pool_site reads its frames).

@@ -43,6 +43,8 @@ typedef struct round {
   int nlive;
   uint64_t req_bytes, used_units, allocs, frees, fails;
   gpb_model_t *model; /* non-NULL while the hook is on */
+  gpb_pool_t *twin;   /* lazy rounds: the same pool without arenas */
+  char *twin_base;
   int batch;
 } round_t;
 
@@ -115,8 +117,16 @@ static void step_alloc(round_t *r) {
   uint32_t k = clog2(units);
   if (align_order > k) k = align_order;
   void *p;
-  int rc = gpb_alloc_ex(r->pool, size, align, (uint32_t)rng_below(&r->rng, 4),
-                        NULL, &p);
+  uint32_t tag = (uint32_t)rng_below(&r->rng, 4);
+  int rc = gpb_alloc_ex(r->pool, size, align, tag, NULL, &p);
+  if (r->twin) { /* a lazy pool that never met two threads is a plain one */
+    void *q;
+    int trc = gpb_alloc_ex(r->twin, size, align, tag, NULL, &q);
+    if (trc != rc || (rc == 0 && (char *)q - r->twin_base !=
+                                     (char *)p - (char *)r->info.base))
+      FAILF("step %" PRIu64 ": lazy arenas placed %" PRIu64 " bytes apart "
+            "from a plain pool", r->step, size);
+  }
   if (rc == GPB_ENOMEM) {
     /* Best fit promises an aligned request only a run long enough for
      * any start: units + 2^align_order - 1. */
@@ -162,6 +172,8 @@ static void step_free(round_t *r) {
   if (l.len > 1 && rng_below(&r->rng, 16) == 0)
     ASSERT_ERR(gpb_free(r->pool, (char *)l.p + r->min_block), GPB_EINTERIOR);
   ASSERT_OK(gpb_free(r->pool, l.p));
+  if (r->twin)
+    ASSERT_OK(gpb_free(r->twin, r->twin_base + ((char *)l.p - (char *)r->info.base)));
   for (uint64_t x = l.unit; x < l.unit + l.len; x++) r->used[x] = 0;
   r->req_bytes -= l.req;
   r->used_units -= l.len;
@@ -184,7 +196,7 @@ static void *batch(void *arg) {
   return NULL;
 }
 
-static uint64_t total_fails, hooked_rounds;
+static uint64_t total_fails, hooked_rounds, lazy_rounds;
 
 static void run_round(uint64_t *rng, long steps) {
   static round_t r;
@@ -200,6 +212,12 @@ static void run_round(uint64_t *rng, long steps) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
   cfg.flags = GPB_CFG_NO_ENV | (rng_below(rng, 4) == 0 ? GPB_CFG_EAGER_MERGE : 0);
+  /* The batches' threads take turns, so a lazy pool never meets a second
+   * thread on its lock and stays one core: most rounds start the arenas
+   * at once, the others check that a lazy pool is a plain one. */
+  int eager = rng_below(rng, 4) != 0;
+  if (eager) cfg.flags |= GPB_CFG_ARENAS_EAGER;
+  lazy_rounds += (uint64_t)!eager;
   cfg.backend = rng_below(rng, 4) == 0 ? GPB_BACKEND_HOST : GPB_BACKEND_VIRTUAL;
   cfg.min_block = r.min_block;
   cfg.pool_size = r.nunits * r.min_block + rng_below(rng, r.min_block);
@@ -210,6 +228,13 @@ static void run_round(uint64_t *rng, long steps) {
   ASSERT_OK(gpb_pool_create(&cfg, &r.pool));
   ASSERT_OK(gpb_pool_info(r.pool, &r.info));
   ASSERT_EQ(r.info.num_arenas, narenas);
+  if (!eager) {
+    cfg.arenas = 1;
+    ASSERT_OK(gpb_pool_create(&cfg, &r.twin));
+    gpb_pool_info_t ti;
+    ASSERT_OK(gpb_pool_info(r.twin, &ti));
+    r.twin_base = ti.base;
+  }
   int hooked = rng_below(rng, 2) == 0;
   hooked_rounds += (uint64_t)hooked;
   for (long done = 0; done < steps;) {
@@ -256,6 +281,7 @@ static void run_round(uint64_t *rng, long steps) {
   }
   total_fails += r.fails;
   gpb_pool_destroy(r.pool);
+  gpb_pool_destroy(r.twin);
 }
 
 /* Many superblocks of one arena free as a whole only once their deferred
@@ -267,7 +293,7 @@ static void run_round(uint64_t *rng, long steps) {
 static void arena_merged_superblocks(void) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
-  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.flags = GPB_CFG_NO_ENV | GPB_CFG_ARENAS_EAGER;
   cfg.backend = GPB_BACKEND_VIRTUAL;
   cfg.pool_size = (size_t)2 << 20; /* 256 B blocks, 32 KiB superblocks */
   cfg.min_block = 256;
@@ -327,8 +353,9 @@ int main(void) {
   ASSERT_OK(gpb_pool_info(p, &info));
   ASSERT_EQ(info.num_arenas, 1);
   gpb_pool_destroy(p);
-  printf("%ld rounds of %ld steps with arenas (%" PRIu64 " with a hook), %"
-         PRIu64 " refused allocations: every placement, failure and counter "
-         "as the reference says\n", rounds, steps, hooked_rounds, total_fails);
+  printf("%ld rounds of %ld steps with arenas (%" PRIu64 " with a hook, %"
+         PRIu64 " lazy), %" PRIu64 " refused allocations: every placement, "
+         "failure and counter as the reference says\n", rounds, steps,
+         hooked_rounds, lazy_rounds, total_fails);
   return 0;
 }

@@ -40,7 +40,7 @@ static gpb_pool_t *make_pool_arenas(int device, size_t size,
                                     watch_t *w) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
-  cfg.flags = GPB_CFG_NO_ENV | make_flags;
+  cfg.flags = GPB_CFG_NO_ENV | GPB_CFG_ARENAS_EAGER | make_flags;
   cfg.backend = GPB_BACKEND_DEVICE;
   cfg.device = device;
   cfg.pool_size = size;

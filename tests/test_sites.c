@@ -255,7 +255,7 @@ static void *thr_main(void *u) {
 }
 
 static void test_threads(void) {
-  gpb_pool_t *p = make_pool(GPB_CFG_CALLSITES, 4);
+  gpb_pool_t *p = make_pool(GPB_CFG_CALLSITES | GPB_CFG_ARENAS_EAGER, 4);
   thr_t t[4];
   pthread_t th[4];
   for (int i = 0; i < 4; i++) {

@@ -56,15 +56,18 @@ static void count_hook(const gpb_event_t *ev, void *user) {
   ++*(uint64_t *)user; /* called under the pool's lock: no race */
 }
 
-/* arenas: 1 is one lock; more gives each thread an arena. With `toggle`
+/* arenas: 1 is one lock; more gives each thread an arena, at once with
+ * `flags` GPB_CFG_ARENAS_EAGER, else from the first time two workers
+ * meet on the pool's lock, mid-run. With `toggle`
  * the main thread attaches and detaches a hook, and reads stats and
  * checks the pool, while the workers run: arenas switch between counting
  * on their own and feeding the pool's ordered stream under them. A small
  * pool runs out, so superblocks move and get reclaimed between arenas. */
-static void run(uint64_t seed, size_t pool_size, uint32_t arenas, int toggle) {
+static void run(uint64_t seed, size_t pool_size, uint32_t arenas,
+                unsigned flags, int toggle) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
-  cfg.flags = GPB_CFG_NO_ENV;
+  cfg.flags = GPB_CFG_NO_ENV | flags;
   cfg.backend = GPB_BACKEND_HOST;
   cfg.pool_size = pool_size;
   cfg.arenas = arenas;
@@ -110,10 +113,12 @@ static void run(uint64_t seed, size_t pool_size, uint32_t arenas, int toggle) {
 
 int main(void) {
   uint64_t seed = test_seed();
-  run(seed, 32 << 20, 1, 0);
-  run(seed, 32 << 20, 4, 0);
-  run(seed, 32 << 20, 8, 1);
+  run(seed, 32 << 20, 1, 0, 0);
+  run(seed, 32 << 20, 4, 0, 0);
+  run(seed, 32 << 20, 8, GPB_CFG_ARENAS_EAGER, 1);
+  run(seed, 32 << 20, 8, 0, 1);
   /* Short of memory: arenas borrow, give back and reclaim under pressure. */
-  run(seed, 1 << 20, 4, 1);
+  run(seed, 1 << 20, 4, GPB_CFG_ARENAS_EAGER, 1);
+  run(seed, 1 << 20, 4, 0, 1);
   return 0;
 }

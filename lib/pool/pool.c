@@ -279,6 +279,8 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   if ((cfg.flags & GPB_CFG_SOLO_STREAM) && p->narenas == 1)
     gpb__gpu_set_solo(p->gpu);
   p->info.num_arenas = p->narenas;
+  if ((cfg.flags & GPB_CFG_ARENAS_EAGER) && p->narenas > 1)
+    atomic_store_explicit(&p->arenas_on, 1, memory_order_relaxed);
   if (cfg.flags & GPB_CFG_CALLSITES) {
     uint32_t depth = (cfg.flags >> 24) & 0xffu;
     if ((rc = gpb__sites_open(depth ? depth : 1, &p->sites))) {
@@ -375,10 +377,9 @@ static GPB__INLINE int pool_alloc(gpb_pool_t *p, size_t size, size_t align, uint
    * (a new stack is resolved under the site table's own lock). */
   uint32_t site = 0;
   if (GPB__UNLIKELY(p->sites != NULL)) site = gpb__sites_here(p->sites, ra);
-  if (p->narenas > 1) {
+  if (!gpb__pool_lock_or_arenas(p)) {
     rc = gpb__arenas_alloc(p, size, align_order, tag, site, stream, &unit);
   } else {
-    pthread_mutex_lock(&p->lock);
     gpb__pool_stamp(p);
     rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag, site,
                               stream, p->now, &unit);
@@ -460,7 +461,8 @@ static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
   uint64_t off = 0;
   int rc = pool_offset(p, ptr, &off);
   if (rc) return rc;
-  if (p->narenas > 1) {
+  if (p->narenas > 1 &&
+      atomic_load_explicit(&p->arenas_on, memory_order_relaxed)) {
     rc = gpb__arenas_free(p, off, stream, async);
   } else {
     pthread_mutex_lock(&p->lock);
