@@ -58,7 +58,8 @@ int bench_alloc_open(bench_kind_t kind, const bench_pool_opts_t *o,
     cfg.min_block = o->min_block ? o->min_block : 256;
     cfg.device = o->device;
     cfg.arenas = o->arenas ? o->arenas : 1;
-    cfg.flags = GPB_CFG_NO_ENV; /* a stray GPB_TRACE would skew timings */
+    /* NO_ENV: a stray GPB_TRACE would skew timings. */
+    cfg.flags = GPB_CFG_NO_ENV | o->flags;
     gpb_pool_t *pool;
     int rc = gpb_pool_create(&cfg, &pool);
     if (rc) {

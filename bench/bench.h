@@ -64,6 +64,7 @@ typedef struct bench_pool_opts {
   size_t min_block;
   int device;
   uint32_t arenas; /* gpb_config_t.arenas; 0 here means 1 */
+  unsigned flags;  /* GPB_CFG_* added to GPB_CFG_NO_ENV */
 } bench_pool_opts_t;
 
 /* Opens one allocator. 0, or nonzero with a message on stderr. */
@@ -133,8 +134,11 @@ typedef struct bench_lat_row {
 typedef struct bench_thr_row {
   char alloc[48];
   int threads;
-  double ops_per_s, ratio; /* ratio to this allocator's 1-thread figure */
+  double ops_per_s, ratio; /* ratio to this allocator's 1-thread figure,
+                              or with `versus`, the median ratio to that
+                              allocator in runs that alternate with it */
   uint64_t fails;
+  char versus[48];
 } bench_thr_row_t;
 
 typedef struct bench_trace_row {

@@ -309,6 +309,11 @@ int bench_run_churn(bench_ctx_t *c) {
   return err;
 }
 
+static int dbl_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 /* -------------------------------------------------------------- threads */
 
 typedef struct thr_arg {
@@ -401,6 +406,60 @@ static double thr_run(bench_alloc_t *a, int n, double secs, uint64_t seed,
   return (double)ops / ((double)(t1 - t0) / 1e9);
 }
 
+#define THR_PAIRED_ROUNDS 7
+
+/* One thread, the same policy without arenas, with arenas (they start
+ * when two threads first meet on the pool's lock, so never here) and
+ * with arenas from the first call (GPB_CFG_ARENAS_EAGER: what the arena
+ * layer itself costs). One thread's throughput moves by a third between
+ * runs on a busy host, so the three take turns, THR_PAIRED_ROUNDS
+ * rounds, and each ratio is the median of one round's ratios. */
+static int thr_paired(bench_ctx_t *c, gpb_policy_t policy) {
+  const bench_opts_t *o = c->o;
+  static const char *const how[3] = {"", "", " (at once)"};
+  bench_alloc_t a[3];
+  double ops[3][THR_PAIRED_ROUNDS], q[3][THR_PAIRED_ROUNDS];
+  int n = 0;
+  for (; n < 3; n++) {
+    bench_pool_opts_t po;
+    memset(&po, 0, sizeof po);
+    po.backend = c->backend;
+    po.policy = policy;
+    po.pool_size = (size_t)1 << 30;
+    po.min_block = 256;
+    po.device = o->device;
+    po.arenas = n ? (uint32_t)(o->max_threads < 2 ? 2 : o->max_threads) : 1;
+    po.flags = n == 2 ? GPB_CFG_ARENAS_EAGER : 0;
+    if (bench_alloc_open(BENCH_GPUBUDDY, &po, &a[n])) break;
+  }
+  int err = n < 3 ? -1 : 0;
+  for (int r = 0; !err && r < THR_PAIRED_ROUNDS; r++) {
+    bench_progress("threads: %s, one thread, paired round %d", a[1].name, r + 1);
+    for (int k = 0; k < 3; k++) {
+      int i = (k + r) % 3; /* each goes first in turn */
+      uint64_t fails;
+      thr_run(&a[i], 1, o->thr_seconds / 8, o->seed, &fails);
+      ops[i][r] = thr_run(&a[i], 1, o->thr_seconds / 2, o->seed, &fails);
+    }
+    for (int i = 1; i < 3; i++) q[i][r] = ops[i][r] / ops[0][r];
+  }
+  for (int i = 1; !err && i < 3; i++) {
+    qsort(ops[i], THR_PAIRED_ROUNDS, sizeof ops[i][0], dbl_cmp);
+    qsort(q[i], THR_PAIRED_ROUNDS, sizeof q[i][0], dbl_cmp);
+    bench_thr_row_t *row = bench_report_thr(c->rep);
+    snprintf(row->alloc, sizeof row->alloc, "%s%s", a[i].name, how[i]);
+    snprintf(row->versus, sizeof row->versus, "%s", a[0].name);
+    row->threads = 1;
+    row->ops_per_s = ops[i][THR_PAIRED_ROUNDS / 2];
+    row->ratio = q[i][THR_PAIRED_ROUNDS / 2];
+    bench_out(c, "%-34s %10.4g  %.3fx %s (ratios %.3f to %.3f)\n", row->alloc,
+              row->ops_per_s, row->ratio, a[0].name, q[i][0],
+              q[i][THR_PAIRED_ROUNDS - 1]);
+  }
+  while (n-- > 0) bench_alloc_close(&a[n]);
+  return err;
+}
+
 int bench_run_threads(bench_ctx_t *c) {
   const bench_opts_t *o = c->o;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -434,16 +493,17 @@ int bench_run_threads(bench_ctx_t *c) {
     }
     bench_alloc_close(&a);
   }
+  bench_out(c, "\nOne thread, %d rounds alternating with the same policy "
+            "without arenas: median ops/s, median ratio\n", THR_PAIRED_ROUNDS);
+  if (c->backend != GPB_BACKEND_VIRTUAL) {
+    err |= thr_paired(c, GPB_POLICY_BUDDY);
+    err |= thr_paired(c, GPB_POLICY_BESTFIT);
+  }
   bench_out(c, "\n");
   return err;
 }
 
 /* ------------------------------------------------------------- metadata */
-
-static int meta_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 int bench_run_meta(bench_ctx_t *c) {
   static const uint64_t sizes[] = {1ull << 30, 16ull << 30, 80ull << 30};
@@ -481,8 +541,8 @@ int bench_run_meta(bench_ctx_t *c) {
       ct[r] = (double)(t1 - t0) / 1e6;
       dt[r] = (double)(t3 - t2) / 1e6;
     }
-    qsort(ct, (size_t)reps, sizeof ct[0], meta_cmp);
-    qsort(dt, (size_t)reps, sizeof dt[0], meta_cmp);
+    qsort(ct, (size_t)reps, sizeof ct[0], dbl_cmp);
+    qsort(dt, (size_t)reps, sizeof dt[0], dbl_cmp);
     bench_meta_row_t *m = &c->rep->meta[c->rep->nmeta++];
     m->pool_size = sizes[si];
     m->min_block = 256;

@@ -271,7 +271,7 @@ static void targets(bench_ctx_t *c) {
     /* Threads. */
     const bench_thr_row_t *one = NULL, *top = NULL;
     for (size_t i = 0; i < r->nthr; i++) {
-      if (strcmp(r->thr[i].alloc, g)) continue;
+      if (strcmp(r->thr[i].alloc, g) || r->thr[i].versus[0]) continue;
       if (r->thr[i].threads == 1) one = &r->thr[i];
       if (!top || r->thr[i].threads > top->threads) top = &r->thr[i];
     }
@@ -396,8 +396,16 @@ static int write_summary(const bench_ctx_t *c, const char *path) {
             "allocator)\n\n| allocator | threads | ops/s | x 1 thread |\n"
             "|---|---|---|---|\n");
     for (size_t i = 0; i < r->nthr; i++)
-      fprintf(f, "| %s | %d | %.4g | %.2fx |\n", r->thr[i].alloc,
-              r->thr[i].threads, r->thr[i].ops_per_s, r->thr[i].ratio);
+      if (!r->thr[i].versus[0])
+        fprintf(f, "| %s | %d | %.4g | %.2fx |\n", r->thr[i].alloc,
+                r->thr[i].threads, r->thr[i].ops_per_s, r->thr[i].ratio);
+    fprintf(f, "\nOne thread, runs alternating with the same policy "
+            "without arenas (median of the paired ratios):\n\n"
+            "| allocator | ops/s | versus | ratio |\n|---|---|---|---|\n");
+    for (size_t i = 0; i < r->nthr; i++)
+      if (r->thr[i].versus[0])
+        fprintf(f, "| %s | %.4g | %s | %.3fx |\n", r->thr[i].alloc,
+                r->thr[i].ops_per_s, r->thr[i].versus, r->thr[i].ratio);
     fprintf(f, "\n");
   }
   if (r->ntr) {

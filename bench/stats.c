@@ -199,7 +199,12 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     gpbt_json_put_str(&o, "allocator", x->alloc);
     gpbt_json_put_int(&o, "threads", x->threads);
     gpbt_json_put_num(&o, "ops_per_s", x->ops_per_s);
-    gpbt_json_put_num(&o, "ratio_to_1", x->ratio);
+    if (x->versus[0]) {
+      gpbt_json_put_str(&o, "versus", x->versus);
+      gpbt_json_put_num(&o, "ratio_paired", x->ratio);
+    } else {
+      gpbt_json_put_num(&o, "ratio_to_1", x->ratio);
+    }
     gpbt_json_put_u64(&o, "fails", x->fails);
     fputc('}', f);
   }
