@@ -6,7 +6,7 @@ workloads, side by side on one GPU (issue: PyTorch, first class).
     memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
     memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null,gpubuddy-vmm]
     memory_compare.py caps --out DIR --grid 32 --near COARSE/caps.json
-    memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy,gpubuddy:8589934592]
+    memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy,gpubuddy:8589934592] [--fork]
 
 base: each workload runs twice under PyTorch's allocator and twice under
 gpubuddy (a large pool, its trace recorded), in turn: the losses must be
@@ -22,7 +22,9 @@ under each allocator, in turn (default, then each of --versus), with
 more steps than base (resnet 30, gpt 20, infer 120: its 60 shapes twice,
 the second pass timed). Each round gives the ratio of each allocator's
 median step to PyTorch's, and the median of the per-step ratios
-("paired": the same step, the same shapes).
+("paired": the same step, the same shapes). With --fork every run is a
+child of one process that imported torch once (workloads.py
+--alternate): runs take seconds, and differ less by the process.
 Writes DIR/base.json, DIR/caps.json, DIR/steps.json and DIR/memory.md.
 """
 import argparse
@@ -101,6 +103,44 @@ def base(a):
     return res
 
 
+def rounds(a, w, n):
+    """Each round's results, {allocator: result}, in turn."""
+    allocs = ["default"] + a.versus
+    if not a.fork:
+        for i in range(a.runs):
+            ys = {}
+            for alloc in allocs:
+                name, _, cap = alloc.partition(":")  # NAME:BYTES caps it
+                ys[alloc] = result(run(w, name, cap=int(cap or 0), steps=n))
+            yield ys
+        return
+    cmd = [sys.executable, os.path.join(HERE, "workloads.py"), w, "--alternate",
+           ",".join(allocs), "--rounds", str(a.runs)]
+    if n:
+        cmd += ["--steps", str(n)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         universal_newlines=True)
+    ys = {}
+    # Each run's line is kept as it comes: a search stopped midway keeps
+    # the rounds it finished.
+    log = open(os.path.join(a.out, "steps-%s.jsonl" % w), "a")
+    for line in p.stdout:
+        if not line.startswith("{"):
+            continue
+        log.write(line)
+        log.flush()
+        y = json.loads(line)
+        ys[y["allocator"]] = y
+        if len(ys) == len(allocs):
+            yield ys
+            ys = {}
+    p.wait()
+    log.close()
+    if ys or p.returncode:
+        print("%s: workloads.py --alternate stopped (exit %s)" % (w, p.returncode),
+              file=sys.stderr, flush=True)
+
+
 def steps(a):
     # infer: 60 shapes, then the same 60 again; only the second pass is
     # timed, as every shape's first step loads kernels (workloads.py).
@@ -111,11 +151,10 @@ def steps(a):
         r = {"default": [], "allocs per step": {}}
         for v in a.versus:
             r[v], r["ratio " + v], r["paired " + v] = [], [], []
-        for i in range(a.runs):
+        for i, ys in enumerate(rounds(a, w, n.get(w, 0))):
             x = {}
             for alloc in ["default"] + a.versus:
-                name, _, cap = alloc.partition(":")  # NAME:BYTES caps it
-                y = result(run(w, name, cap=int(cap or 0), steps=n.get(w, 0)))
+                y = ys[alloc]
                 x[alloc] = y["step_ms"][warm.get(w, 0):] if y["ok"] else None
                 if not y["ok"]:
                     print("%s %s run %d: %s" % (w, alloc, i, y.get("error")),
@@ -131,9 +170,12 @@ def steps(a):
                 # The same shapes at the same step: each step's own ratio.
                 r["paired " + v].append(round(statistics.median(
                     p / q for p, q in zip(x[v], x["default"])), 4))
-            print("%s run %d: %s" % (w, i, ", ".join(
+            print("%s run %d: %s; paired %s" % (w, i, ", ".join(
                 "%s %s ms" % (k, med(x[k]) if x[k] else None)
-                for k in ["default"] + a.versus)), file=sys.stderr, flush=True)
+                for k in ["default"] + a.versus), ", ".join(
+                "%s %s" % (v, r["paired " + v][-1] if x[v] and x["default"]
+                           else None) for v in a.versus)),
+                file=sys.stderr, flush=True)
         res[w] = r
     with open(os.path.join(a.out, "steps.json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -262,6 +304,9 @@ def main():
     ap.add_argument("--versus", default="gpubuddy",
                     help="steps: the allocators (A,B) timed against PyTorch's; "
                     "NAME:BYTES runs NAME with that cap or pool size")
+    ap.add_argument("--fork", action="store_true",
+                    help="steps: run each try as a child of one process "
+                    "(workloads.py --alternate); no NAME:BYTES")
     a = ap.parse_args()
     a.workloads = a.workloads.split(",")
     a.allocators = a.allocators.split(",")
@@ -269,6 +314,8 @@ def main():
     for v in a.versus:  # NAME:BYTES must name bytes, said before any run
         if ":" in v and not v.partition(":")[2].isdigit():
             ap.error("--versus %s: expected NAME or NAME:BYTES (an integer)" % v)
+        if ":" in v and a.fork:
+            ap.error("--versus %s: --fork runs take no pool size" % v)
     os.makedirs(a.out, exist_ok=True)
     if a.phase == "base":
         json.dump(base(a), sys.stdout, indent=1)

@@ -5,6 +5,7 @@ one JSON line on stdout. scripts/torch-memory.sh runs it many times, each
 in a fresh process, to compare allocators side by side on one GPU.
 
     workloads.py WORKLOAD ALLOCATOR [--cap BYTES] [--steps N] [--trace PATH]
+    workloads.py WORKLOAD --alternate A,B,... --rounds N [--steps N]
 
 WORKLOAD: resnet (ResNet-50 training, batch 64, 224x224, SGD), gpt
 (GPT-2 124M training, batch 8 x 1024 tokens, AdamW), infer (GPT-2 fp16
@@ -20,6 +21,14 @@ raises OutOfMemoryError), gpubuddy-vmm (the same with vmm=True: memory
 mapped only under live blocks), gpubuddy-null (the plain C entry points, which
 return NULL on exhaustion). --cap is PyTorch's per-process cap
 (set_per_process_memory_fraction) or gpubuddy's pool size.
+
+--alternate runs the workload under each allocator in turn, --rounds
+times, each run in a child forked from one process that has imported
+torch (and transformers) but not touched CUDA: one JSON line per run,
+with its round. Children of one parent share its Python heap and
+imports, so runs differ by the allocator and less by the process; and a
+run takes seconds, not the tens a fresh interpreter needs, so many
+rounds fit.
 
 The JSON: ok (ran every step), error (the first line of what stopped
 it), losses (one number per step: the training loss, or a checksum of
@@ -98,19 +107,11 @@ def build(torch, name, dev):
     return step
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("workload", choices=["resnet", "gpt", "infer", "ops"])
-    ap.add_argument("allocator", choices=["default", "expandable", "gpubuddy",
-                                          "gpubuddy-null", "gpubuddy-vmm"])
-    ap.add_argument("--cap", type=int, default=0, help="bytes (0: none)")
-    ap.add_argument("--steps", type=int, default=0)
-    ap.add_argument("--trace", help="gpubuddy: record the pool's trace here")
-    ap.add_argument("--policy", default=None, help="gpubuddy policy")
-    a = ap.parse_args()
-    steps = a.steps or {"resnet": 6, "gpt": 6, "infer": 60, "ops": 20}[a.workload]
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+ALLOCATORS = ["default", "expandable", "gpubuddy", "gpubuddy-null", "gpubuddy-vmm"]
+
+
+def one(a, steps):
+    """One run under a.allocator, before which nothing touched CUDA."""
     if a.allocator == "expandable":
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     import torch
@@ -153,7 +154,70 @@ def main():
         out["peak_live"] = torch.cuda.max_memory_allocated(0)
         out["peak_reserved"] = torch.cuda.max_memory_reserved(0)
         out["allocs"] = torch.cuda.memory_stats(0).get("allocation.all.allocated", 0)
-    print(json.dumps(out), flush=True)
+    return out
+
+
+def alternate(a, steps):
+    import torch  # noqa: F401  imported once, here, for every child
+    if a.workload in ("gpt", "infer"):
+        import transformers  # noqa: F401
+    if any(x.startswith("gpubuddy") for x in a.alternate):
+        import gpubuddy.torch  # noqa: F401
+    n = len(a.alternate)
+    for r in range(a.rounds):
+        for k in range(n):
+            a.allocator = a.alternate[(k + r) % n]  # each goes first in turn
+            rd, wr = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(rd)
+                try:
+                    out = one(a, steps)
+                except BaseException as e:  # said in the line, never lost
+                    out = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+                out["round"] = r
+                os.write(wr, (json.dumps(out) + "\n").encode())
+                os._exit(0)
+            os.close(wr)
+            with os.fdopen(rd) as f:
+                line = f.read().strip()
+            _, status = os.waitpid(pid, 0)
+            if not line:
+                line = json.dumps({"workload": a.workload, "allocator": a.allocator,
+                                   "round": r, "ok": False, "error":
+                                   "child exited with status %d" % status})
+            print(line, flush=True)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workload", choices=["resnet", "gpt", "infer", "ops"])
+    ap.add_argument("allocator", nargs="?", choices=ALLOCATORS)
+    ap.add_argument("--cap", type=int, default=0, help="bytes (0: none)")
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--trace", help="gpubuddy: record the pool's trace here")
+    ap.add_argument("--policy", default=None, help="gpubuddy policy")
+    ap.add_argument("--alternate", help="A,B,...: these allocators in turn, "
+                    "each run a child of this process")
+    ap.add_argument("--rounds", type=int, default=1)
+    a = ap.parse_args()
+    if bool(a.allocator) == bool(a.alternate):
+        ap.error("give one ALLOCATOR, or --alternate A,B,...")
+    if a.alternate:
+        a.alternate = a.alternate.split(",")
+        bad = [x for x in a.alternate if x not in ALLOCATORS]
+        if bad:
+            ap.error("--alternate: unknown allocator %s (one of %s)"
+                     % (bad[0], ", ".join(ALLOCATORS)))
+        if a.trace:
+            ap.error("--trace names one run's file: not with --alternate")
+    steps = a.steps or {"resnet": 6, "gpt": 6, "infer": 60, "ops": 20}[a.workload]
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    if a.alternate:
+        return alternate(a, steps)
+    print(json.dumps(one(a, steps)), flush=True)
     return 0
 
 
