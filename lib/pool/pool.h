@@ -115,8 +115,8 @@ static inline void gpb__pool_stamp(gpb_pool_t *p) {
 
 /* A pool with arenas runs as one lock until two threads first meet on
  * that lock: a program that allocates from one thread at a time then
- * pays nothing for them (the arena layer costs about 100 instructions a
- * call), and memory stays in one core. Returns 1 with the pool's lock
+ * pays a trylock for the lock, not the arena layer's 100 or so
+ * instructions a call, and its memory stays in one core. Returns 1 with the pool's lock
  * held, 0 when the call goes to the arenas. Once on, arenas stay on. A
  * block allocated in an arena was allocated after the flag was set, so
  * whoever frees it, having been handed the pointer, sees the flag set. */
