@@ -24,7 +24,7 @@ the second pass timed). Each round gives the ratio of each allocator's
 median step to PyTorch's, and the median of the per-step ratios
 ("paired": the same step, the same shapes). With --fork every run is a
 child of one process that imported torch once (workloads.py
---alternate): runs take seconds, and differ less by the process.
+--alternate), so that runs differ less by the process.
 Writes DIR/base.json, DIR/caps.json, DIR/steps.json and DIR/memory.md.
 """
 import argparse

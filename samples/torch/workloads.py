@@ -26,9 +26,9 @@ return NULL on exhaustion). --cap is PyTorch's per-process cap
 times, each run in a child forked from one process that has imported
 torch (and transformers) but not touched CUDA: one JSON line per run,
 with its round. Children of one parent share its Python heap and
-imports, so runs differ by the allocator and less by the process; and a
-run takes seconds, not the tens a fresh interpreter needs, so many
-rounds fit.
+imports, so that runs differ by the allocator more than by the process
+(fresh processes of the inference workload ran fast or slow as a
+whole; docs/GPU.md).
 
 The JSON: ok (ran every step), error (the first line of what stopped
 it), losses (one number per step: the training loss, or a checksum of
