@@ -120,7 +120,7 @@ def rounds(a, w, n):
         cmd += ["--steps", str(n)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          universal_newlines=True)
-    ys = {}
+    ys, cur = {}, 0
     # Each run's line is kept as it comes: a search stopped midway keeps
     # the rounds it finished.
     log = open(os.path.join(a.out, "steps-%s.jsonl" % w), "a")
@@ -130,7 +130,12 @@ def rounds(a, w, n):
         log.write(line)
         log.flush()
         y = json.loads(line)
-        ys[y["allocator"]] = y
+        if y.get("round", cur) != cur:  # a round left short is dropped, said
+            if ys:
+                print("%s round %d: %d of %d runs, dropped" % (
+                    w, cur, len(ys), len(allocs)), file=sys.stderr, flush=True)
+            ys, cur = {}, y["round"]
+        ys[y.get("allocator", "?")] = y
         if len(ys) == len(allocs):
             yield ys
             ys = {}

@@ -174,7 +174,8 @@ def alternate(a, steps):
                 try:
                     out = one(a, steps)
                 except BaseException as e:  # said in the line, never lost
-                    out = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+                    out = {"workload": a.workload, "allocator": a.allocator,
+                           "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
                 out["round"] = r
                 os.write(wr, (json.dumps(out) + "\n").encode())
                 os._exit(0)
