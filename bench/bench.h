@@ -212,6 +212,7 @@ typedef struct bench_opts {
   int max_threads;
   size_t trace_min_block;
   int meta_reps;
+  int trace_rounds; /* timed passes per trace and contender, in turns */
   int skip_fixed, skip_churn, skip_threads, skip_traces, skip_meta;
 } bench_opts_t;
 

@@ -105,6 +105,8 @@ static void usage(FILE *f) {
 "  --thread-seconds S  seconds per thread-count run (default 0.5)\n"
 "  --min-block SIZE    min block for trace replays (default 512)\n"
 "  --meta-reps N       creates per pool size (default 7)\n"
+"  --trace-rounds N    timed passes over each trace per allocator, taken in\n"
+"                      turns (default 20, quick 2)\n"
 "  --seed N            seed of the churn mix (default 42)\n"
 "  --device N          CUDA device (default 0)\n"
 "  -h, --help          this text\n"
@@ -533,7 +535,8 @@ int main(int argc, char **argv) {
   o.seed = 42;
   o.trace_min_block = 512;
   o.max_threads = 16;
-  size_t pairs = 0, churn_ops = 0, churn_live = 0, meta_reps = 0;
+  size_t pairs = 0, churn_ops = 0, churn_live = 0, meta_reps = 0,
+         trace_rounds = 0;
   double thr_secs = 0;
   const char *save_path = NULL;
   const char **traces = calloc((size_t)argc + 1, sizeof *traces);
@@ -543,7 +546,7 @@ int main(int argc, char **argv) {
 
   enum { O_HOST = 256, O_GPU, O_QUICK, O_OUT, O_JSON, O_TRACE, O_SYNTH,
          O_ONLY, O_SKIP, O_PAIRS, O_CHOPS, O_CHLIVE, O_THREADS, O_TSECS,
-         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS };
+         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS, O_TROUNDS };
   static const struct option lo[] = {
       {"host", no_argument, 0, O_HOST},
       {"gpu", no_argument, 0, O_GPU},
@@ -563,6 +566,7 @@ int main(int argc, char **argv) {
       {"thread-seconds", required_argument, 0, O_TSECS},
       {"min-block", required_argument, 0, O_MINB},
       {"meta-reps", required_argument, 0, O_MREPS},
+      {"trace-rounds", required_argument, 0, O_TROUNDS},
       {"seed", required_argument, 0, O_SEED},
       {"device", required_argument, 0, O_DEV},
       {"help", no_argument, 0, 'h'},
@@ -622,6 +626,10 @@ int main(int argc, char **argv) {
       o.trace_min_block = mb;
       break;
     }
+    case O_TROUNDS:
+      if (parse_u64("--trace-rounds", optarg, 1, 1000, &v)) return 2;
+      trace_rounds = (size_t)v;
+      break;
     case O_MREPS:
       if (parse_u64("--meta-reps", optarg, 1, 64, &v)) return 2;
       meta_reps = (size_t)v;
@@ -674,6 +682,7 @@ int main(int argc, char **argv) {
   o.churn_live = churn_live ? churn_live : o.quick ? 128 : 1024;
   o.thr_seconds = thr_secs > 0 ? thr_secs : o.quick ? 0.04 : 0.5;
   o.meta_reps = meta_reps ? (int)meta_reps : o.quick ? 1 : 7;
+  o.trace_rounds = trace_rounds ? (int)trace_rounds : o.quick ? 2 : 20;
 
   /* Default traces: every .gz in samples/traces; none means a synthetic one. */
   if (o.ntraces == 0 && !o.skip_traces) {

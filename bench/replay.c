@@ -11,8 +11,8 @@
  *   2. fragmentation over time at one pool size that every policy fits:
  *      requested bytes live, bytes in blocks, and the footprint (the end
  *      of the highest live block), after every op;
- *   3. per-op latency of every contender on the same ops, after an
- *      untimed pass.
+ *   3. per-op latency of every contender on the same ops: an untimed
+ *      pass, then --trace-rounds timed passes, the contenders in turns.
  *
  * Traces are loaded by tools/common/opseq.c, the loader gpubuddy-replay
  * uses, so both count the same ops.
@@ -417,31 +417,42 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     free(path);
   }
 
-  /* 3. Per-op latency of every contender on the same ops. */
+  /* 3. Per-op latency of every contender on the same ops: all open at
+   * once, one untimed pass each, then timed passes taken in turns, so
+   * that a slow spell of the host falls on every contender alike. */
   char group[128];
   snprintf(group, sizeof group, "trace:%s", t->name);
   bench_samples_t al[8], fr[8];
+  bench_alloc_t a[8];
+  int open[8] = {0}, rounds = o->trace_rounds > 0 ? o->trace_rounds : 1;
   for (int i = 0; i < c->ncont; i++) {
-    if (bench_samples_init(&al[i], q->n) || bench_samples_init(&fr[i], q->n)) {
+    if (bench_samples_init(&al[i], q->n * (size_t)rounds) ||
+        bench_samples_init(&fr[i], q->n * (size_t)rounds)) {
       free(ptrs);
       return -1;
     }
-    bench_progress("trace %s: latency, %s", t->name, c->cont[i].name);
     size_t pool = replay_round(q->peak_live * 2, mb);
     for (int p = 0; p < npol; p++)
       if (pols[p] == c->cont[i].policy && minp[p] + minp[p] / 4 > pool)
         pool = replay_round(minp[p] + minp[p] / 4, mb);
 #ifdef GPB_HAVE_CUDA
-    if (c->backend == GPB_BACKEND_DEVICE) {
-      size_t fm = bench_cuda_free_mem(o->device) / 10 * 8;
+    if (c->backend == GPB_BACKEND_DEVICE) { /* a share of what is free */
+      size_t fm = bench_cuda_free_mem(o->device) / 10 * 8 / (size_t)c->ncont;
       if (fm && pool > fm) pool = replay_round(fm - mb, mb);
     }
 #endif
-    bench_alloc_t a;
-    if (bench_open_contender(c, i, pool, mb, &a)) continue;
-    bench_seq_run(&a, q, ptrs, NULL, NULL);
-    bench_seq_run(&a, q, ptrs, &al[i], &fr[i]);
-    bench_alloc_close(&a);
+    if (bench_open_contender(c, i, pool, mb, &a[i])) continue;
+    open[i] = 1;
+    bench_seq_run(&a[i], q, ptrs, NULL, NULL);
+  }
+  for (int r = 0; r < rounds; r++) {
+    bench_progress("trace %s: latency, round %d of %d", t->name, r + 1, rounds);
+    for (int i = 0; i < c->ncont; i++)
+      if (open[i]) bench_seq_run(&a[i], q, ptrs, &al[i], &fr[i]);
+  }
+  for (int i = 0; i < c->ncont; i++) {
+    if (!open[i]) continue;
+    bench_alloc_close(&a[i]);
     bench_lat_row_t *r = bench_report_lat(c->rep);
     snprintf(r->group, sizeof r->group, "%s", group);
     snprintf(r->label, sizeof r->label, "replay");
@@ -455,8 +466,9 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     snprintf(r->op, sizeof r->op, "free");
     r->s = bench_summarize(&fr[i]);
   }
-  bench_out(c, "per-op latency (one untimed pass first; gpubuddy pools at "
-            "2 x peak live or 1.25 x the smallest pool, whichever is larger):\n");
+  bench_out(c, "per-op latency (one untimed pass, then %d timed passes per "
+            "allocator in turns; gpubuddy pools at 2 x peak live or 1.25 x "
+            "the smallest pool, whichever is larger):\n", rounds);
   bench_print_lat_group(c, group);
   path = bench_out_path(c, NULL);
   if (path) {

@@ -87,25 +87,29 @@ static void atab_migrate(gpb__atab_t *t, int n) {
   }
 }
 
+int gpb__atab_grow(gpb__atab_t *t) {
+  if (t->old) {
+    /* Rare: growth outran migration. Finish it now (bounded by the old
+     * table, which is half the current one). */
+    atab_migrate(t, (int)(t->old_cap - t->old_pos));
+  }
+  gpb__arec_t *n = calloc(t->cap * 2, sizeof *n);
+  if (!n) return GPB_EHOSTMEM;
+  t->old = t->cur;
+  t->old_cap = t->cap;
+  t->old_pos = 0;
+  t->old_live = t->used;
+  t->cur = n;
+  t->cap *= 2;
+  t->used = 0;
+  return 0;
+}
+
 int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
   gpb_assert(gpb__atab_find(t, unit) == NULL); /* one record per unit */
   atab_migrate(t, ATAB_MOVE_PER_CALL);
-  if (2 * (t->used + t->old_live + 1) > t->cap) {
-    if (t->old) {
-      /* Rare: growth outran migration. Finish it now (bounded by the old
-       * table, which is half the current one). */
-      atab_migrate(t, (int)(t->old_cap - t->old_pos));
-    }
-    gpb__arec_t *n = calloc(t->cap * 2, sizeof *n);
-    if (!n) return GPB_EHOSTMEM;
-    t->old = t->cur;
-    t->old_cap = t->cap;
-    t->old_pos = 0;
-    t->old_live = t->used;
-    t->cur = n;
-    t->cap *= 2;
-    t->used = 0;
-  }
+  int rc = gpb__atab_room(t);
+  if (rc) return rc;
   gpb__arec_t r = *rec;
   r.key = unit + 1;
   atab_put(t, &r);

@@ -299,7 +299,7 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
   }
   if (policy == GPB_POLICY_BESTFIT) {
     b->exts = calloc(1, sizeof *b->exts);
-    if (!b->exts || gpb__exts_init(b->exts)) {
+    if (!b->exts || gpb__exts_init(b->exts, 1)) {
       free(b->exts);
       b->exts = NULL;
       gpb__buddy_fini(b);
@@ -318,9 +318,13 @@ int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
   int rc = gpb__buddy_init(b, nunits, min_shift, policy);
   if (rc) return rc;
   if (b->exts) { /* best fit: no run until a superblock is adopted */
-    gpb__exts_clear(b->exts);
     b->cap = cap < b->norders ? cap : b->norders - 1;
     b->bounded = 1;
+    gpb__exts_fini(b->exts); /* again, with a tail slot per superblock */
+    if (gpb__exts_init(b->exts, ((nunits - 1) >> b->cap) + 1)) {
+      gpb__buddy_fini(b);
+      return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
+    }
     return 0;
   }
   /* Drop the roots init set: an arena owns only what it is lent. */
@@ -335,13 +339,11 @@ int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
   return 0;
 }
 
-void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
-  if (b->exts) {
-    gpb__fit_adopt(b, i << k);
-    return;
-  }
+int gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
+  if (b->exts) return gpb__fit_adopt(b, i << k);
   gpb_assert(node_valid(b, k, i) && !gpb__bits_test(&b->freeb[k], i));
   set_free(b, k, i);
+  return 0;
 }
 
 void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i) {
@@ -479,7 +481,7 @@ int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
   if (j == b->norders) return GPB_ENOMEM;
   uint64_t i = gpb__bits_first(&b->freeb[j]);
   uint64_t u0 = i << j;
-  gpb__arec_t rec = {0, 1ull << k, 0, 0, GPB__TAG_LENT, 0};
+  gpb__arec_t rec = {.units = 1ull << k, .tag = GPB__TAG_LENT};
   if (gpb__atab_insert(&b->atab, u0, &rec))
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
   buddy_split_left(b, j, i, k);
@@ -537,7 +539,8 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
 
   /* Record first: it is the only step that can fail, and nothing has
    * changed yet. */
-  gpb__arec_t rec = {0, n, requested, time_ns, tag, site};
+  gpb__arec_t rec = {.units = n, .requested = requested, .time_ns = time_ns,
+                     .tag = (uint16_t)tag, .site = (uint16_t)site};
   if (gpb__atab_insert(&b->atab, u0, &rec)) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
@@ -805,8 +808,7 @@ void gpb__buddy_nfree(const gpb__buddy_t *b, uint64_t out[GPB_MAX_ORDERS]) {
 }
 
 int gpb__buddy_sb_free(const gpb__buddy_t *b, uint64_t sb) {
-  if (b->exts)
-    return gpb__exts_at(b->exts, sb << b->cap, (sb + 1) << b->cap) != NULL;
+  if (b->exts) return gpb__fit_sb_free(b, sb);
   return gpb__bits_test(&b->freeb[b->cap], sb);
 }
 
@@ -939,7 +941,8 @@ int gpb__buddy_apply(gpb__buddy_t *b, const gpb_event_t *ev) {
     if ((ev->size & mask) || ev->requested > ev->size || ev->tag >= GPB_MAX_TAGS)
       return BADEV("alloc at offset %llu has a bad size, request or tag",
                    (unsigned long long)ev->offset);
-    gpb__arec_t rec = {0, 0, ev->requested, ev->time_ns, ev->tag, ev->site};
+    gpb__arec_t rec = {.requested = ev->requested, .time_ns = ev->time_ns,
+                       .tag = (uint16_t)ev->tag, .site = ev->site};
     return gpb__buddy_take(b, u, ev->size >> b->min_shift, &rec);
   }
   case GPB_EV_FREE: {

@@ -78,9 +78,11 @@ typedef struct gpb__arec {
   uint64_t units;
   uint64_t requested;
   uint64_t time_ns;
-  uint32_t tag;
-  uint32_t site; /* call site, 0 unknown (fills what was padding: the
-                    record stays 40 bytes) */
+  uint16_t tag;  /* < GPB_MAX_TAGS, or GPB__TAG_LENT */
+  uint16_t site; /* call site (<= GPB_MAX_SITES), 0 unknown */
+  uint32_t run;  /* best fit: the free run ending where this allocation
+                    starts, if it still does (fit.c); the record stays
+                    40 bytes */
 } gpb__arec_t;
 
 /* Open addressing with linear probing. Growth never rehashes at once: a
@@ -103,6 +105,12 @@ GPB__HIDDEN int gpb__atab_init(gpb__atab_t *t, uint64_t cap);
 GPB__HIDDEN void gpb__atab_fini(gpb__atab_t *t);
 GPB__HIDDEN void gpb__atab_clear(gpb__atab_t *t);
 GPB__HIDDEN gpb__arec_t *gpb__atab_find(const gpb__atab_t *t, uint64_t unit);
+GPB__HIDDEN int gpb__atab_grow(gpb__atab_t *t);
+/* Makes room for one more record: after 0, the next insert cannot fail.
+ * GPB_EHOSTMEM when the table cannot grow. */
+static inline int gpb__atab_room(gpb__atab_t *t) {
+  return 2 * (t->used + t->old_live + 1) > t->cap ? gpb__atab_grow(t) : 0;
+}
 /* Inserts a copy of *rec (rec->key is set from unit). GPB_EHOSTMEM when the
  * table cannot grow. */
 GPB__HIDDEN int gpb__atab_insert(gpb__atab_t *t, uint64_t unit,
@@ -119,49 +127,61 @@ GPB__HIDDEN size_t gpb__atab_bytes(const gpb__atab_t *t);
 #define GPB__EXT_SLBITS 4
 #define GPB__EXT_SL (1u << GPB__EXT_SLBITS)
 #define GPB__EXT_BINS ((64u - GPB__EXT_SLBITS + 1) * GPB__EXT_SL)
+#define GPB__EXT_CHUNK 4096u
 
 typedef struct gpb__ext {
-  uint64_t start, len; /* units */
+  uint64_t start, len; /* units; len 0: the record holds no run */
   uint32_t prev, next; /* bin list, or free list (next) */
   uint32_t bin;
 } gpb__ext_t;
 
-/* Maximal free runs, binned by length (extents.c). */
+/* Maximal free runs, binned by length (extents.c). A run is named by a
+ * record id that stays the same while the run grows, shrinks or moves;
+ * who keeps which id where is the caller's (fit.c). */
 typedef struct gpb__exts {
   gpb__ext_t **chunks;
   uint32_t nchunks, made, free_head;
   uint64_t count;
-  gpb__atab_t by_end; /* run end unit -> record id (in .units) */
+  uint32_t *tails; /* ntails slots the caller keeps ids in, zeroed */
+  uint64_t ntails;
   uint32_t head[GPB__EXT_BINS];
   uint64_t binmap[(GPB__EXT_BINS + 63) / 64];
 } gpb__exts_t;
 
-GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x);
+/* The run named `id` if it ends exactly at `end`, else NULL: an id kept
+ * for "the run ending here" may be stale, and this is its check. */
+static inline const gpb__ext_t *gpb__exts_ending(const gpb__exts_t *x,
+                                                 uint32_t id, uint64_t end) {
+  if (!id || id > x->made) return NULL;
+  const gpb__ext_t *e = &x->chunks[id / GPB__EXT_CHUNK][id % GPB__EXT_CHUNK];
+  return e->len && e->start + e->len == end ? e : NULL;
+}
+
+GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x, uint64_t ntails);
 GPB__HIDDEN void gpb__exts_fini(gpb__exts_t *x);
 GPB__HIDDEN void gpb__exts_clear(gpb__exts_t *x);
-/* Returns [start, start+len) to the free runs, merging with the run that
- * ends at start (when `left`) and with the one that starts at start+len:
- * right_end is that run's end, or 0 when that unit is not free or must
- * not merge. [*rs, *re) is the run it is now part of. GPB_EHOSTMEM
- * (nothing changed) when the table cannot grow. */
+/* Returns [start, start+len) to the free runs, merging with run l (0:
+ * none), which ends at start, and run r (0: none), which starts at
+ * start+len. [*rs, *re) is the run it is now part of, *id its name: r's
+ * when r is given, so that only a run whose end moved needs its id
+ * stored anew. GPB_EHOSTMEM (nothing changed) when no record can be
+ * made. */
 GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len,
-                              int left, uint64_t right_end, uint64_t *rs,
-                              uint64_t *re);
-/* Drops the run [start, end) whole. GPB_ENOTFOUND when it is not one. */
-GPB__HIDDEN int gpb__exts_remove(gpb__exts_t *x, uint64_t start, uint64_t end);
+                              uint32_t l, uint32_t r, uint64_t *rs,
+                              uint64_t *re, uint32_t *id);
+/* Drops run `id` whole. */
+GPB__HIDDEN void gpb__exts_drop(gpb__exts_t *x, uint32_t id);
 /* Takes n units aligned to 2^align_order from a well-fitting run: *out is
- * the first, [*rs, *re) the run they came from. GPB_ENOMEM when no run
- * fits, GPB_EHOSTMEM when the table cannot grow; either way nothing
- * changed. */
+ * the first, [*rs, *re) the run they came from, *before the run that now
+ * ends at *out (0: none). A run that still ends at *re keeps its id.
+ * GPB_ENOMEM when no run fits, GPB_EHOSTMEM when no record can be made;
+ * either way nothing changed. */
 GPB__HIDDEN int gpb__exts_take(gpb__exts_t *x, uint64_t n,
                                uint32_t align_order, uint64_t *out,
-                               uint64_t *rs, uint64_t *re);
-/* The run recorded as exactly [start, end), or NULL. */
-GPB__HIDDEN const gpb__ext_t *gpb__exts_at(const gpb__exts_t *x,
-                                           uint64_t start, uint64_t end);
+                               uint64_t *rs, uint64_t *re, uint32_t *before);
 GPB__HIDDEN size_t gpb__exts_bytes(const gpb__exts_t *x);
 GPB__HIDDEN uint64_t gpb__exts_count(const gpb__exts_t *x);
-/* Bins, links and keys agree with the count: 0 or GPB_ECORRUPT. */
+/* Bins and links agree with the count: 0 or GPB_ECORRUPT. */
 GPB__HIDDEN int gpb__exts_check(const gpb__exts_t *x);
 
 /* The core's one event sink. The core knows nothing of who listens:
@@ -294,8 +314,10 @@ GPB__HIDDEN int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit);
 /* Takes back the superblock lent at `unit` (whole and free in the arena):
  * no FREE event, then MERGEs with its free buddies. */
 GPB__HIDDEN int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t unit);
-/* An arena's core gains or loses the free block (k, i), silently. */
-GPB__HIDDEN void gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i);
+/* An arena's core gains or loses the free block (k, i), silently. Adopt
+ * fails (GPB_EHOSTMEM, nothing changed) only for a best-fit core that
+ * cannot make the run's record. */
+GPB__HIDDEN int gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i);
 GPB__HIDDEN void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i);
 /* Checks every invariant; 0 or GPB_ECORRUPT with a detail. An arena's
  * core is checked over the superblocks it holds: nsb of them, the order-
@@ -377,6 +399,8 @@ static inline void gpb__fill_free(const gpb__buddy_t *b, gpb_block_info_t *bi,
 
 /* A best-fit core (b->exts set: fit.c) keeps no per-order bitsets; buddy.c
  * hands these its calls. Contracts as for the gpb__buddy_* they serve. */
+/* Makes the whole core one free run (its record is the one made first,
+ * which gpb__exts_init makes room for). */
 GPB__HIDDEN void gpb__fit_roots(gpb__buddy_t *b);
 GPB__HIDDEN int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units,
                                uint64_t requested, uint32_t align_order,
@@ -403,7 +427,9 @@ GPB__HIDDEN size_t gpb__fit_merged(const gpb__buddy_t *b, const uint64_t *xs,
 GPB__HIDDEN int gpb__fit_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit);
 GPB__HIDDEN int gpb__fit_unlend(gpb__buddy_t *b, uint64_t u,
                                 const gpb__arec_t *rec);
-GPB__HIDDEN void gpb__fit_adopt(gpb__buddy_t *b, uint64_t u);
+/* Superblock sb is one whole free run of this (bounded) core. */
+GPB__HIDDEN int gpb__fit_sb_free(const gpb__buddy_t *b, uint64_t sb);
+GPB__HIDDEN int gpb__fit_adopt(gpb__buddy_t *b, uint64_t u);
 GPB__HIDDEN void gpb__fit_disown(gpb__buddy_t *b, uint64_t u);
 
 /* The same decomposition as two masks, with no loop-carried chain: the

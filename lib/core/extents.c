@@ -13,24 +13,24 @@
  * or closer fit. Records live in fixed-size chunks (stable ids for the bin
  * lists, no copying on growth).
  *
- * One table maps a run's end unit to its record. Keyed by the end, a run
- * that an allocation takes from its front, the usual case, keeps its key,
- * and so does a run that a free extends to the left; only a free that
- * extends a run to the right moves a key. The run that starts at a unit
- * is found through its end: the caller knows it as the next allocation's
- * start (fit.c's start bits), so a second table keyed by start is not
- * needed.
+ * Runs are named by record id, and the id is all the caller keeps: fit.c
+ * stores the id of the run ending at a unit in the record of the
+ * allocation that starts there (or in a tail slot, at the end of the pool
+ * or of a superblock), and checks it with gpb__exts_ending before use. A
+ * run that an allocation takes from its front, the usual case, keeps its
+ * end and its id, and so does one that a free extends to the left; the
+ * ids of runs that end no more are left stale, not hunted down, since
+ * the check refuses them.
  */
 #include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define EXT_CHUNK 4096u
 #define EXT_PEEK 16 /* entries of a bin examined for the closest fit */
 
 static inline gpb__ext_t *ext_rec(const gpb__exts_t *x, uint32_t id) {
-  return &x->chunks[id / EXT_CHUNK][id % EXT_CHUNK];
+  return &x->chunks[id / GPB__EXT_CHUNK][id % GPB__EXT_CHUNK];
 }
 
 static uint32_t ext_bin(uint64_t len) {
@@ -40,38 +40,46 @@ static uint32_t ext_bin(uint64_t len) {
   return (fl - GPB__EXT_SLBITS + 1) * GPB__EXT_SL + sl;
 }
 
-int gpb__exts_init(gpb__exts_t *x) {
+int gpb__exts_init(gpb__exts_t *x, uint64_t ntails) {
   memset(x, 0, sizeof *x);
-  if (gpb__atab_init(&x->by_end, 256)) {
+  x->tails = calloc(ntails ? ntails : 1, sizeof *x->tails);
+  if (!x->tails) return GPB_EHOSTMEM;
+  x->ntails = ntails;
+  /* The first chunk now, so that the first run (the whole core, made
+   * while nothing can fail) needs no allocation. */
+  x->chunks = malloc(sizeof *x->chunks);
+  if (!x->chunks || !(x->chunks[0] = malloc(GPB__EXT_CHUNK * sizeof(gpb__ext_t)))) {
     gpb__exts_fini(x);
     return GPB_EHOSTMEM;
   }
+  x->nchunks = 1;
   return 0;
 }
 
 void gpb__exts_fini(gpb__exts_t *x) {
   for (uint32_t c = 0; c < x->nchunks; c++) free(x->chunks[c]);
   free(x->chunks);
-  gpb__atab_fini(&x->by_end);
+  free(x->tails);
   memset(x, 0, sizeof *x);
 }
 
 void gpb__exts_clear(gpb__exts_t *x) {
-  gpb__atab_clear(&x->by_end);
+  memset(x->tails, 0, x->ntails * sizeof *x->tails);
   memset(x->head, 0, sizeof x->head);
   memset(x->binmap, 0, sizeof x->binmap);
   x->free_head = 0;
   x->count = 0;
-  /* Every made record goes back on the free list. */
+  /* Every made record goes back on the free list, holding no run. */
   for (uint32_t id = x->made; id >= 1; id--) {
+    ext_rec(x, id)->len = 0;
     ext_rec(x, id)->next = x->free_head;
     x->free_head = id;
   }
 }
 
 size_t gpb__exts_bytes(const gpb__exts_t *x) {
-  return sizeof *x + gpb__atab_bytes(&x->by_end) +
-         (size_t)x->nchunks * EXT_CHUNK * sizeof(gpb__ext_t);
+  return sizeof *x + x->ntails * sizeof *x->tails +
+         (size_t)x->nchunks * GPB__EXT_CHUNK * sizeof(gpb__ext_t);
 }
 
 static uint32_t ext_new(gpb__exts_t *x) {
@@ -81,11 +89,11 @@ static uint32_t ext_new(gpb__exts_t *x) {
     return id;
   }
   uint32_t id = x->made + 1; /* id 0 means none */
-  if (id / EXT_CHUNK >= x->nchunks) {
+  if (id / GPB__EXT_CHUNK >= x->nchunks) {
     gpb__ext_t **c = realloc(x->chunks, (x->nchunks + 1) * sizeof *c);
     if (!c) return 0;
     x->chunks = c;
-    c[x->nchunks] = malloc(EXT_CHUNK * sizeof(gpb__ext_t));
+    c[x->nchunks] = malloc(GPB__EXT_CHUNK * sizeof(gpb__ext_t));
     if (!c[x->nchunks]) return 0;
     x->nchunks++;
   }
@@ -94,6 +102,7 @@ static uint32_t ext_new(gpb__exts_t *x) {
 }
 
 static void ext_put_back(gpb__exts_t *x, uint32_t id) {
+  ext_rec(x, id)->len = 0; /* its id, kept anywhere, now finds nothing */
   ext_rec(x, id)->next = x->free_head;
   x->free_head = id;
 }
@@ -105,9 +114,8 @@ static uint64_t ext_bin_min(uint32_t b) {
   return (1ull << fl) | ((uint64_t)(b % GPB__EXT_SL) << (fl - GPB__EXT_SLBITS));
 }
 
-static void ext_bin_add(gpb__exts_t *x, uint32_t id) {
+static inline void ext_bin_add(gpb__exts_t *x, uint32_t id, uint32_t b) {
   gpb__ext_t *e = ext_rec(x, id);
-  uint32_t b = ext_bin(e->len);
   e->bin = b;
   e->prev = 0;
   e->next = x->head[b];
@@ -116,7 +124,7 @@ static void ext_bin_add(gpb__exts_t *x, uint32_t id) {
   x->binmap[b / 64] |= 1ull << (b % 64);
 }
 
-static void ext_bin_remove(gpb__exts_t *x, uint32_t id) {
+static inline void ext_bin_remove(gpb__exts_t *x, uint32_t id) {
   gpb__ext_t *e = ext_rec(x, id);
   if (e->prev)
     ext_rec(x, e->prev)->next = e->next;
@@ -127,86 +135,57 @@ static void ext_bin_remove(gpb__exts_t *x, uint32_t id) {
 }
 
 /* Extent `id` now spans [start, start+len): its bin follows its length. */
-static void ext_resize(gpb__exts_t *x, uint32_t id, uint64_t start,
-                       uint64_t len) {
+static inline void ext_resize(gpb__exts_t *x, uint32_t id, uint64_t start,
+                              uint64_t len) {
   gpb__ext_t *e = ext_rec(x, id);
+  uint32_t b = ext_bin(len);
   e->start = start;
-  if (ext_bin(len) != e->bin) {
+  e->len = len;
+  if (b != e->bin) {
     ext_bin_remove(x, id);
-    e->len = len;
-    ext_bin_add(x, id);
-  } else {
-    e->len = len;
+    ext_bin_add(x, id, b);
   }
 }
 
-/* The run ending at unit `end`, or 0. */
-static uint32_t ext_ending(const gpb__exts_t *x, uint64_t end) {
-  const gpb__arec_t *r = gpb__atab_find(&x->by_end, end);
-  return r ? (uint32_t)r->units : 0;
-}
-
-/* Keys record `id` by `end`. GPB_EHOSTMEM when the table cannot grow. */
-static int ext_key(gpb__exts_t *x, uint64_t end, uint32_t id) {
-  gpb__arec_t r = {0};
-  r.units = id;
-  return gpb__atab_insert(&x->by_end, end, &r);
-}
-
-/* A new run [start, start+len), not touching another. */
-static int ext_insert(gpb__exts_t *x, uint64_t start, uint64_t len) {
+/* A new run [start, start+len), not touching another: its id, or 0 when
+ * no record can be made. */
+static uint32_t ext_insert(gpb__exts_t *x, uint64_t start, uint64_t len) {
   gpb_assert(len > 0);
   uint32_t id = ext_new(x);
-  if (!id) return GPB_EHOSTMEM;
-  if (ext_key(x, start + len, id)) {
-    ext_put_back(x, id);
-    return GPB_EHOSTMEM;
-  }
+  if (!id) return 0;
   gpb__ext_t *e = ext_rec(x, id);
   e->start = start;
   e->len = len;
-  ext_bin_add(x, id);
+  ext_bin_add(x, id, ext_bin(len));
   x->count++;
-  return 0;
+  return id;
 }
 
-/* Drops run `id`, whose key the caller has removed or re-used. */
-static void ext_drop(gpb__exts_t *x, uint32_t id) {
+void gpb__exts_drop(gpb__exts_t *x, uint32_t id) {
   ext_bin_remove(x, id);
   ext_put_back(x, id);
   x->count--;
 }
 
-int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len, int left,
-                  uint64_t right_end, uint64_t *rs, uint64_t *re) {
-  uint64_t end = start + len;
-  uint32_t l = left ? ext_ending(x, start) : 0;
-  uint32_t r = right_end ? ext_ending(x, right_end) : 0;
-  gpb_assert(!right_end || (r && ext_rec(x, r)->start == end));
-  if (r) { /* the right run grows to the left: its key stays */
-    uint64_t s = start;
-    if (l) { /* and swallows the left run */
-      s = ext_rec(x, l)->start;
-      gpb__atab_remove(&x->by_end, start);
-      ext_drop(x, l);
-    }
-    ext_resize(x, r, s, right_end - s);
-    *rs = s;
-    *re = right_end;
-    return 0;
-  }
-  if (l) { /* the left run grows to the right: re-key it, insert first */
-    uint64_t s = ext_rec(x, l)->start;
-    if (ext_key(x, end, l)) return GPB_EHOSTMEM;
-    gpb__atab_remove(&x->by_end, start);
+int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len, uint32_t l,
+                  uint32_t r, uint64_t *rs, uint64_t *re, uint32_t *id) {
+  uint64_t s = l ? ext_rec(x, l)->start : start, end = start + len;
+  gpb_assert(!l || s + ext_rec(x, l)->len == start);
+  gpb_assert(!r || ext_rec(x, r)->start == end);
+  if (r) { /* the right run grows to the left, and swallows the left one */
+    end += ext_rec(x, r)->len;
+    if (l) gpb__exts_drop(x, l);
+    ext_resize(x, r, s, end - s);
+    *id = r;
+  } else if (l) { /* the left run grows to the right */
     ext_resize(x, l, s, end - s);
-    *rs = s;
-    *re = end;
-    return 0;
+    *id = l;
+  } else if (!(*id = ext_insert(x, start, len))) {
+    return GPB_EHOSTMEM;
   }
-  *rs = start;
+  *rs = s;
   *re = end;
-  return ext_insert(x, start, len);
+  return 0;
 }
 
 /* Start of the first position in e aligned to 2^a where n units fit, or
@@ -217,7 +196,8 @@ static uint64_t ext_fit(const gpb__ext_t *e, uint64_t n, uint32_t a) {
 }
 
 int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
-                   uint64_t *out, uint64_t *rs, uint64_t *re) {
+                   uint64_t *out, uint64_t *rs, uint64_t *re,
+                   uint32_t *before) {
   uint64_t need = n + (1ull << align_order) - 1;
   uint32_t best = 0;
   uint64_t best_len = UINT64_MAX, best_pos = 0;
@@ -270,39 +250,22 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
   if (!best) return GPB_ENOMEM;
   gpb__ext_t *e = ext_rec(x, best);
   uint64_t s = e->start, end = s + e->len, p = best_pos;
+  *before = 0;
   if (p == s && p + n == end) { /* exact */
-    gpb__atab_remove(&x->by_end, end);
-    ext_drop(x, best);
-  } else if (p == s) { /* the usual case: the run keeps its end, and key */
+    gpb__exts_drop(x, best);
+  } else if (p == s) { /* the usual case: the run keeps its end, and id */
     ext_resize(x, best, p + n, end - p - n);
-  } else if (p + n == end) { /* aligned to the end: [s, p) re-keyed */
-    if (ext_key(x, p, best)) return GPB_EHOSTMEM;
-    gpb__atab_remove(&x->by_end, end);
+  } else if (p + n == end) { /* aligned to the end: [s, p) ends at p now */
     ext_resize(x, best, s, p - s);
-  } else { /* aligned inside: [p+n, end) keeps record and key, [s, p) new */
-    if (ext_insert(x, s, p - s)) return GPB_EHOSTMEM;
+    *before = best;
+  } else { /* aligned inside: [p+n, end) keeps the id, [s, p) is new */
+    if (!(*before = ext_insert(x, s, p - s))) return GPB_EHOSTMEM;
     ext_resize(x, best, p + n, end - p - n);
   }
   *out = p;
   *rs = s;
   *re = end;
   return 0;
-}
-
-int gpb__exts_remove(gpb__exts_t *x, uint64_t start, uint64_t end) {
-  uint32_t id = ext_ending(x, end);
-  if (!id || ext_rec(x, id)->start != start) return GPB_ENOTFOUND;
-  gpb__atab_remove(&x->by_end, end);
-  ext_drop(x, id);
-  return 0;
-}
-
-const gpb__ext_t *gpb__exts_at(const gpb__exts_t *x, uint64_t start,
-                               uint64_t end) {
-  uint32_t id = ext_ending(x, end);
-  if (!id || ext_rec(x, id)->start != start || ext_rec(x, id)->len != end - start)
-    return NULL;
-  return ext_rec(x, id);
 }
 
 uint64_t gpb__exts_count(const gpb__exts_t *x) { return x->count; }
@@ -322,18 +285,14 @@ int gpb__exts_check(const gpb__exts_t *x) {
     for (uint32_t id = x->head[b]; id; id = ext_rec(x, id)->next) {
       const gpb__ext_t *e = ext_rec(x, id);
       if (id > x->made || e->prev != prev || e->bin != b ||
-          ext_bin(e->len) != b || e->len == 0 || ++n > x->count ||
-          ext_ending(x, e->start + e->len) != id)
+          ext_bin(e->len) != b || e->len == 0 || ++n > x->count)
         return gpb__fail(GPB_ECORRUPT, "free-run bin %u: record %u is not "
-                         "linked, binned by its length or keyed by its end",
-                         b, id);
+                         "linked or binned by its length", b, id);
       prev = id;
     }
   }
-  if (n != x->count || gpb__atab_count(&x->by_end) != n)
-    return gpb__fail(GPB_ECORRUPT, "%llu free runs binned, %llu counted, "
-                     "%llu keyed", (unsigned long long)n,
-                     (unsigned long long)x->count,
-                     (unsigned long long)gpb__atab_count(&x->by_end));
+  if (n != x->count)
+    return gpb__fail(GPB_ECORRUPT, "%llu free runs binned, %llu counted",
+                     (unsigned long long)n, (unsigned long long)x->count);
   return 0;
 }

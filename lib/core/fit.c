@@ -122,10 +122,6 @@ static void fit_cuts(gpb__buddy_t *b, int type, uint64_t a, uint64_t c,
   }
 }
 
-void gpb__fit_roots(gpb__buddy_t *b) {
-  uint64_t s, e;
-  gpb__exts_add(b->exts, 0, b->nunits, 0, 0, &s, &e); /* empty: no growth */
-}
 
 static uint32_t fit_ceil_log2(uint64_t n) {
   return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
@@ -139,6 +135,49 @@ static inline uint64_t fit_limit(const gpb__buddy_t *b, uint64_t u) {
   return end < b->nunits ? end : b->nunits;
 }
 
+/* Unit u ends the pool or (bounded cores) a superblock: a run ending
+ * there keeps its id in a tail slot, as no allocation of this core need
+ * start at u. */
+static inline int fit_is_limit(const gpb__buddy_t *b, uint64_t u) {
+  return u == b->nunits || (b->bounded && !(u & ((1ull << b->cap) - 1)));
+}
+
+static inline uint32_t *fit_tail(const gpb__buddy_t *b, uint64_t u) {
+  return &b->exts->tails[b->bounded ? (u - 1) >> b->cap : 0];
+}
+
+/* The id of the run ending at unit u, or 0: in the record of the
+ * allocation starting at u (r, or found), or in u's tail slot. */
+static inline uint32_t fit_ending(const gpb__buddy_t *b, uint64_t u,
+                                  const gpb__arec_t *r) {
+  uint32_t id;
+  if (fit_is_limit(b, u)) {
+    id = *fit_tail(b, u);
+  } else {
+    if (!r) r = gpb__atab_find(&b->atab, u);
+    if (!r) return 0;
+    id = r->run;
+  }
+  return gpb__exts_ending(b->exts, id, u) ? id : 0;
+}
+
+/* Stores run `id` as the one ending at unit u, which is a limit or the
+ * start of the allocation r. */
+static inline void fit_set_ending(gpb__buddy_t *b, uint64_t u, gpb__arec_t *r,
+                                  uint32_t id) {
+  if (r)
+    r->run = id;
+  else
+    *fit_tail(b, u) = id;
+}
+
+void gpb__fit_roots(gpb__buddy_t *b) {
+  uint64_t s, e;
+  uint32_t id;
+  gpb__exts_add(b->exts, 0, b->nunits, 0, 0, &s, &e, &id);
+  fit_set_ending(b, b->nunits, NULL, id);
+}
+
 /* An arena's core counts its wholly free superblocks in nfree[cap], for
  * arena.c to give spares back; a run is one exactly when it is as long
  * as a superblock (it cannot cross one). */
@@ -150,16 +189,13 @@ static inline void fit_whole(gpb__buddy_t *b, uint64_t s, uint64_t e,
 /* Takes `units` from a fitting run and records them as `rec` (SPLITs
  * emitted, the ALLOC left to the caller). */
 static int fit_take(gpb__buddy_t *b, uint64_t units, uint32_t align_order,
-                    const gpb__arec_t *rec, uint64_t *unit) {
+                    gpb__arec_t *rec, uint64_t *unit) {
   uint64_t u, s, e;
-  int rc = gpb__exts_take(b->exts, units, align_order, &u, &s, &e);
+  /* Room first, so that once the run is cut nothing can fail. */
+  if (gpb__atab_room(&b->atab)) return GPB_EHOSTMEM;
+  int rc = gpb__exts_take(b->exts, units, align_order, &u, &s, &e, &rec->run);
   if (rc) return rc;
-  if (gpb__atab_insert(&b->atab, u, rec)) {
-    /* Give the units back; the key it needs, if any, was just freed. */
-    uint64_t s2, e2;
-    gpb__exts_add(b->exts, u, units, u > s, e - u > units ? e : 0, &s2, &e2);
-    return GPB_EHOSTMEM;
-  }
+  gpb__atab_insert(&b->atab, u, rec);
   gpb__atab_prefetch(&b->atab, u + units); /* as in gpb__buddy_alloc */
   gpb__bits_set(&b->starts, u);
   fit_whole(b, s, e, (uint64_t)-1);
@@ -171,7 +207,9 @@ static int fit_take(gpb__buddy_t *b, uint64_t units, uint32_t align_order,
 int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
                    uint32_t align_order, uint32_t tag, uint32_t site,
                    uint64_t stream, uint64_t time_ns, uint64_t *unit) {
-  gpb__arec_t rec = {0, units, requested, time_ns, tag, site};
+  gpb__arec_t rec = {.units = units, .requested = requested,
+                     .time_ns = time_ns, .tag = (uint16_t)tag,
+                     .site = (uint16_t)site};
   int rc = fit_take(b, units, align_order, &rec, unit);
   if (rc) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, fit_ceil_log2(units), requested, tag, site,
@@ -187,62 +225,84 @@ int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
 }
 
 int gpb__fit_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
-  gpb__arec_t rec = {0, 1ull << k, 0, 0, GPB__TAG_LENT, 0};
+  gpb__arec_t rec = {.units = 1ull << k, .tag = GPB__TAG_LENT};
   int rc = fit_take(b, 1ull << k, k, &rec, unit);
   if (rc == GPB_EHOSTMEM)
     return gpb__fail(rc, "no host memory to record a lent superblock");
   return rc; /* GPB_ENOMEM quietly, as gpb__buddy_lend */
 }
 
-/* Returns the allocation or lent block at u, whose record the caller
- * found, to the free runs (the FREE, if any, left to the caller, which
- * `emit` calls between the bookkeeping and the MERGEs). */
-static int fit_release(gpb__buddy_t *b, uint64_t u, uint64_t n,
-                       const gpb__arec_t *r, uint64_t stream) {
-  uint64_t s, e, right = 0, lim = fit_limit(b, u);
-  /* The unit after the block is free unless an allocation starts there
-   * (or it starts another superblock of a bounded core); then its run
-   * ends where the next allocation starts. */
-  if (u + n < lim && !gpb__bits_test(&b->starts, u + n)) {
-    right = gpb__bits_next(&b->starts, u + n);
-    if (right > lim) right = lim;
+/* Returns the allocation or lent block at u, whose record r the caller
+ * found, to the free runs (the FREE, unless `quiet`, between the
+ * bookkeeping and the MERGEs). */
+static int fit_release(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *r,
+                       uint64_t stream, int quiet) {
+  gpb__arec_t a = *r; /* the table's slots move on removal */
+  uint64_t s, e, n = a.units, end = u + n, lim = fit_limit(b, u);
+  uint32_t l = 0, rt = 0, id;
+  gpb__arec_t *next = NULL; /* the allocation at end, if its run changes */
+  /* The run before: named in the record, unless u starts a superblock
+   * (a bounded core's runs never cross one). */
+  if (!b->bounded || (u & ((1ull << b->cap) - 1)))
+    l = fit_ending(b, u, &a);
+  /* The run after: free unless an allocation starts at end (or end is
+   * the limit); then it ends where the next allocation starts. */
+  if (end < lim && !gpb__bits_test(&b->starts, end)) {
+    uint64_t nx = gpb__bits_next(&b->starts, end);
+    rt = fit_ending(b, nx < lim ? nx : lim, NULL);
+    if (!rt) return gpb__fail(GPB_ECORRUPT, "no free run ends at unit %llu",
+                              (unsigned long long)(nx < lim ? nx : lim));
+  } else if (end < lim && !(next = gpb__atab_find(&b->atab, end))) {
+    return gpb__fail(GPB_ECORRUPT, "unit %llu has a start bit but no "
+                     "allocation", (unsigned long long)end);
   }
-  int left = !b->bounded || (u & ((1ull << b->cap) - 1)) != 0;
   /* First, as it alone can fail: then nothing has changed. */
-  if (gpb__exts_add(b->exts, u, n, left, right, &s, &e))
+  if (gpb__exts_add(b->exts, u, n, l, rt, &s, &e, &id))
     return gpb__fail(GPB_EHOSTMEM, "no host memory to record the free run");
+  if (!rt) fit_set_ending(b, end, next, id); /* before the table moves */
   gpb__atab_remove(&b->atab, u);
   gpb__bits_clear(&b->starts, u);
   fit_whole(b, s, e, 1);
-  if (r)
-    gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), r->requested,
-              r->tag, r->site, stream);
+  if (!quiet)
+    gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), a.requested,
+              a.tag, a.site, stream);
   fit_cuts(b, GPB_EV_MERGE, u > s ? u : 0, e - u > n ? u + n : 0, s, e);
   return 0;
 }
 
 int gpb__fit_free(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *rec,
                   uint64_t stream) {
-  gpb__arec_t r = *rec; /* the table's slot changes on removal */
-  return fit_release(b, u, r.units, &r, stream);
+  return fit_release(b, u, rec, stream, 0);
 }
 
 int gpb__fit_unlend(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *rec) {
-  return fit_release(b, u, rec->units, NULL, 0); /* no FREE: it was never
-                                                    allocated to watchers */
+  return fit_release(b, u, rec, 0, 1); /* no FREE: it was never allocated
+                                           to watchers */
 }
 
-void gpb__fit_adopt(gpb__buddy_t *b, uint64_t u) {
+int gpb__fit_sb_free(const gpb__buddy_t *b, uint64_t sb) {
+  uint64_t end = (sb + 1) << b->cap;
+  const gpb__ext_t *e =
+      gpb__exts_ending(b->exts, fit_ending(b, end, NULL), end);
+  return e && e->start == sb << b->cap;
+}
+
+int gpb__fit_adopt(gpb__buddy_t *b, uint64_t u) {
   uint64_t s, e;
+  uint32_t id;
   /* A superblock arrives whole and merges with nothing: its neighbours
-   * are other superblocks. The key it needs fits: it frees one on
-   * disown, and the table holds a slot per superblock at most. */
-  gpb__exts_add(b->exts, u, 1ull << b->cap, 0, 0, &s, &e);
+   * are other superblocks. */
+  if (gpb__exts_add(b->exts, u, 1ull << b->cap, 0, 0, &s, &e, &id))
+    return gpb__fail(GPB_EHOSTMEM, "no host memory for a superblock's run");
+  fit_set_ending(b, e, NULL, id);
   b->nfree[b->cap]++;
+  return 0;
 }
 
 void gpb__fit_disown(gpb__buddy_t *b, uint64_t u) {
-  gpb__exts_remove(b->exts, u, u + (1ull << b->cap));
+  uint32_t id = fit_ending(b, u + (1ull << b->cap), NULL);
+  gpb_assert(id);
+  gpb__exts_drop(b->exts, id);
   b->nfree[b->cap]--;
 }
 
@@ -422,8 +482,9 @@ static int fit_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
     /* A free run: up to the next allocation, and exactly one extent. */
     uint64_t nx = gpb__bits_next(&b->starts, u);
     uint64_t e = nx < u1 ? nx : u1;
-    if (!gpb__exts_at(b->exts, u, e))
-      return CORRUPT("free run of %llu units at unit %llu is not an extent",
+    uint32_t id = fit_ending(b, e, NULL);
+    if (!id || gpb__exts_ending(b->exts, id, e)->start != u)
+      return CORRUPT("free run of %llu units at unit %llu is not the run its end names",
                      (unsigned long long)(e - u), (unsigned long long)u);
     (*runs)++;
     if (b->bounded && e - u == (1ull << b->cap)) (*whole)++;

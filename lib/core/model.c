@@ -104,8 +104,10 @@ int gpb_model_load(gpb_model_t *m, const gpb_block_info_t *blocks, size_t n,
         return BADKEY("keyframe block %zu: allocation cut short", x);
       }
       if (bl->offset + bl->size == cur_alloc->alloc_offset + cur_alloc->alloc_size) {
-        gpb__arec_t rec = {0, 0, cur_alloc->requested, cur_alloc->time_ns,
-                           cur_alloc->tag, cur_alloc->site};
+        gpb__arec_t rec = {.requested = cur_alloc->requested,
+                           .time_ns = cur_alloc->time_ns,
+                           .tag = (uint16_t)cur_alloc->tag,
+                           .site = (uint16_t)cur_alloc->site};
         rc = gpb__buddy_take(b, cur_alloc->alloc_offset >> b->min_shift,
                              cur_alloc->alloc_size >> b->min_shift, &rec);
         if (rc) return BADKEY("keyframe block %zu: %s", x, gpb_last_error_detail());

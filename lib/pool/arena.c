@@ -180,9 +180,13 @@ static int arena_lend(gpb_pool_t *p, gpb__arena_t *a) {
   uint64_t u;
   int rc = gpb__buddy_lend(&p->core, p->sb_order, &u);
   if (rc) return rc;
+  rc = gpb__buddy_adopt(&a->core, p->sb_order, u >> p->sb_order);
+  if (rc) { /* the arena cannot hold it: it goes back unseen */
+    gpb__buddy_unlend(&p->core, u);
+    return rc;
+  }
   atomic_store_explicit(&p->owner[u >> p->sb_order], (uint8_t)(a->index + 1),
                         memory_order_release);
-  gpb__buddy_adopt(&a->core, p->sb_order, u >> p->sb_order);
   return 0;
 }
 

@@ -330,7 +330,7 @@ uint32_t gpb__sites_here(gpb__sites_t *s, void *ra) {
   const gpb__arec_t *r = gpb__atab_find(&s->index, h >> 1);
   uint32_t id = r ? (uint32_t)r->units : 0;
   if (!r && (id = sites_add(s, st, n)) != 0) {
-    gpb__arec_t rec = {0, id, 0, 0, 0, 0};
+    gpb__arec_t rec = {.units = id};
     gpb__atab_insert(&s->index, h >> 1, &rec); /* lost: found again later
                                                   as a new site, no harm */
   }
