@@ -48,7 +48,8 @@ int gpb__exts_init(gpb__exts_t *x, uint64_t ntails) {
   /* The first chunk now, so that the first run (the whole core, made
    * while nothing can fail) needs no allocation. */
   x->chunks = malloc(sizeof *x->chunks);
-  if (!x->chunks || !(x->chunks[0] = malloc(GPB__EXT_CHUNK * sizeof(gpb__ext_t)))) {
+  if (x->chunks) x->chunks[0] = malloc(GPB__EXT_CHUNK * sizeof(gpb__ext_t));
+  if (!x->chunks || !x->chunks[0]) {
     gpb__exts_fini(x);
     return GPB_EHOSTMEM;
   }

@@ -122,7 +122,6 @@ static void fit_cuts(gpb__buddy_t *b, int type, uint64_t a, uint64_t c,
   }
 }
 
-
 static uint32_t fit_ceil_log2(uint64_t n) {
   return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
 }
@@ -479,13 +478,14 @@ static int fit_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
       u += r->units;
       continue;
     }
-    /* A free run: up to the next allocation, and exactly one extent. */
+    /* A free run: up to the next allocation, and exactly one recorded. */
     uint64_t nx = gpb__bits_next(&b->starts, u);
     uint64_t e = nx < u1 ? nx : u1;
     uint32_t id = fit_ending(b, e, NULL);
     if (!id || gpb__exts_ending(b->exts, id, e)->start != u)
-      return CORRUPT("free run of %llu units at unit %llu is not the run its end names",
-                     (unsigned long long)(e - u), (unsigned long long)u);
+      return CORRUPT("free run of %llu units at unit %llu is not the run "
+                     "its end names", (unsigned long long)(e - u),
+                     (unsigned long long)u);
     (*runs)++;
     if (b->bounded && e - u == (1ull << b->cap)) (*whole)++;
     for (uint64_t p = u, m = e - u; m;) {
