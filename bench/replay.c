@@ -422,15 +422,21 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
    * that a slow spell of the host falls on every contender alike. */
   char group[128];
   snprintf(group, sizeof group, "trace:%s", t->name);
-  bench_samples_t al[8], fr[8];
+  bench_samples_t al[8] = {{0}}, fr[8] = {{0}}; /* freeable unset */
   bench_alloc_t a[8];
   int open[8] = {0}, rounds = o->trace_rounds > 0 ? o->trace_rounds : 1;
-  for (int i = 0; i < c->ncont; i++) {
+  for (int i = 0; i < c->ncont; i++) { /* every buffer before any pool */
     if (bench_samples_init(&al[i], q->n * (size_t)rounds) ||
         bench_samples_init(&fr[i], q->n * (size_t)rounds)) {
+      for (int j = 0; j <= i; j++) {
+        bench_samples_free(&al[j]);
+        bench_samples_free(&fr[j]);
+      }
       free(ptrs);
       return -1;
     }
+  }
+  for (int i = 0; i < c->ncont; i++) {
     size_t pool = replay_round(q->peak_live * 2, mb);
     for (int p = 0; p < npol; p++)
       if (pols[p] == c->cont[i].policy && minp[p] + minp[p] / 4 > pool)

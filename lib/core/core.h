@@ -148,12 +148,17 @@ typedef struct gpb__exts {
   uint64_t binmap[(GPB__EXT_BINS + 63) / 64];
 } gpb__exts_t;
 
+/* Record `id` (1..made), live or on the free list. */
+static inline gpb__ext_t *gpb__exts_rec(const gpb__exts_t *x, uint32_t id) {
+  return &x->chunks[id / GPB__EXT_CHUNK][id % GPB__EXT_CHUNK];
+}
+
 /* The run named `id` if it ends exactly at `end`, else NULL: an id kept
  * for "the run ending here" may be stale, and this is its check. */
 static inline const gpb__ext_t *gpb__exts_ending(const gpb__exts_t *x,
                                                  uint32_t id, uint64_t end) {
   if (!id || id > x->made) return NULL;
-  const gpb__ext_t *e = &x->chunks[id / GPB__EXT_CHUNK][id % GPB__EXT_CHUNK];
+  const gpb__ext_t *e = gpb__exts_rec(x, id);
   return e->len && e->start + e->len == end ? e : NULL;
 }
 

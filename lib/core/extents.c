@@ -29,9 +29,7 @@
 
 #define EXT_PEEK 16 /* entries of a bin examined for the closest fit */
 
-static inline gpb__ext_t *ext_rec(const gpb__exts_t *x, uint32_t id) {
-  return &x->chunks[id / GPB__EXT_CHUNK][id % GPB__EXT_CHUNK];
-}
+#define ext_rec gpb__exts_rec
 
 static uint32_t ext_bin(uint64_t len) {
   if (len < GPB__EXT_SL) return (uint32_t)len;
