@@ -385,6 +385,8 @@ static void buddy_set_roots(gpb__buddy_t *b) {
 }
 
 void gpb__buddy_reset(gpb__buddy_t *b) {
+  memset(b->fpend, 0, sizeof b->fpend); /* the counters are reset too */
+  b->fpending = 0;
   for (uint32_t k = 0; k < b->norders; k++) {
     if (b->freeb[k].nlev) gpb__bits_zero(&b->freeb[k]);
     b->nfree[k] = 0;
@@ -511,11 +513,11 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
   uint64_t units = requested > managed
                        ? 0
                        : (requested + (1ull << b->min_shift) - 1) >> b->min_shift;
-  uint32_t k = units ? ceil_log2(units) : 0;
-  if (align_order > k) k = align_order;
-  if (units && b->exts)
+  if (units && b->exts) /* best fit sizes by units, not by order */
     return gpb__fit_alloc(b, units, requested, align_order, tag, site, stream,
                           time_ns, unit);
+  uint32_t k = units ? ceil_log2(units) : 0;
+  if (align_order > k) k = align_order;
   if (units == 0 || k >= b->norders) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     if (units == 0)

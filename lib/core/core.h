@@ -258,6 +258,13 @@ typedef struct gpb__buddy {
   /* Set while an attempt may still be retried elsewhere: a failure then
    * emits no FAIL, since the request has not failed yet. */
   uint8_t mute_fail;
+  /* Best fit, counting in place: a chain of splits or merges adds one
+   * block to each order of a range, kept here as a difference array
+   * (fpend[lo] += d, fpend[hi] -= d) instead of a loop over the range.
+   * gpb__buddy_flush adds the prefix sums into sink.counters' free_blocks;
+   * whoever reads those counters, or rewires the sink, flushes first. */
+  uint8_t fpending;
+  int64_t fpend[GPB_MAX_ORDERS];
 } gpb__buddy_t;
 
 /* Tag of the record a pool's core keeps for a superblock lent to an arena:
@@ -338,6 +345,12 @@ GPB__HIDDEN void gpb__buddy_nfree(const gpb__buddy_t *b,
 GPB__HIDDEN void gpb__buddy_nfree_in(const gpb__buddy_t *b, const uint64_t *sb,
                                      uint64_t nsb,
                                      uint64_t out[GPB_MAX_ORDERS]);
+/* Brings sink.counters' free_blocks up to date (see fpend). Caller holds
+ * the core's lock. */
+GPB__HIDDEN void gpb__fit_flush(gpb__buddy_t *b);
+static inline void gpb__buddy_flush(gpb__buddy_t *b) {
+  if (b->fpending) gpb__fit_flush(b);
+}
 /* Superblock sb (a block of order cap) is one free block in this core. */
 GPB__HIDDEN int gpb__buddy_sb_free(const gpb__buddy_t *b, uint64_t sb);
 /* Visits the canonical blocks of allocation r, in address order. */

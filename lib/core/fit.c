@@ -67,59 +67,93 @@ static inline void fit_chain(const gpb__buddy_t *b, uint64_t p, uint64_t s,
 
 /* Counts a chain of splits (d = 1) or merges (d = -1) of one node per
  * order lo..hi into q: one block of order hi fewer, one more of each order
- * lo..hi-1, two more of order lo-1. Returns how many. */
-static inline uint64_t fit_chain_count(gpb_stats_t *q, uint32_t lo,
-                                       uint32_t hi, uint64_t d) {
+ * lo..hi-1 (pending in b->fpend), two more of order lo-1. Returns how
+ * many. */
+static inline uint64_t fit_chain_count(gpb__buddy_t *b, gpb_stats_t *q,
+                                       uint32_t lo, uint32_t hi, uint64_t d) {
   q->free_blocks[hi] -= d;
-  for (uint32_t k = lo; k < hi; k++) q->free_blocks[k] += d;
+  b->fpend[lo] += (int64_t)d;
+  b->fpend[hi] -= (int64_t)d;
   q->free_blocks[lo - 1] += 2 * d;
   return hi - lo + 1;
 }
 
-/* Splits (down) or merges (up) the nodes of [s, e) holding cut a or cut c
- * (0: no cut there), each node once. */
-static void fit_cuts(gpb__buddy_t *b, int type, uint64_t a, uint64_t c,
-                     uint64_t s, uint64_t e) {
+void gpb__fit_flush(gpb__buddy_t *b) {
+  gpb_stats_t *q = b->sink.counters;
+  int64_t run = 0;
+  gpb_assert(q);
+  for (uint32_t k = 0; k < b->norders; k++) {
+    run += b->fpend[k];
+    q->free_blocks[k] += (uint64_t)run;
+    b->fpend[k] = 0;
+  }
+  b->fpending = 0;
+}
+
+/* Counts the splits (d = 1) or merges (d = -1) of the nodes of [s, e)
+ * holding cut a or cut c (0: no cut there), each node once, when only
+ * the stats listen. Inline: most calls have one cut and a short chain. */
+static inline void fit_cuts_count(gpb__buddy_t *b, gpb_stats_t *q, int split,
+                                  uint64_t a, uint64_t c, uint64_t s,
+                                  uint64_t e) {
+  uint64_t d = split ? 1 : (uint64_t)-1, n = 0;
+  uint32_t alo = 1, ahi = 0, clo = 1, chi = 0;
+  if (a) {
+    fit_chain(b, a, s, e, &alo, &ahi);
+    if (ahi >= alo) n += fit_chain_count(b, q, alo, ahi, d);
+  }
+  if (c) {
+    fit_chain(b, c, s, e, &clo, &chi);
+    if (chi >= clo) {
+      n += fit_chain_count(b, q, clo, chi, d);
+      /* The two chains share their top nodes when both cuts fall in one
+       * block: those were counted twice, undo one. */
+      if (a && ahi >= alo) {
+        uint32_t m = 64u - (uint32_t)__builtin_clzll(a ^ c); /* a>>m == c>>m */
+        if (m < alo) m = alo;
+        if (m < clo) m = clo;
+        if (m <= ahi) n -= fit_chain_count(b, q, m, ahi, -d);
+      }
+    }
+  }
+  b->fpending = 1;
+  q->seq += n;
+  if (split)
+    q->splits += n;
+  else
+    q->merges += n;
+}
+
+/* The same, building each node's event (someone else listens). Splits
+ * run from the top down, merges from the bottom up, so a node is always
+ * a whole free block, or two, when its event comes. */
+static void fit_cuts_emit(gpb__buddy_t *b, int type, uint64_t a, uint64_t c,
+                          uint64_t s, uint64_t e) {
   uint32_t alo = 1, ahi = 0, clo = 1, chi = 0;
   if (a) fit_chain(b, a, s, e, &alo, &ahi);
   if (c) fit_chain(b, c, s, e, &clo, &chi);
   uint32_t lo = alo < clo ? alo : clo, hi = ahi > chi ? ahi : chi;
-  if (hi < lo) return;
-  /* The two chains share their top nodes when both cuts fall in one
-   * block: those go once. */
   int split = type == GPB_EV_SPLIT;
-  gpb_stats_t *q = b->sink.counters;
-  if (q && !b->sink.put) { /* only the stats listen: count, build nothing */
-    uint64_t d = split ? 1 : (uint64_t)-1, n = 0;
-    if (ahi >= alo) n += fit_chain_count(q, alo, ahi, d);
-    if (chi >= clo) n += fit_chain_count(q, clo, chi, d);
-    if (ahi >= alo && chi >= clo) { /* shared nodes counted twice: undo one */
-      uint32_t m = 64u - (uint32_t)__builtin_clzll(a ^ c); /* a >> m == c >> m */
-      if (m < alo) m = alo;
-      if (m < clo) m = clo;
-      if (m <= ahi) n -= fit_chain_count(q, m, ahi, -d);
-    }
-    q->seq += n;
-    if (split)
-      q->splits += n;
-    else
-      q->merges += n;
-    return;
-  }
-  for (uint32_t x = 0; x <= hi - lo; x++) {
-    /* Splits run from the top down, merges from the bottom up, so a node
-     * is always a whole free block, or two, when its event comes. */
+  for (uint32_t x = 0; hi >= lo && x <= hi - lo; x++) {
     uint32_t k = split ? hi - x : lo + x;
     uint64_t na = UINT64_MAX, nc = UINT64_MAX;
     if (k >= alo && k <= ahi) na = a >> k;
     if (k >= clo && k <= chi) nc = c >> k;
-    if (nc == na) nc = UINT64_MAX;
-    for (int j = 0; j < 2; j++) {
-      uint64_t i = j ? nc : na;
-      if (i == UINT64_MAX) continue;
-      gpb__emit_sm(b, type, k, i);
-    }
+    if (nc == na) nc = UINT64_MAX; /* both cuts in one node: it goes once */
+    if (na != UINT64_MAX) gpb__emit_sm(b, type, k, na);
+    if (nc != UINT64_MAX) gpb__emit_sm(b, type, k, nc);
   }
+}
+
+/* Splits (down) or merges (up) the nodes of [s, e) holding cut a or cut c
+ * (0: no cut there), each node once. */
+static inline void fit_cuts(gpb__buddy_t *b, int type, uint64_t a, uint64_t c,
+                            uint64_t s, uint64_t e) {
+  gpb_stats_t *q = b->sink.counters;
+  if (GPB__LIKELY(q && !b->sink.put))
+    fit_cuts_count(b, q, type == GPB_EV_SPLIT, a, c, s, e);
+  else
+    fit_cuts_emit(b, type, a, c, s, e);
 }
 
 static uint32_t fit_ceil_log2(uint64_t n) {

@@ -142,6 +142,8 @@ void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s) {
 }
 
 int gpb_model_stats(const gpb_model_t *m, gpb_stats_t *out) {
+  /* A simulator's model may hold counts pending in its core. */
+  gpb__buddy_flush((gpb__buddy_t *)&m->core);
   *out = m->stats;
   int64_t d[GPB_MAX_ORDERS] = {0};
   gpb__buddy_merged(&m->core, NULL, 0, d, NULL, 0);
@@ -154,6 +156,7 @@ int gpb_model_visit(const gpb_model_t *m, gpb_visit_fn fn, void *user) {
 }
 
 int gpb_model_check(const gpb_model_t *m) {
+  gpb__buddy_flush((gpb__buddy_t *)&m->core); /* as gpb_model_stats */
   int rc = gpb__buddy_check(&m->core);
   if (rc) return rc;
   uint64_t nfree[GPB_MAX_ORDERS];

@@ -349,6 +349,7 @@ int gpb__arenas_usable(gpb_pool_t *p, uint64_t off, size_t *out) {
 void gpb__arenas_set_loud(gpb_pool_t *p, int loud) {
   for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
     gpb__arena_t *a = &p->arenas[i];
+    gpb__buddy_flush(&a->core); /* into the counters it has counted in */
     if (loud && !p->loud) {
       gpb__stats_add(&p->stats, &a->delta);
       arena_delta_reset(p, a);
@@ -361,9 +362,12 @@ void gpb__arenas_set_loud(gpb_pool_t *p, int loud) {
 }
 
 void gpb__arenas_stats(gpb_pool_t *p, gpb_stats_t *out, int64_t *merged) {
+  gpb__buddy_flush(&p->core);
   *out = p->stats;
-  for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
+  for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
+    gpb__buddy_flush(&p->arenas[i].core);
     gpb__stats_add(out, &p->arenas[i].delta);
+  }
   p->stats.requested_peak = out->requested_peak;
   p->stats.block_peak = out->block_peak;
   p->stats.free_peak = out->free_peak;
