@@ -138,11 +138,19 @@ typedef struct gpb__ext {
 /* Maximal free runs, binned by length (extents.c). A run is named by a
  * record id that stays the same while the run grows, shrinks or moves;
  * who keeps which id where is the caller's (fit.c). */
+/* The cache of runs by start has 2^GPB__EXT_STARTS_BITS slots. */
+#define GPB__EXT_STARTS_BITS 11
+#define GPB__EXT_STARTS (1u << GPB__EXT_STARTS_BITS)
+
 typedef struct gpb__exts {
   gpb__ext_t **chunks;
   uint32_t nchunks, made, free_head;
   uint64_t count;
   uint32_t *tails; /* ntails slots the caller keeps ids in, zeroed */
+  /* The id of a run last seen starting at a unit, by a hash of the unit:
+   * a cache (a slot is overwritten, never chained), so gpb__exts_starting
+   * checks what it finds. */
+  uint32_t *starts;
   uint64_t ntails;
   uint32_t head[GPB__EXT_BINS];
   uint64_t binmap[(GPB__EXT_BINS + 63) / 64];
@@ -160,6 +168,21 @@ static inline const gpb__ext_t *gpb__exts_ending(const gpb__exts_t *x,
   if (!id || id > x->made) return NULL;
   const gpb__ext_t *e = gpb__exts_rec(x, id);
   return e->len && e->start + e->len == end ? e : NULL;
+}
+
+static inline uint32_t *gpb__exts_start_slot(const gpb__exts_t *x,
+                                             uint64_t start) {
+  return &x->starts[gpb__hash_slot(start, GPB__EXT_STARTS_BITS)];
+}
+
+/* The id of the run starting exactly at `start` if the cache still holds
+ * it, else 0 (no such run, or its slot was taken since). */
+static inline uint32_t gpb__exts_starting(const gpb__exts_t *x,
+                                          uint64_t start) {
+  uint32_t id = *gpb__exts_start_slot(x, start);
+  if (!id || id > x->made) return 0;
+  const gpb__ext_t *e = gpb__exts_rec(x, id);
+  return e->len && e->start == start ? id : 0;
 }
 
 GPB__HIDDEN int gpb__exts_init(gpb__exts_t *x, uint64_t ntails);

@@ -21,6 +21,11 @@
  * end and its id, and so does one that a free extends to the left; the
  * ids of runs that end no more are left stale, not hunted down, since
  * the check refuses them.
+ *
+ * Runs are also found by where they start, through a small cache: a slot
+ * per hash of the start, written whenever a run gets a new start, never
+ * chained or cleared. What a slot names is checked like a kept id, so a
+ * slot lost to another run only costs the caller its slower way.
  */
 #include "core/core.h"
 
@@ -41,7 +46,11 @@ static uint32_t ext_bin(uint64_t len) {
 int gpb__exts_init(gpb__exts_t *x, uint64_t ntails) {
   memset(x, 0, sizeof *x);
   x->tails = calloc(ntails ? ntails : 1, sizeof *x->tails);
-  if (!x->tails) return GPB_EHOSTMEM;
+  x->starts = calloc(GPB__EXT_STARTS, sizeof *x->starts);
+  if (!x->tails || !x->starts) {
+    gpb__exts_fini(x);
+    return GPB_EHOSTMEM;
+  }
   x->ntails = ntails;
   /* The first chunk now, so that the first run (the whole core, made
    * while nothing can fail) needs no allocation. */
@@ -59,11 +68,13 @@ void gpb__exts_fini(gpb__exts_t *x) {
   for (uint32_t c = 0; c < x->nchunks; c++) free(x->chunks[c]);
   free(x->chunks);
   free(x->tails);
+  free(x->starts);
   memset(x, 0, sizeof *x);
 }
 
 void gpb__exts_clear(gpb__exts_t *x) {
   memset(x->tails, 0, x->ntails * sizeof *x->tails);
+  memset(x->starts, 0, GPB__EXT_STARTS * sizeof *x->starts);
   memset(x->head, 0, sizeof x->head);
   memset(x->binmap, 0, sizeof x->binmap);
   x->free_head = 0;
@@ -78,6 +89,7 @@ void gpb__exts_clear(gpb__exts_t *x) {
 
 size_t gpb__exts_bytes(const gpb__exts_t *x) {
   return sizeof *x + x->ntails * sizeof *x->tails +
+         GPB__EXT_STARTS * sizeof *x->starts +
          (size_t)x->nchunks * GPB__EXT_CHUNK * sizeof(gpb__ext_t);
 }
 
@@ -134,10 +146,11 @@ static inline void ext_bin_remove(gpb__exts_t *x, uint32_t id) {
 }
 
 /* Extent `id` now spans [start, start+len): its bin follows its length. */
-static inline void ext_resize(gpb__exts_t *x, uint32_t id, uint64_t start,
-                              uint64_t len) {
+static GPB__INLINE void ext_resize(gpb__exts_t *x, uint32_t id,
+                                   uint64_t start, uint64_t len) {
   gpb__ext_t *e = ext_rec(x, id);
   uint32_t b = ext_bin(len);
+  if (e->start != start) *gpb__exts_start_slot(x, start) = id;
   e->start = start;
   e->len = len;
   if (b != e->bin) {
@@ -155,6 +168,7 @@ static uint32_t ext_insert(gpb__exts_t *x, uint64_t start, uint64_t len) {
   gpb__ext_t *e = ext_rec(x, id);
   e->start = start;
   e->len = len;
+  *gpb__exts_start_slot(x, start) = id;
   ext_bin_add(x, id, ext_bin(len));
   x->count++;
   return id;
