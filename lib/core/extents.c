@@ -38,9 +38,10 @@
 
 static uint32_t ext_bin(uint64_t len) {
   if (len < GPB__EXT_SL) return (uint32_t)len;
-  uint32_t fl = 63u - (uint32_t)__builtin_clzll(len);
-  uint32_t sl = (uint32_t)(len >> (fl - GPB__EXT_SLBITS)) & (GPB__EXT_SL - 1);
-  return (fl - GPB__EXT_SLBITS + 1) * GPB__EXT_SL + sl;
+  /* (fl - SLBITS + 1) * SL + the SLBITS bits below the top one, where
+   * len >> (fl - SLBITS) is that top bit (SL) and those bits. */
+  uint32_t sh = 63u - (uint32_t)__builtin_clzll(len) - GPB__EXT_SLBITS;
+  return (uint32_t)(len >> sh) + sh * GPB__EXT_SL;
 }
 
 int gpb__exts_init(gpb__exts_t *x, uint64_t ntails) {
@@ -121,8 +122,7 @@ static void ext_put_back(gpb__exts_t *x, uint32_t id) {
 /* The shortest run that bin b holds. */
 static uint64_t ext_bin_min(uint32_t b) {
   if (b < GPB__EXT_SL) return b;
-  uint32_t fl = b / GPB__EXT_SL + GPB__EXT_SLBITS - 1;
-  return (1ull << fl) | ((uint64_t)(b % GPB__EXT_SL) << (fl - GPB__EXT_SLBITS));
+  return (uint64_t)(GPB__EXT_SL | (b % GPB__EXT_SL)) << (b / GPB__EXT_SL - 1);
 }
 
 static inline void ext_bin_add(gpb__exts_t *x, uint32_t id, uint32_t b) {

@@ -221,8 +221,9 @@ static inline void fit_whole(gpb__buddy_t *b, uint64_t s, uint64_t e,
 
 /* Takes `units` from a fitting run and records them as `rec` (SPLITs
  * emitted, the ALLOC left to the caller). */
-static int fit_take(gpb__buddy_t *b, uint64_t units, uint32_t align_order,
-                    gpb__arec_t *rec, uint64_t *unit) {
+static GPB__INLINE int fit_take(gpb__buddy_t *b, uint64_t units,
+                                uint32_t align_order, gpb__arec_t *rec,
+                                uint64_t *unit) {
   uint64_t u, s, e;
   /* Room first, so that once the run is cut nothing can fail. */
   if (gpb__atab_room(&b->atab)) return GPB_EHOSTMEM;
@@ -268,8 +269,9 @@ int gpb__fit_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
 /* Returns the allocation or lent block at u, whose record r the caller
  * found, to the free runs (the FREE, unless `quiet`, between the
  * bookkeeping and the MERGEs). */
-static int fit_release(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *r,
-                       uint64_t stream, int quiet) {
+static GPB__INLINE int fit_release(gpb__buddy_t *b, uint64_t u,
+                                   const gpb__arec_t *r, uint64_t stream,
+                                   int quiet) {
   gpb__arec_t a = *r; /* the table's slots move on removal */
   uint64_t s, e, n = a.units, end = u + n, lim = fit_limit(b, u);
   uint32_t l = 0, rt = 0, id;
