@@ -11,10 +11,12 @@
  * cost of the two clock reads is measured once and printed, not
  * subtracted: every figure is a time that was observed.
  */
+#define _GNU_SOURCE /* pthread_setaffinity_np, sched_getcpu */
 #include "bench.h"
 #include "pool/pool.h" /* gpb__pool_meta_bytes */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,9 +370,10 @@ static void *thr_main(void *arg) {
   return NULL;
 }
 
-/* One run: n threads for `secs` seconds; aggregate ops/s. */
+/* One run: n threads for `secs` seconds; aggregate ops/s. cpu >= 0 pins
+ * the threads to that CPU (one thread: no migration between runs). */
 static double thr_run(bench_alloc_t *a, int n, double secs, uint64_t seed,
-                      uint64_t *fails) {
+                      int cpu, uint64_t *fails) {
   pthread_t th[64];
   thr_arg_t args[64];
   pthread_barrier_t bar;
@@ -382,6 +385,12 @@ static double thr_run(bench_alloc_t *a, int n, double secs, uint64_t seed,
     args[i] = (thr_arg_t){a, &bar, &stop, seed + (uint64_t)i * 7919, 0, 0};
     if (pthread_create(&th[i], NULL, thr_main, &args[i])) break;
     started++;
+    if (cpu >= 0) { /* before the barrier lets it run; a hint if refused */
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      (void)pthread_setaffinity_np(th[i], sizeof set, &set);
+    }
   }
   if (started < n) {
     /* Release the ones waiting on a barrier that can no longer fill. */
@@ -406,14 +415,15 @@ static double thr_run(bench_alloc_t *a, int n, double secs, uint64_t seed,
   return (double)ops / ((double)(t1 - t0) / 1e9);
 }
 
-#define THR_PAIRED_ROUNDS 7
+#define THR_PAIRED_ROUNDS 15
 
 /* One thread, the same policy without arenas, with arenas (they start
  * when two threads first meet on the pool's lock, so never here) and
  * with arenas from the first call (GPB_CFG_ARENAS_EAGER: what the arena
  * layer itself costs). One thread's throughput moves by a third between
  * runs on a busy host, so the three take turns, THR_PAIRED_ROUNDS
- * rounds, and each ratio is the median of one round's ratios. */
+ * rounds, on one CPU, and each ratio is the median of one round's
+ * ratios. */
 static int thr_paired(bench_ctx_t *c, gpb_policy_t policy) {
   const bench_opts_t *o = c->o;
   static const char *const how[3] = {"", "", " (at once)"};
@@ -432,14 +442,14 @@ static int thr_paired(bench_ctx_t *c, gpb_policy_t policy) {
     po.flags = n == 2 ? GPB_CFG_ARENAS_EAGER : 0;
     if (bench_alloc_open(BENCH_GPUBUDDY, &po, &a[n])) break;
   }
-  int err = n < 3 ? -1 : 0;
+  int err = n < 3 ? -1 : 0, cpu = sched_getcpu();
   for (int r = 0; !err && r < THR_PAIRED_ROUNDS; r++) {
     bench_progress("threads: %s, one thread, paired round %d", a[1].name, r + 1);
     for (int k = 0; k < 3; k++) {
       int i = (k + r) % 3; /* each goes first in turn */
       uint64_t fails;
-      thr_run(&a[i], 1, o->thr_seconds / 8, o->seed, &fails);
-      ops[i][r] = thr_run(&a[i], 1, o->thr_seconds / 2, o->seed, &fails);
+      thr_run(&a[i], 1, o->thr_seconds / 8, o->seed, cpu, &fails);
+      ops[i][r] = thr_run(&a[i], 1, o->thr_seconds / 2, o->seed, cpu, &fails);
     }
     for (int i = 1; i < 3; i++) q[i][r] = ops[i][r] / ops[0][r];
   }
@@ -479,8 +489,8 @@ int bench_run_threads(bench_ctx_t *c) {
     for (int n = 1; n <= o->max_threads && n <= 64; n *= 2) {
       bench_progress("threads: %s x %d", c->cont[i].name, n);
       uint64_t fails;
-      thr_run(&a, n, o->thr_seconds / 4, o->seed, &fails); /* warm-up */
-      double r = thr_run(&a, n, o->thr_seconds, o->seed, &fails);
+      thr_run(&a, n, o->thr_seconds / 4, o->seed, -1, &fails); /* warm-up */
+      double r = thr_run(&a, n, o->thr_seconds, o->seed, -1, &fails);
       if (n == 1) one = r;
       bench_thr_row_t *row = bench_report_thr(c->rep);
       snprintf(row->alloc, sizeof row->alloc, "%s", c->cont[i].name);
