@@ -135,13 +135,13 @@ typedef struct gpb__ext {
   uint32_t bin;
 } gpb__ext_t;
 
-/* Maximal free runs, binned by length (extents.c). A run is named by a
- * record id that stays the same while the run grows, shrinks or moves;
- * who keeps which id where is the caller's (fit.c). */
 /* The cache of runs by start has 2^GPB__EXT_STARTS_BITS slots. */
 #define GPB__EXT_STARTS_BITS 11
 #define GPB__EXT_STARTS (1u << GPB__EXT_STARTS_BITS)
 
+/* Maximal free runs, binned by length (extents.c). A run is named by a
+ * record id that stays the same while the run grows, shrinks or moves;
+ * who keeps which id where is the caller's (fit.c). */
 typedef struct gpb__exts {
   gpb__ext_t **chunks;
   uint32_t nchunks, made, free_head;
