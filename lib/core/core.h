@@ -546,19 +546,28 @@ static inline void gpb__stats_count_mask(gpb_stats_t *s, uint64_t mask,
   for (; mask; mask &= mask - 1) s->free_blocks[__builtin_ctzll(mask)] += d;
 }
 
+/* An ALLOC or FREE of units [u, u+n) (units of 2^shift bytes): its
+ * canonical blocks leave or rejoin the free counts. */
+static inline void gpb__stats_count_range(gpb_stats_t *s, int type,
+                                          uint64_t u, uint64_t n,
+                                          uint32_t shift, uint64_t requested,
+                                          uint32_t tag) {
+  uint64_t d = type == GPB_EV_ALLOC ? (uint64_t)-1 : 1, l, r;
+  gpb__canon_masks(u, n, &l, &r);
+  gpb__stats_count_mask(s, l, d);
+  gpb__stats_count_mask(s, r, d);
+  gpb__stats_count_bytes(s, type, n << shift, requested, tag);
+}
+
 static inline void gpb__stats_count(gpb_stats_t *s, int type, uint64_t off,
                                     uint64_t size, uint64_t requested,
                                     uint32_t tag, uint32_t order) {
   switch (type) {
   case GPB_EV_ALLOC:
   case GPB_EV_FREE: {
-    uint64_t d = type == GPB_EV_ALLOC ? (uint64_t)-1 : 1;
     uint32_t shift = (uint32_t)__builtin_ctzll(s->min_block);
-    uint64_t l, r;
-    gpb__canon_masks(off >> shift, size >> shift, &l, &r);
-    gpb__stats_count_mask(s, l, d);
-    gpb__stats_count_mask(s, r, d);
-    gpb__stats_count_bytes(s, type, size, requested, tag);
+    gpb__stats_count_range(s, type, off >> shift, size >> shift, shift,
+                           requested, tag);
     break;
   }
   case GPB_EV_SPLIT:
@@ -616,10 +625,15 @@ static inline void gpb__emit(gpb__buddy_t *b, int type, uint64_t unit,
                        uint32_t tag, uint32_t site, uint64_t stream) {
   if (type == GPB_EV_FAIL && b->mute_fail) return;
   const gpb__sink_t *k = &b->sink;
-  if (k->counters) { /* counted in place, no event built */
-    uint64_t seq = ++k->counters->seq;
-    gpb__stats_count(k->counters, type, unit << b->min_shift,
-                     units << b->min_shift, requested, tag, order);
+  gpb_stats_t *q = k->counters;
+  if (q) { /* counted in place, no event built */
+    uint64_t seq = ++q->seq;
+    if (type == GPB_EV_ALLOC || type == GPB_EV_FREE) /* already in units */
+      gpb__stats_count_range(q, type, unit, units, b->min_shift, requested,
+                             tag);
+    else
+      gpb__stats_count(q, type, unit << b->min_shift, units << b->min_shift,
+                       requested, tag, order);
     if (k->put)
       k->put(k->put_ctx, seq, type, unit << b->min_shift, units << b->min_shift,
              requested, stream, tag, order, site);

@@ -90,31 +90,6 @@ void gpb__fit_flush(gpb__buddy_t *b) {
   b->fpending = 0;
 }
 
-/* The ALLOC or FREE of units [u, u+n), as gpb__emit counts or builds
- * it, but counted here, in units, with no event type to dispatch on: the
- * allocation's canonical blocks leave or rejoin the free counts. */
-static GPB__INLINE void fit_emit(gpb__buddy_t *b, int type, uint64_t u,
-                                 uint64_t n, uint64_t requested,
-                                 uint32_t tag, uint32_t site,
-                                 uint64_t stream) {
-  const gpb__sink_t *k = &b->sink;
-  gpb_stats_t *q = k->counters;
-  if (!q) {
-    gpb__emit(b, type, u, n, gpb__canon_order(u, n), requested, tag, site,
-              stream);
-    return;
-  }
-  uint64_t seq = ++q->seq, l, r;
-  uint64_t d = type == GPB_EV_ALLOC ? (uint64_t)-1 : 1;
-  gpb__canon_masks(u, n, &l, &r);
-  gpb__stats_count_mask(q, l, d);
-  gpb__stats_count_mask(q, r, d);
-  gpb__stats_count_bytes(q, type, n << b->min_shift, requested, tag);
-  if (k->put)
-    k->put(k->put_ctx, seq, type, u << b->min_shift, n << b->min_shift,
-           requested, stream, tag, gpb__canon_order(u, n), site);
-}
-
 /* Counts the splits (d = 1) or merges (d = -1) of the nodes of [s, e)
  * holding cut a or cut c (0: no cut there), each node once, when only
  * the stats listen. Forced inline: a call cost a fifth of it. */
@@ -278,7 +253,8 @@ int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
     return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
                      (unsigned long long)units, (unsigned long long)requested);
   }
-  fit_emit(b, GPB_EV_ALLOC, *unit, units, requested, tag, site, stream);
+  gpb__emit(b, GPB_EV_ALLOC, *unit, units, gpb__canon_order(*unit, units),
+            requested, tag, site, stream);
   return 0;
 }
 
@@ -307,14 +283,14 @@ static GPB__INLINE int fit_release(gpb__buddy_t *b, uint64_t u,
   /* The run after: free unless an allocation starts at end (or end is
    * the limit). The cache of runs by start usually names it; if not, it
    * ends where the next allocation starts. */
-  int after = end < lim && !gpb__bits_test(&b->starts, end);
-  if (after && !(rt = gpb__exts_starting(b->exts, end))) {
-    uint64_t nx = gpb__bits_next(&b->starts, end);
-    rt = fit_ending(b, nx < lim ? nx : lim, NULL);
-    if (!rt) return gpb__fail(GPB_ECORRUPT, "no free run ends at unit %llu",
-                              (unsigned long long)(nx < lim ? nx : lim));
-  } else if (end < lim && !after &&
-             !(next = gpb__atab_find(&b->atab, end))) {
+  if (end < lim && !gpb__bits_test(&b->starts, end)) {
+    if (!(rt = gpb__exts_starting(b->exts, end))) {
+      uint64_t nx = gpb__bits_next(&b->starts, end);
+      rt = fit_ending(b, nx < lim ? nx : lim, NULL);
+      if (!rt) return gpb__fail(GPB_ECORRUPT, "no free run ends at unit %llu",
+                                (unsigned long long)(nx < lim ? nx : lim));
+    }
+  } else if (end < lim && !(next = gpb__atab_find(&b->atab, end))) {
     return gpb__fail(GPB_ECORRUPT, "unit %llu has a start bit but no "
                      "allocation", (unsigned long long)end);
   }
@@ -326,7 +302,8 @@ static GPB__INLINE int fit_release(gpb__buddy_t *b, uint64_t u,
   gpb__bits_clear(&b->starts, u);
   fit_whole(b, s, e, 1);
   if (!quiet)
-    fit_emit(b, GPB_EV_FREE, u, n, a.requested, a.tag, a.site, stream);
+    gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), a.requested,
+              a.tag, a.site, stream);
   fit_cuts(b, GPB_EV_MERGE, u > s ? u : 0, e - u > n ? u + n : 0, s, e);
   return 0;
 }
