@@ -325,7 +325,11 @@ static void count_event(const gpb_event_t *ev, void *user) {
  * or off) with counts pending must lose none of them: nothing reads the
  * counters between the frees and the hook here, in a pool of one core
  * and in one with arenas. */
-static void fit_pending_rewired(void) {
+/* Best fit counts in place, either from its runs when the stats are read
+ * (few runs) or call by call (more than 512 runs in a core), switching
+ * as the runs come and go; n allocations of up to `most` bytes, every
+ * other one freed, make about n / 2 runs. */
+static void fit_pending_rewired(int n, uint64_t most) {
   for (uint32_t narenas = 1; narenas <= 4; narenas += 3) {
     gpb_config_t cfg;
     gpb_config_init(&cfg);
@@ -336,19 +340,24 @@ static void fit_pending_rewired(void) {
     cfg.arenas = narenas;
     gpb_pool_t *p;
     ASSERT_OK(gpb_pool_create(&cfg, &p));
-    void *v[64];
+    void **v = malloc((size_t)n * sizeof *v);
+    ASSERT(v);
     uint64_t rng = 5, nev = 0;
     for (int round = 0; round < 4; round++) {
-      for (int i = 0; i < 64; i++)
-        ASSERT_OK(gpb_alloc(p, 256 + rng_below(&rng, 100000), &v[i]));
-      for (int i = 0; i < 64; i += 2) ASSERT_OK(gpb_free(p, v[i]));
+      for (int i = 0; i < n; i++)
+        ASSERT_OK(gpb_alloc(p, 256 + rng_below(&rng, most), &v[i]));
+      for (int i = 0; i < n; i += 2) ASSERT_OK(gpb_free(p, v[i]));
       /* The hook goes on at even rounds, off at odd ones. */
       ASSERT_OK(gpb_pool_set_hook(p, round % 2 ? NULL : count_event, &nev));
       ASSERT_OK(gpb_pool_check(p));
-      for (int i = 1; i < 64; i += 2) ASSERT_OK(gpb_free(p, v[i]));
+      for (int i = 1; i < n; i += 2) {
+        ASSERT_OK(gpb_free(p, v[i]));
+        if (i % 1001 == 0) ASSERT_OK(gpb_pool_check(p));
+      }
       ASSERT_OK(gpb_pool_check(p));
     }
     ASSERT(nev > 0);
+    free(v);
     gpb_pool_destroy(p);
   }
 }
@@ -359,7 +368,8 @@ int main(void) {
   if (rounds < 2) rounds = 2;
   for (long i = 0; i < rounds; i++) run_round(&rng, steps);
   arena_merged_superblocks();
-  fit_pending_rewired();
+  fit_pending_rewired(64, 100000);
+  fit_pending_rewired(3000, 2048);
   /* GPB_ARENAS sets the count when the config leaves the default (1). */
   gpb_config_t cfg;
   gpb_pool_t *p;

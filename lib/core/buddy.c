@@ -387,6 +387,7 @@ static void buddy_set_roots(gpb__buddy_t *b) {
 void gpb__buddy_reset(gpb__buddy_t *b) {
   memset(b->fpend, 0, sizeof b->fpend); /* the counters are reset too */
   b->fpending = 0;
+  b->fsync = 0;
   for (uint32_t k = 0; k < b->norders; k++) {
     if (b->freeb[k].nlev) gpb__bits_zero(&b->freeb[k]);
     b->nfree[k] = 0;

@@ -283,6 +283,18 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
 
 uint64_t gpb__exts_count(const gpb__exts_t *x) { return x->count; }
 
+void gpb__exts_blocks(const gpb__exts_t *x, uint64_t out[GPB_MAX_ORDERS]) {
+  memset(out, 0, GPB_MAX_ORDERS * sizeof *out);
+  for (uint32_t id = 1; id <= x->made; id++) {
+    const gpb__ext_t *e = ext_rec(x, id);
+    uint64_t l, r;
+    if (!e->len) continue; /* on the free list */
+    gpb__canon_masks(e->start, e->len, &l, &r);
+    for (; l; l &= l - 1) out[__builtin_ctzll(l)]++;
+    for (; r; r &= r - 1) out[__builtin_ctzll(r)]++;
+  }
+}
+
 int gpb__exts_check(const gpb__exts_t *x) {
   uint64_t n = 0;
   for (uint32_t b = 0; b < GPB__EXT_BINS; b++) {

@@ -22,12 +22,15 @@
  *    bottom-up, and nothing else changes.
  *
  * So an allocation or free costs the run search, a few table operations
- * and O(orders) register arithmetic for its SPLIT and MERGE events (counted
- * in place when only the stats listen), instead of O(orders^2) bit tests
- * and two bitset updates per block of the run. The core does not count
- * its free blocks per order (nfree stays zero): the stats do, from the
- * events, and gpb__buddy_nfree counts them from the runs when asked (the
- * checks compare the two). The start bit of each
+ * and O(orders) register arithmetic for its SPLIT and MERGE events,
+ * instead of O(orders^2) bit tests and two bitset updates per block of
+ * the run. The core does not count its free blocks per order (nfree
+ * stays zero). When only the stats listen, nor does the call: it counts
+ * how many nodes split or merged, and the free blocks per order, a
+ * function of the runs, are added into the stats when they are read
+ * (gpb__fit_flush, a pass over the runs). Otherwise the stats count them
+ * from the events. gpb__buddy_nfree counts them from a walk of the map
+ * when asked (the checks compare it with the stats). The start bit of each
  * allocation lets lookups find the run around any unit: it begins where
  * the previous allocation ends and ends where the next one starts.
  */
@@ -65,56 +68,88 @@ static inline void fit_chain(const gpb__buddy_t *b, uint64_t p, uint64_t s,
   *hi = k < b->cap ? k : b->cap;
 }
 
-/* Counts a chain of splits (d = 1) or merges (d = -1) of one node per
- * order lo..hi into q: one block of order hi fewer, one more of each order
- * lo..hi-1 (pending in b->fpend), two more of order lo-1. Returns how
- * many. */
-static inline uint64_t fit_chain_count(gpb__buddy_t *b, gpb_stats_t *q,
-                                       uint32_t lo, uint32_t hi, uint64_t d) {
-  q->free_blocks[hi] -= d;
-  b->fpend[lo] += (int64_t)d;
-  b->fpend[hi] -= (int64_t)d;
-  q->free_blocks[lo - 1] += 2 * d;
-  return hi - lo + 1;
+/* Counting in place, a best-fit core keeps its free blocks per order in
+ * the counters one of two ways (fcnt in core.h): from the runs, when the
+ * counters are read, while there are few runs; or call by call, so that
+ * a read never scans more than FIT_RUNS_EAGER runs (4 to 8 ns each)
+ * under the pool's lock. Two thresholds, so that a count hovering at one
+ * does not switch back and forth. */
+#define FIT_RUNS_LAZY 256
+#define FIT_RUNS_EAGER 512
+
+/* Before each take or release, when not counting from the runs, or when
+ * the runs became too many for it: switches the way, flushing what was
+ * pending the other way first. */
+static void fit_mode(gpb__buddy_t *b) {
+  if (b->fsync) { /* too many runs now */
+    gpb__fit_flush(b);
+    b->fsync = 0;
+  } else if (b->sink.counters && !b->sink.put &&
+             gpb__exts_count(b->exts) <= FIT_RUNS_LAZY) {
+    gpb__buddy_flush(b);
+    gpb__exts_blocks(b->exts, b->fcnt);
+    b->fsync = 1;
+  }
 }
 
 void gpb__fit_flush(gpb__buddy_t *b) {
   gpb_stats_t *q = b->sink.counters;
-  int64_t run = 0;
   gpb_assert(q);
-  for (uint32_t k = 0; k < b->norders; k++) {
-    run += b->fpend[k];
-    q->free_blocks[k] += (uint64_t)run;
-    b->fpend[k] = 0;
+  if (b->fsync) { /* what the runs make now, against the baseline */
+    uint64_t now[GPB_MAX_ORDERS];
+    gpb__exts_blocks(b->exts, now);
+    for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++) {
+      q->free_blocks[k] += now[k] - b->fcnt[k];
+      b->fcnt[k] = now[k];
+    }
+  } else { /* the chains' ranges, as prefix sums */
+    int64_t run = 0;
+    for (uint32_t k = 0; k < b->norders; k++) {
+      run += b->fpend[k];
+      q->free_blocks[k] += (uint64_t)run;
+      b->fpend[k] = 0;
+    }
   }
   b->fpending = 0;
 }
 
+/* Counting call by call: a chain of splits (d = 1) or merges (d = -1) of
+ * one node per order lo..hi makes one block of order hi fewer, one more
+ * of each order lo..hi-1 (pending in b->fpend, a difference array), and
+ * two more of order lo-1. */
+static inline void fit_chain_blocks(gpb__buddy_t *b, gpb_stats_t *q,
+                                    uint32_t lo, uint32_t hi, uint64_t d) {
+  q->free_blocks[hi] -= d;
+  b->fpend[lo] += (int64_t)d;
+  b->fpend[hi] -= (int64_t)d;
+  q->free_blocks[lo - 1] += 2 * d;
+}
+
 /* Counts the splits (d = 1) or merges (d = -1) of the nodes of [s, e)
  * holding cut a or cut c (0: no cut there), each node once, when only
- * the stats listen. Forced inline: a call cost a fifth of it. */
+ * the stats listen; the blocks they make only when not counted from the
+ * runs. Forced inline: a call cost a fifth of it. */
 static GPB__INLINE void fit_cuts_count(gpb__buddy_t *b, gpb_stats_t *q,
                                        int split, uint64_t a, uint64_t c,
                                        uint64_t s, uint64_t e) {
-  uint64_t d = split ? 1 : (uint64_t)-1, n = 0;
-  uint32_t alo = 1, ahi = 0, clo = 1, chi = 0;
-  if (a) {
-    fit_chain(b, a, s, e, &alo, &ahi);
-    if (ahi >= alo) n += fit_chain_count(b, q, alo, ahi, d);
+  uint64_t d = split ? 1 : (uint64_t)-1;
+  uint32_t alo = 1, ahi = 0, clo = 1, chi = 0, m = 64;
+  if (a) fit_chain(b, a, s, e, &alo, &ahi);
+  if (c) fit_chain(b, c, s, e, &clo, &chi);
+  uint64_t n = (ahi >= alo ? ahi - alo + 1 : 0) +
+               (chi >= clo ? chi - clo + 1 : 0);
+  if (ahi >= alo && chi >= clo) {
+    /* Both cuts in one block: the chains share their top nodes, from the
+     * order where a and c first agree. Count those once. */
+    m = 64u - (uint32_t)__builtin_clzll(a ^ c); /* a>>m == c>>m */
+    if (m < alo) m = alo;
+    if (m < clo) m = clo;
+    n -= m <= ahi ? ahi - m + 1 : 0;
   }
-  if (c) {
-    fit_chain(b, c, s, e, &clo, &chi);
-    if (chi >= clo) {
-      n += fit_chain_count(b, q, clo, chi, d);
-      /* The two chains share their top nodes when both cuts fall in one
-       * block: those were counted twice, undo one. */
-      if (a && ahi >= alo) {
-        uint32_t m = 64u - (uint32_t)__builtin_clzll(a ^ c); /* a>>m == c>>m */
-        if (m < alo) m = alo;
-        if (m < clo) m = clo;
-        if (m <= ahi) n -= fit_chain_count(b, q, m, ahi, -d);
-      }
-    }
+  if (!b->fsync) {
+    if (ahi >= alo) fit_chain_blocks(b, q, alo, ahi, d);
+    if (chi >= clo) fit_chain_blocks(b, q, clo, chi, d);
+    if (m <= ahi) fit_chain_blocks(b, q, m, ahi, -d);
   }
   b->fpending = 1;
   q->seq += n;
@@ -154,6 +189,24 @@ static GPB__INLINE void fit_cuts(gpb__buddy_t *b, int type, uint64_t a,
     fit_cuts_count(b, q, type == GPB_EV_SPLIT, a, c, s, e);
   else
     fit_cuts_emit(b, type, a, c, s, e);
+}
+
+/* The ALLOC or FREE of units [u, u+n): counted in place without its
+ * blocks when they are counted from the runs, else handed to gpb__emit
+ * (whose counting loops over them). */
+static GPB__INLINE void fit_event(gpb__buddy_t *b, int type, uint64_t u,
+                                  uint64_t n, uint64_t requested,
+                                  uint32_t tag, uint32_t site,
+                                  uint64_t stream) {
+  gpb_stats_t *q = b->sink.counters;
+  if (GPB__LIKELY(b->fsync)) {
+    gpb_assert(q && !b->sink.put); /* a rewiring clears fsync */
+    q->seq++;
+    gpb__stats_count_bytes(q, type, n << b->min_shift, requested, tag);
+    return;
+  }
+  gpb__emit(b, type, u, n, gpb__canon_order(u, n), requested, tag, site,
+            stream);
 }
 
 static uint32_t fit_ceil_log2(uint64_t n) {
@@ -225,6 +278,8 @@ static GPB__INLINE int fit_take(gpb__buddy_t *b, uint64_t units,
                                 uint32_t align_order, gpb__arec_t *rec,
                                 uint64_t *unit) {
   uint64_t u, s, e;
+  if (GPB__UNLIKELY(!b->fsync || b->exts->count > FIT_RUNS_EAGER))
+    fit_mode(b);
   /* Room first, so that once the run is cut nothing can fail. */
   if (gpb__atab_room(&b->atab)) return GPB_EHOSTMEM;
   int rc = gpb__exts_take(b->exts, units, align_order, &u, &s, &e, &rec->run);
@@ -253,14 +308,15 @@ int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
     return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
                      (unsigned long long)units, (unsigned long long)requested);
   }
-  gpb__emit(b, GPB_EV_ALLOC, *unit, units, gpb__canon_order(*unit, units),
-            requested, tag, site, stream);
+  fit_event(b, GPB_EV_ALLOC, *unit, units, requested, tag, site, stream);
   return 0;
 }
 
 int gpb__fit_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
   gpb__arec_t rec = {.units = 1ull << k, .tag = GPB__TAG_LENT};
   int rc = fit_take(b, 1ull << k, k, &rec, unit);
+  /* No ALLOC: the block stays free in the counters, but not in the runs. */
+  if (!rc && b->fsync) b->fcnt[k]--;
   if (rc == GPB_EHOSTMEM)
     return gpb__fail(rc, "no host memory to record a lent superblock");
   return rc; /* GPB_ENOMEM quietly, as gpb__buddy_lend */
@@ -276,6 +332,8 @@ static GPB__INLINE int fit_release(gpb__buddy_t *b, uint64_t u,
   uint64_t s, e, n = a.units, end = u + n, lim = fit_limit(b, u);
   uint32_t l = 0, rt = 0, id;
   gpb__arec_t *next = NULL; /* the allocation at end, if its run changes */
+  if (GPB__UNLIKELY(!b->fsync || b->exts->count > FIT_RUNS_EAGER))
+    fit_mode(b);
   /* The run before: named in the record, unless u starts a superblock
    * (a bounded core's runs never cross one). */
   if (!b->bounded || (u & ((1ull << b->cap) - 1)))
@@ -302,8 +360,7 @@ static GPB__INLINE int fit_release(gpb__buddy_t *b, uint64_t u,
   gpb__bits_clear(&b->starts, u);
   fit_whole(b, s, e, 1);
   if (!quiet)
-    gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), a.requested,
-              a.tag, a.site, stream);
+    fit_event(b, GPB_EV_FREE, u, n, a.requested, a.tag, a.site, stream);
   fit_cuts(b, GPB_EV_MERGE, u > s ? u : 0, e - u > n ? u + n : 0, s, e);
   return 0;
 }
@@ -314,8 +371,12 @@ int gpb__fit_free(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *rec,
 }
 
 int gpb__fit_unlend(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *rec) {
-  return fit_release(b, u, rec, 0, 1); /* no FREE: it was never allocated
-                                           to watchers */
+  uint32_t k = (uint32_t)__builtin_ctzll(rec->units);
+  /* No FREE: it was never allocated to watchers, and the block was free
+   * in the counters all along. */
+  int rc = fit_release(b, u, rec, 0, 1);
+  if (!rc && b->fsync) b->fcnt[k]++;
+  return rc;
 }
 
 int gpb__fit_sb_free(const gpb__buddy_t *b, uint64_t sb) {
@@ -334,6 +395,7 @@ int gpb__fit_adopt(gpb__buddy_t *b, uint64_t u) {
     return gpb__fail(GPB_EHOSTMEM, "no host memory for a superblock's run");
   fit_set_ending(b, e, NULL, id);
   b->nfree[b->cap]++;
+  if (b->fsync) b->fcnt[b->cap]++; /* no event: the counters know it */
   return 0;
 }
 
@@ -342,6 +404,7 @@ void gpb__fit_disown(gpb__buddy_t *b, uint64_t u) {
   gpb_assert(id);
   gpb__exts_drop(b->exts, id);
   b->nfree[b->cap]--;
+  if (b->fsync) b->fcnt[b->cap]--; /* no event, as gpb__fit_adopt */
 }
 
 /* The free run holding unit u: 0 and [*s, *e), or -1 when u lies in an

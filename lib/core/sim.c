@@ -82,7 +82,7 @@ int gpb_sim_set_hook(gpb_sim_t *s, gpb_hook_fn fn, void *user) {
   s->hook = fn;
   s->hook_user = user;
   /* The counting fast path skips the sink; a hook needs every event. */
-  gpb__buddy_flush(&s->model.core);
+  gpb__buddy_unsync(&s->model.core);
   s->model.core.sink.counters = fn ? NULL : &s->model.stats;
   return 0;
 }

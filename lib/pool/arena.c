@@ -349,7 +349,7 @@ int gpb__arenas_usable(gpb_pool_t *p, uint64_t off, size_t *out) {
 void gpb__arenas_set_loud(gpb_pool_t *p, int loud) {
   for (uint32_t i = 0; i < p->narenas && p->arenas; i++) {
     gpb__arena_t *a = &p->arenas[i];
-    gpb__buddy_flush(&a->core); /* into the counters it has counted in */
+    gpb__buddy_unsync(&a->core); /* into the counters it has counted in */
     if (loud && !p->loud) {
       gpb__stats_add(&p->stats, &a->delta);
       arena_delta_reset(p, a);

@@ -65,7 +65,7 @@ void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
  * Arena cores, when loud, still come through gpb__pool_emit: both paths
  * number events from p->stats under the pool's lock. */
 static void pool_update_want_time(gpb_pool_t *p) {
-  gpb__buddy_flush(&p->core); /* into the counters it has counted in */
+  gpb__buddy_unsync(&p->core); /* into the counters it has counted in */
   p->want_time = p->hook || p->trace ? 2 : p->pub ? 1 : 0;
   int direct = p->pub && p->want_time == 1;
   p->core.sink.counters = !p->want_time || direct ? &p->stats : NULL;
