@@ -285,13 +285,19 @@ uint64_t gpb__exts_count(const gpb__exts_t *x) { return x->count; }
 
 void gpb__exts_blocks(const gpb__exts_t *x, uint64_t out[GPB_MAX_ORDERS]) {
   memset(out, 0, GPB_MAX_ORDERS * sizeof *out);
-  for (uint32_t id = 1; id <= x->made; id++) {
-    const gpb__ext_t *e = ext_rec(x, id);
-    uint64_t l, r;
-    if (!e->len) continue; /* on the free list */
-    gpb__canon_masks(e->start, e->len, &l, &r);
-    for (; l; l &= l - 1) out[__builtin_ctzll(l)]++;
-    for (; r; r &= r - 1) out[__builtin_ctzll(r)]++;
+  /* Through the bins, not the records: after a burst of runs most
+   * records may sit on the free list, and the pass must cost the runs. */
+  for (uint32_t w = 0; w < (GPB__EXT_BINS + 63) / 64; w++) {
+    for (uint64_t m = x->binmap[w]; m; m &= m - 1) {
+      uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(m);
+      for (uint32_t id = x->head[b]; id; id = ext_rec(x, id)->next) {
+        const gpb__ext_t *e = ext_rec(x, id);
+        uint64_t l, r;
+        gpb__canon_masks(e->start, e->len, &l, &r);
+        for (; l; l &= l - 1) out[__builtin_ctzll(l)]++;
+        for (; r; r &= r - 1) out[__builtin_ctzll(r)]++;
+      }
+    }
   }
 }
 
