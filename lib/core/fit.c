@@ -71,7 +71,7 @@ static inline void fit_chain(const gpb__buddy_t *b, uint64_t p, uint64_t s,
 /* Counting in place, a best-fit core keeps its free blocks per order in
  * the counters one of two ways (fcnt in core.h): from the runs, when the
  * counters are read, while there are few runs; or call by call, so that
- * a read never scans more than FIT_RUNS_EAGER runs (4 to 8 ns each)
+ * a read never scans more than FIT_RUNS_EAGER runs (about 8 ns each)
  * under the pool's lock. Two thresholds, so that a count hovering at one
  * does not switch back and forth. */
 #define FIT_RUNS_LAZY 256
