@@ -1,0 +1,59 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# run-bestfit-recorded.sh OUT TARBALL [ROUNDS]: best fit against the buddy
+# policy on allocation streams recorded here and now from real PyTorch
+# workloads (issue 14), on a GPU machine. Builds TARBALL (a `make dist`
+# tarball) with CUDA, installs the Python package from it offline, then:
+#   1. records one gpubuddy trace per workload of
+#      samples/torch/workloads.py (ResNet-50 training, GPT-2 training,
+#      GPT-2 fp16 inference), each run under gpubuddy.torch;
+#   2. replays each with `gpubuddy-bench --only traces --trace T
+#      --trace-rounds ROUNDS` (default 5), on the device backend and on
+#      the host backend: the smallest pool per policy, and the policies'
+#      latencies side by side.
+# Writes OUT/device.txt and OUT/{gpu,host}-W.txt (7 files), and prints the
+# rows that compare the policies. A pool the device cannot hold beside
+# the others is cut to fit, and then it may fail allocations: the last
+# column counts them (on an 80 GiB GPU, GPT-2 training's pools fail
+# thousands; read its host rows).
+set -u
+[ $# -ge 2 ] || { echo "usage: $0 OUT TARBALL [ROUNDS]" >&2; exit 2; }
+out=$1 tarball=$2 rounds=${3:-5}
+work=${TMPDIR:-/tmp}/gpb-recorded
+rm -rf "$work" && mkdir -p "$work/traces" "$out" || exit 1
+tar xzf "$tarball" -C "$work" || exit 1
+src=$(ls -d "$work"/gpubuddy-*/ | head -1)
+cd "$work" && mkdir build && cd build || exit 1
+"$src/configure" --with-cuda NVCCFLAGS="-O2 -arch=sm_90" >configure.log 2>&1 &&
+  make -j"$(nproc)" >make.log 2>&1 ||
+  { tail -30 configure.log make.log; exit 1; }
+python3 -m pip install -q --no-index --target "$work/site" "$src/python" ||
+  { echo "run-bestfit-recorded: pip install failed" >&2; exit 1; }
+{
+  date -u '+%Y-%m-%d %H:%M UTC'
+  nvidia-smi --query-gpu=name,driver_version,serial --format=csv,noheader
+  grep -m1 'model name' /proc/cpuinfo
+  hostname
+} | tee "$out/device.txt"
+for w in resnet gpt infer; do
+  t=$work/traces/real-$w.trace.gz
+  echo "$(date -u +%H:%M:%S) recording $w..." >&2
+  PYTHONPATH=$work/site timeout 300 python3 "$src/samples/torch/workloads.py" \
+    "$w" gpubuddy --trace "$t" >"$work/record-$w.json" 2>&1
+  # The package writes PATH.DEVICE.
+  [ -f "$t.0" ] && mv "$t.0" "$t"
+  if [ ! -s "$t" ]; then
+    echo "run-bestfit-recorded: no trace for $w:" >&2
+    tail -3 "$work/record-$w.json" >&2
+    continue
+  fi
+  for be in gpu host; do
+    echo "$(date -u +%H:%M:%S) replaying $w ($be)..." >&2
+    timeout 240 ./bench/gpubuddy-bench --"$be" --only traces --trace "$t" \
+      --trace-rounds "$rounds" >"$out/$be-$w.txt" 2>/dev/null
+  done
+done
+for f in "$out"/gpu-*.txt "$out"/host-*.txt; do
+  echo "== $(basename "$f")"
+  grep -iE '^== Trace|smallest pool|^replay +gpubuddy(-bestfit)? ' "$f"
+done
