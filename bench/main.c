@@ -107,6 +107,9 @@ static void usage(FILE *f) {
 "  --meta-reps N       creates per pool size (default 7)\n"
 "  --trace-rounds N    timed passes over each trace per allocator, taken in\n"
 "                      turns (default 20, quick 2)\n"
+"  --contenders LIST   only these allocators, by the names the results use\n"
+"                      (gpubuddy,gpubuddy-bestfit,...): fewer pools at once\n"
+"                      leave each a larger share of the GPU\n"
 "  --seed N            seed of the churn mix (default 42)\n"
 "  --device N          CUDA device (default 0)\n"
 "  -h, --help          this text\n"
@@ -154,6 +157,31 @@ static int parse_suites(bench_opts_t *o, const char *list, int only) {
   }
   free(dup);
   return 0;
+}
+
+/* Keeps the contenders LIST names (comma-separated), in their order. */
+static int keep_contenders(bench_ctx_t *c, const char *list) {
+  int keep[8] = {0}, n = 0;
+  char *dup = strdup(list), *save = NULL;
+  if (!dup) return -1;
+  for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int i;
+    for (i = 0; i < c->ncont && strcmp(t, c->cont[i].name); i++) {}
+    if (i == c->ncont) {
+      fprintf(stderr, "gpubuddy-bench: unknown contender '%s' (", t);
+      for (i = 0; i < c->ncont; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", c->cont[i].name);
+      fprintf(stderr, ")\n");
+      free(dup);
+      return -1;
+    }
+    keep[i] = 1;
+  }
+  free(dup);
+  for (int i = 0; i < c->ncont; i++)
+    if (keep[i]) c->cont[n++] = c->cont[i];
+  c->ncont = n;
+  return n ? 0 : -1;
 }
 
 /* ------------------------------------------------------------- targets */
@@ -538,7 +566,7 @@ int main(int argc, char **argv) {
   size_t pairs = 0, churn_ops = 0, churn_live = 0, meta_reps = 0,
          trace_rounds = 0;
   double thr_secs = 0;
-  const char *save_path = NULL;
+  const char *save_path = NULL, *contenders = NULL;
   const char **traces = calloc((size_t)argc + 1, sizeof *traces);
   if (!traces) return 2;
   traces_g = traces;
@@ -546,7 +574,8 @@ int main(int argc, char **argv) {
 
   enum { O_HOST = 256, O_GPU, O_QUICK, O_OUT, O_JSON, O_TRACE, O_SYNTH,
          O_ONLY, O_SKIP, O_PAIRS, O_CHOPS, O_CHLIVE, O_THREADS, O_TSECS,
-         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS, O_TROUNDS };
+         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS, O_TROUNDS,
+         O_CONT };
   static const struct option lo[] = {
       {"host", no_argument, 0, O_HOST},
       {"gpu", no_argument, 0, O_GPU},
@@ -567,6 +596,7 @@ int main(int argc, char **argv) {
       {"min-block", required_argument, 0, O_MINB},
       {"meta-reps", required_argument, 0, O_MREPS},
       {"trace-rounds", required_argument, 0, O_TROUNDS},
+      {"contenders", required_argument, 0, O_CONT},
       {"seed", required_argument, 0, O_SEED},
       {"device", required_argument, 0, O_DEV},
       {"help", no_argument, 0, 'h'},
@@ -629,6 +659,9 @@ int main(int argc, char **argv) {
     case O_TROUNDS:
       if (parse_u64("--trace-rounds", optarg, 1, 1000, &v)) return 2;
       trace_rounds = (size_t)v;
+      break;
+    case O_CONT:
+      contenders = optarg;
       break;
     case O_MREPS:
       if (parse_u64("--meta-reps", optarg, 1, 64, &v)) return 2;
@@ -767,6 +800,7 @@ int main(int argc, char **argv) {
     k->kind = others[i];
     snprintf(k->name, sizeof k->name, "%s", bench_kind_name(others[i]));
   }
+  if (contenders && keep_contenders(&c, contenders)) return 2;
 #ifdef GPB_HAVE_CUDA
   if (o.gpu) {
     if (bench_cuda_free_mem(o.device) == 0) {

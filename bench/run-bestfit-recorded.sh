@@ -8,14 +8,15 @@
 #      samples/torch/workloads.py (ResNet-50 training, GPT-2 training,
 #      GPT-2 fp16 inference), each run under gpubuddy.torch;
 #   2. replays each with `gpubuddy-bench --only traces --trace T
-#      --trace-rounds ROUNDS` (default 5), on the device backend and on
-#      the host backend: the smallest pool per policy, and the policies'
-#      latencies side by side.
+#      --trace-rounds ROUNDS --contenders gpubuddy,gpubuddy-bestfit`
+#      (ROUNDS default 5), on the device backend and on the host backend:
+#      the smallest pool per policy, and the two policies' latencies side
+#      by side. Two pools only, so that GPT-2 training's (2 x 14.7 GiB
+#      each) fit an 80 GiB GPU together.
 # Writes OUT/device.txt and OUT/{gpu,host}-W.txt (7 files), and prints the
 # rows that compare the policies. A pool the device cannot hold beside
-# the others is cut to fit, and then it may fail allocations: the last
-# column counts them (on an 80 GiB GPU, GPT-2 training's pools fail
-# thousands; read its host rows).
+# the other is cut to fit, and then it may fail allocations: the last
+# column counts them.
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 OUT TARBALL [ROUNDS]" >&2; exit 2; }
 out=$1 tarball=$2 rounds=${3:-5}
@@ -50,7 +51,8 @@ for w in resnet gpt infer; do
   for be in gpu host; do
     echo "$(date -u +%H:%M:%S) replaying $w ($be)..." >&2
     timeout 240 ./bench/gpubuddy-bench --"$be" --only traces --trace "$t" \
-      --trace-rounds "$rounds" >"$out/$be-$w.txt" 2>/dev/null
+      --trace-rounds "$rounds" --contenders gpubuddy,gpubuddy-bestfit \
+      >"$out/$be-$w.txt" 2>/dev/null
   done
 done
 for f in "$out"/gpu-*.txt "$out"/host-*.txt; do

@@ -17,6 +17,8 @@ grep -q -- '--quick' "$out/help" || fail "--help does not list --quick"
 "$bench" --no-such-option >/dev/null 2>&1 && fail "a bad option was accepted"
 "$bench" --pairs 0 >/dev/null 2>&1 && fail "--pairs 0 was accepted"
 "$bench" --only nosuch >/dev/null 2>&1 && fail "--only nosuch was accepted"
+"$bench" --contenders gpubuddy,nosuch >/dev/null 2>&1 &&
+  fail "--contenders nosuch was accepted"
 "$bench" --quick --trace "$out/missing.gz" --only traces >/dev/null 2>&1 &&
   fail "a missing trace file did not fail the run"
 
@@ -44,6 +46,11 @@ for a in gpubuddy gpubuddy-trim malloc; do
   grep -q "^256 B  *$a " "$out/stdout" || fail "no 256 B row for $a"
   grep -q "^mix  *$a " "$out/stdout" || fail "no churn row for $a"
 done
+# --contenders keeps only the named allocators.
+"$bench" --host --quick $small --only fixed --contenders gpubuddy,malloc \
+  >"$out/some" 2>/dev/null || fail "--contenders gpubuddy,malloc failed"
+grep -q "^256 B  *malloc " "$out/some" || fail "--contenders dropped malloc"
+grep -q "^256 B  *gpubuddy-trim " "$out/some" && fail "--contenders kept trim"
 # The file trace and the generated one are the same ops: same peak.
 p1=$(sed -n 's/^== Trace synth: .*peak live \(.*\) ==$/\1/p' "$out/stdout")
 p2=$(sed -n 's/^== Trace synthetic-dynamic: .*peak live \(.*\) ==$/\1/p' "$out/stdout")
