@@ -20,22 +20,14 @@
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 OUT TARBALL [ROUNDS]" >&2; exit 2; }
 out=$1 tarball=$2 rounds=${3:-5}
+. "$(dirname "$0")/gpu-common.sh"
 work=${TMPDIR:-/tmp}/gpb-recorded
-rm -rf "$work" && mkdir -p "$work/traces" "$out" || exit 1
-tar xzf "$tarball" -C "$work" || exit 1
-src=$(ls -d "$work"/gpubuddy-*/ | head -1)
-cd "$work" && mkdir build && cd build || exit 1
-"$src/configure" --with-cuda NVCCFLAGS="-O2 -arch=sm_90" >configure.log 2>&1 &&
-  make -j"$(nproc)" >make.log 2>&1 ||
-  { tail -30 configure.log make.log; exit 1; }
+mkdir -p "$out" || exit 1
+build_cuda "$tarball" "$work" || exit 1
+mkdir -p "$work/traces" || exit 1
 python3 -m pip install -q --no-index --target "$work/site" "$src/python" ||
   { echo "run-bestfit-recorded: pip install failed" >&2; exit 1; }
-{
-  date -u '+%Y-%m-%d %H:%M UTC'
-  nvidia-smi --query-gpu=name,driver_version,serial --format=csv,noheader
-  grep -m1 'model name' /proc/cpuinfo
-  hostname
-} | tee "$out/device.txt"
+describe_gpu "$out/device.txt"
 for w in resnet gpt infer; do
   t=$work/traces/real-$w.trace.gz
   echo "$(date -u +%H:%M:%S) recording $w..." >&2

@@ -11,22 +11,13 @@
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 OUT TARBALL [RUNS]" >&2; exit 2; }
 out=$1 tarball=$2 runs=${3:-2}
+. "$(dirname "$0")/gpu-common.sh"
 work=${TMPDIR:-/tmp}/gpb-bestfit
-rm -rf "$work" && mkdir -p "$work" "$out" || exit 1
-tar xzf "$tarball" -C "$work" || exit 1
-src=$(ls -d "$work"/gpubuddy-*/ | head -1)
-cd "$work" && mkdir build && cd build || exit 1
-"$src/configure" --with-cuda NVCCFLAGS="-O2 -arch=sm_90" >configure.log 2>&1 &&
-  make -j"$(nproc)" >make.log 2>&1 ||
-  { tail -30 configure.log make.log; exit 1; }
+mkdir -p "$out" || exit 1
+build_cuda "$tarball" "$work" || exit 1
 bench=$PWD/bench/gpubuddy-bench
 export GPB_SAMPLES_DIR=$src/samples/traces
-{
-  date -u '+%Y-%m-%d %H:%M UTC'
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  grep -m1 'model name' /proc/cpuinfo
-  hostname
-} | tee "$out/device.txt"
+describe_gpu "$out/device.txt"
 i=1
 while [ "$i" -le "$runs" ]; do
   timeout 200 "$bench" --gpu --only fixed,traces >"$out/gpu-$i.txt" 2>/dev/null
