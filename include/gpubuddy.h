@@ -307,6 +307,9 @@ typedef struct gpb_stats {
                            (merged) */
   uint64_t tag_bytes[GPB_MAX_TAGS]; /* block bytes live per tag */
 } gpb_stats_t;
+/* A copy of the pool's counters, under its lock, with no walk of the
+ * block map; a best-fit pool with up to 512 free runs counts its free
+ * blocks from them here (about 8 ns a run) instead of on every call. */
 GPB_API int gpb_pool_stats(const gpb_pool_t *pool, gpb_stats_t *out);
 /* Writes s as one JSON object (the keys gpubuddy-stat --json prints) into
  * buf, like snprintf: at most len bytes with the terminating NUL; returns
