@@ -557,10 +557,11 @@ static inline void gpb__stats_count_bytes(gpb_stats_t *s, int type,
   }
 }
 
-/* Adds d to free_blocks[k] for every order k set in mask. */
-static inline void gpb__stats_count_mask(gpb_stats_t *s, uint64_t mask,
-                                         uint64_t d) {
-  for (; mask; mask &= mask - 1) s->free_blocks[__builtin_ctzll(mask)] += d;
+/* Adds d to per_order[k] for every order k set in mask (a canonical
+ * mask: one block of each such order). */
+static inline void gpb__count_mask(uint64_t per_order[GPB_MAX_ORDERS],
+                                   uint64_t mask, uint64_t d) {
+  for (; mask; mask &= mask - 1) per_order[__builtin_ctzll(mask)] += d;
 }
 
 /* An ALLOC or FREE of units [u, u+n) (units of 2^shift bytes): its
@@ -571,8 +572,8 @@ static inline void gpb__stats_count_range(gpb_stats_t *s, int type,
                                           uint32_t tag) {
   uint64_t d = type == GPB_EV_ALLOC ? (uint64_t)-1 : 1, l, r;
   gpb__canon_masks(u, n, &l, &r);
-  gpb__stats_count_mask(s, l, d);
-  gpb__stats_count_mask(s, r, d);
+  gpb__count_mask(s->free_blocks, l, d);
+  gpb__count_mask(s->free_blocks, r, d);
   gpb__stats_count_bytes(s, type, n << shift, requested, tag);
 }
 

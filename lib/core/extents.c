@@ -294,8 +294,8 @@ void gpb__exts_blocks(const gpb__exts_t *x, uint64_t out[GPB_MAX_ORDERS]) {
         const gpb__ext_t *e = ext_rec(x, id);
         uint64_t l, r;
         gpb__canon_masks(e->start, e->len, &l, &r);
-        for (; l; l &= l - 1) out[__builtin_ctzll(l)]++;
-        for (; r; r &= r - 1) out[__builtin_ctzll(r)]++;
+        gpb__count_mask(out, l, 1);
+        gpb__count_mask(out, r, 1);
       }
     }
   }

@@ -82,7 +82,7 @@ static inline void fit_chain(const gpb__buddy_t *b, uint64_t p, uint64_t s,
  * pending the other way first. */
 static void fit_mode(gpb__buddy_t *b) {
   if (b->fsync) { /* too many runs now */
-    gpb__fit_flush(b);
+    gpb__buddy_flush(b);
     b->fsync = 0;
   } else if (b->sink.counters && !b->sink.put &&
              gpb__exts_count(b->exts) <= FIT_RUNS_LAZY) {
