@@ -93,8 +93,10 @@ typedef enum gpb_policy {
   GPB_POLICY_TRIM,      /* take that block, give its unused tail back as
                            smaller buddy blocks: waste < min_block */
   GPB_POLICY_BESTFIT    /* place the request at the start of the best-
-                           fitting free run, as a run of buddy blocks; an
-                           aligned request needs a run of size+align-1 */
+                           fitting free run (at its end when it is an
+                           eighth of the pool or more), as a run of buddy
+                           blocks; an aligned request needs a run of
+                           size+align-1 */
 } gpb_policy_t;
 #define GPB_NUM_POLICIES 3
 

@@ -60,17 +60,17 @@ $replay --pool-size 4K --quiet "$tmp/small.trace" > "$tmp/plain.txt"
 $replay --pool-size 4K --quiet --json "$tmp/small.trace" > "$tmp/plain.json"
 ! grep -q 'failed at op' "$tmp/plain.txt" || fail "an explanation without --explain-oom"
 ! grep -q 'oom_explained' "$tmp/plain.json" || fail "oom_explained without --explain-oom"
-# Bestfit needs a run, and says how long the longest free one is. It
-# places 0xa0 at 0, 0xa1 at 0x400, 0xa2 at 0x500 (up to 0xd00) and 0xa3
-# at 0xd00, so 1280 bytes are free in [0, 0x400) and [0xf00, 0x1000). Of
-# the runs of 2048 bytes, [0, 0x800) holds the least: 0xa1 and 768 bytes
-# of 0xa2.
+# Bestfit needs a run, and says how long the longest free one is. In a
+# pool of 16 units a request of 2 or more is an eighth of it, and ends
+# its run: 0xa0 takes [0xc00, 0x1000), 0xa1 0, 0xa2 [0x400, 0xc00) and
+# 0xa3 [0x200, 0x400), so 1280 bytes are free in [0x100, 0x200) and
+# [0xc00, 0x1000). Of the runs of 2048 bytes, [0x800, 0x1000) holds the
+# least: 1024 bytes of 0xa2.
 $replay --pool-size 4K --explain-oom --policy bestfit --quiet "$tmp/small.trace" > "$tmp/fit.txt"
 has "$tmp/fit.txt" 'needs a run of 2048 bytes'
 has "$tmp/fit.txt" 'pool: 1280 bytes free (1.2 KiB), largest free block 1024 bytes (1.0 KiB), largest free run 1024 bytes'
-has "$tmp/fit.txt" 'cheapest window: [0x0, 0x800), 1024 bytes live (1.0 KiB) in 2 allocations'
-has "$tmp/fit.txt" '0x400: 256 bytes (256 B), requested 200, age 90 ns, tag 2, id 0xa1'
-has "$tmp/fit.txt" '0x500: 2048 bytes (2.0 KiB), 768 in the window, requested 2048, age 80 ns, tag 0, id 0xa2'
+has "$tmp/fit.txt" 'cheapest window: [0x800, 0x1000), 1024 bytes live (1.0 KiB) in 1 allocation'
+has "$tmp/fit.txt" '0x400: 2048 bytes (2.0 KiB), 1024 in the window, requested 2048, age 80 ns, tag 0, id 0xa2'
 
 # 1b. The same trace in v2 with call sites: each allocation listed names
 # its site (0xa1 site 2, 0xa3 site 1); one without a site names none.

@@ -9,7 +9,8 @@
  * when the reference fails, and leave the stats equal to the reference's
  * counts. Under GPB_POLICY_BESTFIT, whose bins the reference does not
  * mirror, the pool's choice must be the start of a free run (or its first
- * aligned unit) long enough, and a failure must mean no such run exists;
+ * aligned unit) long enough, or its end (or last aligned unit) for a
+ * request of an eighth of the pool or more, and a failure must mean no such run exists;
  * the reference then carves the same run and the stats must agree.
  *
  * The reference also defers coalescing as the pool does: a freed single
@@ -195,9 +196,16 @@ static int64_t ref_fit(ref_t *r, uint64_t units, uint32_t a, int64_t got, int go
   if (u + units > r->n) FAILF("bestfit run past the end");
   for (uint64_t x = u; x < u + units; x++)
     if (r->owner[x]) FAILF("bestfit run at %" PRIu64 " overlaps a live block", u);
-  /* The start of a free run, unless alignment pushed it in. */
-  if (a == 0 && u > 0 && !r->owner[u - 1])
+  /* The start of a free run, unless alignment pushed it in; an eighth
+   * of the pool or more, its end, unless alignment pulled it in. */
+  uint64_t end = u + units;
+  while (end < r->n && !r->owner[end]) end++;
+  if (r->n >= 8 && units >= r->n >> 3) {
+    if (end - (u + units) >= (1ull << a))
+      FAILF("bestfit run at %" PRIu64 " of %" PRIu64 " units does not end its free run", u, units);
+  } else if (a == 0 && u > 0 && !r->owner[u - 1]) {
     FAILF("bestfit run at %" PRIu64 " does not start its free run", u);
+  }
   for (uint64_t p = u, m = units; m;) { /* carve each canonical block */
     uint32_t k = 0;
     while ((2ull << k) <= m && (p % (2ull << k)) == 0) k++;

@@ -305,6 +305,10 @@ int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
       gpb__buddy_fini(b);
       return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
     }
+    /* An eighth of the pool or more goes to the end of its run: such
+     * requests then stack down from the top of the pool, clear of where
+     * the small ones settle (docs/DESIGN.md, placement). */
+    if (nunits >= 8) b->exts->high = nunits >> 3;
   }
   /* calloc'ed bitsets are zero already; not touching them keeps creating
    * even an 80 GiB pool's metadata to a few page faults. */

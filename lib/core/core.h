@@ -152,6 +152,9 @@ typedef struct gpb__exts {
    * checks what it finds. */
   uint32_t *starts;
   uint64_t ntails;
+  /* Requests of at least this many units end where their run ends, not
+   * start where it starts (UINT64_MAX: none do); see gpb__exts_take. */
+  uint64_t high;
   uint32_t head[GPB__EXT_BINS];
   uint64_t binmap[(GPB__EXT_BINS + 63) / 64];
 } gpb__exts_t;
@@ -199,7 +202,8 @@ GPB__HIDDEN int gpb__exts_add(gpb__exts_t *x, uint64_t start, uint64_t len,
                               uint64_t *re, uint32_t *id);
 /* Drops run `id` whole. */
 GPB__HIDDEN void gpb__exts_drop(gpb__exts_t *x, uint32_t id);
-/* Takes n units aligned to 2^align_order from a well-fitting run: *out is
+/* Takes n units aligned to 2^align_order from a well-fitting run, at its
+ * start, or as near its end as alignment allows when n >= x->high: *out is
  * the first, [*rs, *re) the run they came from, *before the run that now
  * ends at *out (0: none). A run that still ends at *re keeps its id.
  * GPB_ENOMEM when no run fits, GPB_EHOSTMEM when no record can be made;

@@ -4,7 +4,9 @@
  *
  * A free run is a maximal run of free units, whatever buddy blocks it is
  * made of. Best fit places an allocation at the start of a well-fitting
- * run (or its first aligned unit), and fit.c derives the buddy blocks.
+ * run (or its first aligned unit), or at its end when the request is an
+ * eighth of the pool or more (x->high), and fit.c derives the buddy
+ * blocks.
  *
  * Runs are binned by length as in TLSF: exact bins below 16 units, then
  * 16 sub-bins per power of two, with a bitmap of non-empty bins, so the
@@ -53,6 +55,7 @@ int gpb__exts_init(gpb__exts_t *x, uint64_t ntails) {
     return GPB_EHOSTMEM;
   }
   x->ntails = ntails;
+  x->high = UINT64_MAX;
   /* The first chunk now, so that the first run (the whole core, made
    * while nothing can fail) needs no allocation. */
   x->chunks = malloc(sizeof *x->chunks);
@@ -263,6 +266,8 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
   if (!best) return GPB_ENOMEM;
   gpb__ext_t *e = ext_rec(x, best);
   uint64_t s = e->start, end = s + e->len, p = best_pos;
+  if (n >= x->high) /* the last aligned place; best_pos fits, so p >= it */
+    p = (end - n) & ~((1ull << align_order) - 1);
   *before = 0;
   if (p == s && p + n == end) { /* exact */
     gpb__exts_drop(x, best);
