@@ -13,7 +13,8 @@
 #      the smallest pool per policy, and the two policies' latencies side
 #      by side. Two pools only, so that GPT-2 training's (2 x 14.7 GiB
 #      each) fit an 80 GiB GPU together.
-# Writes OUT/device.txt and OUT/{gpu,host}-W.txt (7 files), and prints the
+# Writes OUT/device.txt, OUT/{gpu,host}-W.txt and OUT/traces.tar (the
+# recorded traces, for replaying elsewhere): 8 files. Prints the
 # rows that compare the policies. A pool the device cannot hold beside
 # the other is cut to fit, and then it may fail allocations: the last
 # column counts them.
@@ -33,8 +34,8 @@ for w in resnet gpt infer; do
   echo "$(date -u +%H:%M:%S) recording $w..." >&2
   PYTHONPATH=$work/site timeout 300 python3 "$src/samples/torch/workloads.py" \
     "$w" gpubuddy --trace "$t" >"$work/record-$w.json" 2>&1
-  # The package writes PATH.DEVICE.
-  [ -f "$t.0" ] && mv "$t.0" "$t"
+  # The package writes X.DEVICE.gz for a PATH X.gz.
+  [ -f "${t%.gz}.0.gz" ] && mv "${t%.gz}.0.gz" "$t"
   if [ ! -s "$t" ]; then
     echo "run-bestfit-recorded: no trace for $w:" >&2
     tail -3 "$work/record-$w.json" >&2
@@ -47,6 +48,8 @@ for w in resnet gpt infer; do
       >"$out/$be-$w.txt" 2>/dev/null
   done
 done
+tar -cf "$out/traces.tar" -C "$work/traces" . ||
+  echo "run-bestfit-recorded: could not pack the traces" >&2
 for f in "$out"/gpu-*.txt "$out"/host-*.txt; do
   echo "== $(basename "$f")"
   grep -iE '^== Trace|smallest pool|^replay +gpubuddy(-bestfit)? ' "$f"

@@ -459,8 +459,28 @@ static void test_torch(void) {
   /* A percentage of the device's free memory (the fake has 64 MiB). */
   setenv("GPB_TORCH_POOL_SIZE", "50%", 1);
   unsetenv("GPB_TORCH_POLICY");
+  /* GPB_TORCH_TRACE=X.gz records device 2 to X.2.gz, compressed. */
+  char edir[] = "/tmp/gpb-torch-env-XXXXXX", epath[64];
+  ASSERT(mkdtemp(edir));
+  snprintf(epath, sizeof epath, "%s/run.trace.gz", edir);
+  setenv("GPB_TORCH_TRACE", epath, 1);
   void *c = gpb_torch_malloc(512, 2, NULL);
   ASSERT(c);
+  unsetenv("GPB_TORCH_TRACE");
+  ASSERT_OK(gpb_torch_trace(2, NULL));
+  snprintf(epath, sizeof epath, "%s/run.trace.2.gz", edir);
+  FILE *ef = fopen(epath, "rb");
+  ASSERT(ef);
+  ASSERT(fgetc(ef) == 0x1f && fgetc(ef) == 0x8b); /* gzip's magic */
+  fclose(ef);
+  gpb_trace_reader_t *er;
+  gpb_trace_op_t eop;
+  ASSERT_OK(gpb_trace_open(epath, &er));
+  ASSERT_EQ(gpb_trace_next(er, &eop), 1);
+  ASSERT_EQ(eop.op, GPB_OP_ALLOC);
+  ASSERT_U64_EQ(eop.size, 512);
+  gpb_trace_close(er);
+  ASSERT(unlink(epath) == 0 && rmdir(edir) == 0);
   ASSERT_OK(gpb_pool_info(gpb_torch_pool(2), &info));
   ASSERT_U64_EQ(info.pool_size, 32 << 20);
   ASSERT_EQ(info.policy, GPB_POLICY_BESTFIT); /* the memory-best default */

@@ -125,7 +125,11 @@ static int torch_create(int device, gpb_pool_t **out) {
   e = getenv("GPB_TORCH_TRACE");
   char path[4096];
   if (e && *e) {
-    int n = snprintf(path, sizeof path, "%s.%d", e, device);
+    /* PATH.DEVICE, or before a ".gz", which says to compress. */
+    size_t len = strlen(e);
+    int gz = len > 3 && !strcmp(e + len - 3, ".gz");
+    int n = snprintf(path, sizeof path, "%.*s.%d%s", (int)(gz ? len - 3 : len),
+                     e, device, gz ? ".gz" : "");
     if (n < 0 || (size_t)n >= sizeof path)
       return gpb__fail(GPB_EINVAL, "GPB_TORCH_TRACE=%s is too long", e);
     cfg.trace_path = path;

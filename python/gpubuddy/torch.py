@@ -94,7 +94,8 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
     first allocation; default 90%). policy: "bestfit" (default: the least
     memory), "trim" or "buddy". publish: a name to watch each pool live
     under (gpubuddy-stat, gpubuddy-view) as NAME.DEVICE, or NAME.rRANK.DEVICE
-    under torchrun. trace: record each device's pool to PATH.DEVICE.
+    under torchrun. trace: record each device's pool to PATH.DEVICE
+    (X.DEVICE.gz, compressed, for a PATH X.gz).
     oom_error=False uses the plain C entry points, which return NULL when
     the pool is exhausted instead of raising OutOfMemoryError. vmm=True:
     pool_size is the memory the pool may hold, mapped 2 MiB at a time only

@@ -77,7 +77,7 @@ def base(a):
         d, g = r["default"], r["gpubuddy"]
         peak = max(x.get("peak_live", 0) for x in d)
         pred = None
-        trace = os.path.join(a.out, "%s.trace.gz.0" % w)
+        trace = os.path.join(a.out, "%s.trace.0.gz" % w)
         if a.replay and os.path.exists(trace):
             p = subprocess.run([a.replay, "--find-min-pool", "--policy", "bestfit",
                                 "--min-block", "512", "--resolution", str(G),
