@@ -159,11 +159,42 @@ static void latency_plot(bench_ctx_t *c, const char *file, const char *title,
 
 /* ---------------------------------------------------------- fixed sizes */
 
+/* Timed passes per size, the contenders in turns: a noisy spell of the
+ * host then lands on every contender's samples, not on one's whole pass
+ * (one-pass-each runs gave a contender 1.5x another's median in one run
+ * and 1.1x in the next, on the same host). Each turn starts with a few
+ * untimed pairs, so that the caches the other contenders used are not
+ * timed into the tails. */
+#define FIXED_TURNS 10
+#define FIXED_REWARM 16
+
+/* n alloc/free pairs of `size`; timed into al and fr when they are given. */
+static void fixed_pairs(bench_alloc_t *a, size_t size, size_t n,
+                        bench_samples_t *al, bench_samples_t *fr) {
+  for (size_t k = 0; k < n; k++) {
+    void *p = NULL;
+    uint64_t t0 = bench_now();
+    int rc = a->alloc(a->ctx, size, &p);
+    uint64_t t1 = bench_now();
+    if (rc || !p) {
+      if (al) al->fails++;
+      continue;
+    }
+    rc = a->free(a->ctx, p);
+    uint64_t t2 = bench_now();
+    if (!al) continue;
+    bench_samples_add(al, t1 - t0);
+    if (rc) fr->fails++;
+    else bench_samples_add(fr, t2 - t1);
+  }
+}
+
 int bench_run_fixed(bench_ctx_t *c) {
   const bench_opts_t *o = c->o;
   size_t pairs = o->pairs, warm = pairs / 10 < 10 ? 10 : pairs / 10;
-  bench_out(c, "== Latency per call, fixed sizes (%zu alloc/free pairs, "
-            "%zu warm-up pairs) ==\n", pairs, warm);
+  bench_out(c, "== Latency per call, fixed sizes (%zu alloc/free pairs in %d "
+            "turns per allocator, %zu warm-up pairs) ==\n", pairs, FIXED_TURNS,
+            warm);
   int err = 0;
   for (size_t si = 0; si < LATENCY_NSIZES; si++) {
     size_t size = latency_sizes[si];
@@ -171,31 +202,29 @@ int bench_run_fixed(bench_ctx_t *c) {
     bench_fmt_bytes(size, label, sizeof label);
     bench_progress("fixed size %s", label);
     bench_samples_t al[8], fr[8];
+    bench_alloc_t a[8];
+    int open[8] = {0};
     for (int i = 0; i < c->ncont; i++) {
       if (bench_samples_init(&al[i], pairs) || bench_samples_init(&fr[i], pairs))
         return -1;
-      bench_alloc_t a;
-      if (bench_open_contender(c, i, (size_t)512 << 20, 256, &a)) {
+      if (bench_open_contender(c, i, (size_t)512 << 20, 256, &a[i])) {
         err = -1;
         continue;
       }
-      for (size_t k = 0; k < warm + pairs; k++) {
-        void *p = NULL;
-        uint64_t t0 = bench_now();
-        int rc = a.alloc(a.ctx, size, &p);
-        uint64_t t1 = bench_now();
-        if (rc || !p) {
-          if (k >= warm) al[i].fails++;
-          continue;
+      open[i] = 1;
+      fixed_pairs(&a[i], size, warm, NULL, NULL);
+    }
+    for (int t = 0; t < FIXED_TURNS; t++) {
+      size_t n = pairs / FIXED_TURNS + (t < (int)(pairs % FIXED_TURNS));
+      for (int i = 0; i < c->ncont; i++)
+        if (open[i]) {
+          fixed_pairs(&a[i], size, FIXED_REWARM, NULL, NULL);
+          fixed_pairs(&a[i], size, n, &al[i], &fr[i]);
         }
-        rc = a.free(a.ctx, p);
-        uint64_t t2 = bench_now();
-        if (k < warm) continue;
-        bench_samples_add(&al[i], t1 - t0);
-        if (rc) fr[i].fails++;
-        else bench_samples_add(&fr[i], t2 - t1);
-      }
-      bench_alloc_close(&a);
+    }
+    for (int i = 0; i < c->ncont; i++) {
+      if (!open[i]) continue;
+      bench_alloc_close(&a[i]);
       latency_add_row(c, "fixed", label, c->cont[i].name, "alloc", &al[i]);
       latency_add_row(c, "fixed", label, c->cont[i].name, "free", &fr[i]);
     }
