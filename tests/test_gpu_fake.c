@@ -421,6 +421,17 @@ static void test_devices(void) {
   finish_pool(p2, &w2);
 }
 
+/* The trace at path opens, and its first op allocates `size` bytes. */
+static void first_op_is_alloc(const char *path, uint64_t size) {
+  gpb_trace_reader_t *tr;
+  gpb_trace_op_t op;
+  ASSERT_OK(gpb_trace_open(path, &tr));
+  ASSERT_EQ(gpb_trace_next(tr, &op), 1);
+  ASSERT_EQ(op.op, GPB_OP_ALLOC);
+  ASSERT_U64_EQ(op.size, size);
+  gpb_trace_close(tr);
+}
+
 /* The PyTorch entry points: lazy pools per device, env config, counters. */
 static void test_torch(void) {
   setenv("GPB_TORCH_POOL_SIZE", "4M", 1);
@@ -473,13 +484,7 @@ static void test_torch(void) {
   ASSERT(ef);
   ASSERT(fgetc(ef) == 0x1f && fgetc(ef) == 0x8b); /* gzip's magic */
   fclose(ef);
-  gpb_trace_reader_t *er;
-  gpb_trace_op_t eop;
-  ASSERT_OK(gpb_trace_open(epath, &er));
-  ASSERT_EQ(gpb_trace_next(er, &eop), 1);
-  ASSERT_EQ(eop.op, GPB_OP_ALLOC);
-  ASSERT_U64_EQ(eop.size, 512);
-  gpb_trace_close(er);
+  first_op_is_alloc(epath, 512);
   ASSERT(unlink(epath) == 0 && rmdir(edir) == 0);
   ASSERT_OK(gpb_pool_info(gpb_torch_pool(2), &info));
   ASSERT_U64_EQ(info.pool_size, 32 << 20);
@@ -505,13 +510,7 @@ static void test_torch(void) {
   gpb_torch_free(t, 4096, 2, NULL);
   ASSERT_OK(gpb_torch_drain(2));
   ASSERT_OK(gpb_torch_trace(2, NULL));
-  gpb_trace_reader_t *tr;
-  gpb_trace_op_t op;
-  ASSERT_OK(gpb_trace_open(tpath, &tr));
-  ASSERT_EQ(gpb_trace_next(tr, &op), 1);
-  ASSERT_EQ(op.op, GPB_OP_ALLOC);
-  ASSERT_U64_EQ(op.size, 4096);
-  gpb_trace_close(tr);
+  first_op_is_alloc(tpath, 4096);
   unlink(tpath);
   gpb_torch_free(c, 512, 2, NULL);
   ASSERT_OK(gpb_torch_drain(2));
