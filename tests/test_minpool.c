@@ -10,7 +10,8 @@
  * gpbt_minpool_find answers the true smallest, found by trying every size
  * of the grid, for each policy; then it writes the trace out and requires
  * the same answer from gpubuddy-replay --find-min-pool. Random traces are also checked against the brute force without
- * the non-monotone condition, for every policy.
+ * the non-monotone condition, for every policy. A last hand-made trace
+ * needs best fit to end a large request where its run ends.
  */
 #include "testutil.h"
 #include "minpool.h"
@@ -151,6 +152,27 @@ int main(int argc, char **argv) {
     ASSERT_U64_EQ(got, want);
   }
   gpbt_seq_free(&q);
+
+  /* 4. A step's logits and their float copy, twice as large, with a small
+   * block freed in between: 10 units stay, 10 come and go, then 30 and 60.
+   * Best fit ends the 30 (an eighth of the pool or more) where its run
+   * ends, so the 60 finds the rest in one piece and the peak is enough;
+   * placed at the run's start, the 30 would split it in 10 and 50. */
+  gpbt_seq_t big;
+  memset(&big, 0, sizeof big);
+  static const struct { int alloc; uint32_t slot, units; } steps[] = {
+      {1, 0, 10}, {1, 1, 10}, {1, 2, 30}, {0, 1, 0}, {1, 3, 60}};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    ASSERT_OK(gpbt_seq_push(&big, steps[i].alloc, steps[i].slot,
+                            (uint64_t)steps[i].units * MB));
+    if (steps[i].alloc) big.allocs++, big.nslots++;
+    else big.frees++;
+  }
+  ASSERT_OK(gpbt_seq_peak(&big));
+  ASSERT_U64_EQ(big.peak_live, 100 * MB);
+  ASSERT_OK(gpbt_minpool_find(&big, MB, GPB_POLICY_BESTFIT, MB, NULL, NULL, &mp));
+  ASSERT_U64_EQ(mp.size, 100 * MB);
+  gpbt_seq_free(&big);
   free(ptrs);
   printf("ok\n");
   return 0;
