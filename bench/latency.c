@@ -201,12 +201,20 @@ int bench_run_fixed(bench_ctx_t *c) {
     char label[24];
     bench_fmt_bytes(size, label, sizeof label);
     bench_progress("fixed size %s", label);
-    bench_samples_t al[8], fr[8];
+    bench_samples_t al[8] = {{0}}, fr[8] = {{0}}; /* freeable unset */
     bench_alloc_t a[8];
     int open[8] = {0};
-    for (int i = 0; i < c->ncont; i++) {
-      if (bench_samples_init(&al[i], pairs) || bench_samples_init(&fr[i], pairs))
+    for (int i = 0; i < c->ncont; i++) { /* every buffer before any pool */
+      if (bench_samples_init(&al[i], pairs) ||
+          bench_samples_init(&fr[i], pairs)) {
+        for (int j = 0; j <= i; j++) {
+          bench_samples_free(&al[j]);
+          bench_samples_free(&fr[j]);
+        }
         return -1;
+      }
+    }
+    for (int i = 0; i < c->ncont; i++) {
       if (bench_open_contender(c, i, (size_t)512 << 20, 256, &a[i])) {
         err = -1;
         continue;
