@@ -42,8 +42,12 @@ typedef enum bench_kind {
   BENCH_GPUBUDDY = 0, /* a gpubuddy pool (host, device or virtual backend) */
   BENCH_MALLOC,       /* glibc malloc/free */
   BENCH_CUDAMALLOC,   /* cudaMalloc/cudaFree */
-  BENCH_CUDAASYNC     /* cudaMallocAsync/cudaFreeAsync, warmed pool */
+  BENCH_CUDAASYNC,    /* cudaMallocAsync/cudaFreeAsync, warmed pool */
+  BENCH_EMPTY         /* calls that return at once: the timer's floor */
 } bench_kind_t;
+
+/* Contenders at most: 3 policies, 2 with arenas, 2 CUDA, the empty call. */
+#define BENCH_MAXCONT 8
 
 /* One allocator behind a function table. alloc returns 0 or nonzero on
  * failure (the pointer is then NULL); free returns 0 or nonzero. */
@@ -228,7 +232,7 @@ typedef struct bench_contender {
 typedef struct bench_ctx {
   const bench_opts_t *o;
   bench_report_t *rep;
-  bench_contender_t cont[8];
+  bench_contender_t cont[BENCH_MAXCONT];
   int ncont;
   gpb_backend_t backend; /* gpubuddy's backend for timing */
   FILE *txt;             /* text results besides stdout; may be NULL */

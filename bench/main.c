@@ -78,7 +78,9 @@ static void usage(FILE *f) {
   fprintf(f,
 "usage: gpubuddy-bench [--host | --gpu] [options]\n"
 "\n"
-"Measures gpubuddy side by side with the allocators it replaces:\n"
+"Measures gpubuddy side by side with the allocators it replaces, and with\n"
+"empty-call, which returns at once: the timer's floor, whose tail is the\n"
+"host's own (latency suites only):\n"
 "  --host        host backend vs glibc malloc/free (default)\n"
 "  --gpu         device backend vs cudaMalloc and cudaMallocAsync (pool\n"
 "                with release threshold UINT64_MAX); needs a CUDA build\n"
@@ -102,7 +104,8 @@ static void usage(FILE *f) {
 "  --churn-ops N       churn operations (default 8000)\n"
 "  --churn-live N      most live blocks in the churn mix (default 1024)\n"
 "  --threads N         largest thread count (default 16)\n"
-"  --thread-seconds S  seconds per thread-count run (default 0.5)\n"
+"  --thread-seconds S  seconds per thread-count run (default 0.5); each\n"
+"                      count runs in 3 rounds, the counts in turns\n"
 "  --min-block SIZE    min block for trace replays (default 512)\n"
 "  --meta-reps N       creates per pool size (default 7)\n"
 "  --trace-rounds N    timed passes over each trace per allocator, taken in\n"
@@ -161,7 +164,7 @@ static int parse_suites(bench_opts_t *o, const char *list, int only) {
 
 /* Keeps the contenders LIST names (comma-separated), in their order. */
 static int keep_contenders(bench_ctx_t *c, const char *list) {
-  int keep[8] = {0}, n = 0;
+  int keep[BENCH_MAXCONT] = {0}, n = 0;
   char *dup = strdup(list), *save = NULL;
   if (!dup) return -1;
   for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -800,6 +803,11 @@ int main(int argc, char **argv) {
     k->kind = others[i];
     snprintf(k->name, sizeof k->name, "%s", bench_kind_name(others[i]));
   }
+  /* Last, the floor: a tail it shares is the host's, not an allocator's. */
+  c.cont[c.ncont].kind = BENCH_EMPTY;
+  snprintf(c.cont[c.ncont].name, sizeof c.cont[c.ncont].name, "%s",
+           bench_kind_name(BENCH_EMPTY));
+  c.ncont++;
   if (contenders && keep_contenders(&c, contenders)) return 2;
 #ifdef GPB_HAVE_CUDA
   if (o.gpu) {

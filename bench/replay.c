@@ -422,9 +422,9 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
    * that a slow spell of the host falls on every contender alike. */
   char group[128];
   snprintf(group, sizeof group, "trace:%s", t->name);
-  bench_samples_t al[8] = {{0}}, fr[8] = {{0}}; /* freeable unset */
-  bench_alloc_t a[8];
-  int open[8] = {0}, rounds = o->trace_rounds > 0 ? o->trace_rounds : 1;
+  bench_samples_t al[BENCH_MAXCONT] = {{0}}, fr[BENCH_MAXCONT] = {{0}}; /* freeable unset */
+  bench_alloc_t a[BENCH_MAXCONT];
+  int open[BENCH_MAXCONT] = {0}, rounds = o->trace_rounds > 0 ? o->trace_rounds : 1;
   for (int i = 0; i < c->ncont; i++) { /* every buffer before any pool */
     if (bench_samples_init(&al[i], q->n * (size_t)rounds) ||
         bench_samples_init(&fr[i], q->n * (size_t)rounds)) {
@@ -484,8 +484,8 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
     free(path);
     path = bench_out_path(c, file);
-    const char *names[8];
-    bench_samples_t *pa[8], *pf[8];
+    const char *names[BENCH_MAXCONT];
+    bench_samples_t *pa[BENCH_MAXCONT], *pf[BENCH_MAXCONT];
     for (int i = 0; i < c->ncont; i++) {
       names[i] = c->cont[i].name;
       pa[i] = &al[i];

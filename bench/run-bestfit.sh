@@ -6,6 +6,8 @@
 #   gpubuddy-bench --gpu  --only fixed,traces   device backend, every policy
 #   gpubuddy-bench --host --only traces         host backend, every policy
 #   gpubuddy-bench --gpu  --only threads        1 to 16 threads, arenas
+# The empty-call rows are the timer's floor: a tail they share is the
+# host's.
 # Writes each run's output to OUT (at most 8 files for RUNS 2) and prints
 # the rows that compare the policies.
 set -u
@@ -22,12 +24,12 @@ i=1
 while [ "$i" -le "$runs" ]; do
   timeout 200 "$bench" --gpu --only fixed,traces >"$out/gpu-$i.txt" 2>/dev/null
   timeout 100 "$bench" --host --only traces >"$out/host-$i.txt" 2>/dev/null
-  timeout 120 "$bench" --gpu --only threads >"$out/threads-$i.txt" 2>/dev/null
+  timeout 200 "$bench" --gpu --only threads >"$out/threads-$i.txt" 2>/dev/null
   i=$((i + 1))
 done
 for f in "$out"/gpu-*.txt "$out"/host-*.txt; do
   echo "== $(basename "$f")"
-  grep -E '^== Trace|^(replay|fixed|[0-9]+ ?[KMG]?i?B) +gpubuddy(-bestfit)? |^[0-9.]+ [KMG]iB +gpubuddy(-bestfit)? ' "$f"
+  grep -E '^== Trace|^(replay|[0-9.]+ [KMG]?i?B) +(gpubuddy(-bestfit)?|empty-call) ' "$f"
 done
 for f in "$out"/threads-*.txt; do
   echo "== $(basename "$f")"

@@ -42,10 +42,15 @@ for h in "== Latency per call, fixed sizes" "== Latency per call, churn mix" \
          "smallest pool" "== Metadata and pool creation" "== Targets"; do
   grep -q -- "$h" "$out/stdout" || fail "missing header: $h"
 done
-for a in gpubuddy gpubuddy-trim malloc; do
+for a in gpubuddy gpubuddy-trim malloc empty-call; do
   grep -q "^256 B  *$a " "$out/stdout" || fail "no 256 B row for $a"
   grep -q "^mix  *$a " "$out/stdout" || fail "no churn row for $a"
 done
+grep -q "^replay  *empty-call " "$out/stdout" || fail "no replay row for empty-call"
+# The empty call measures the timer, not work threads could share.
+grep -q "^empty-call " "$out/stdout" && fail "the threads suite ran empty-call"
+grep -q "^gpubuddy-arenas  *16 .* to " "$out/stdout" ||
+  fail "no 16-thread row with its rounds' ratios"
 # --contenders keeps only the named allocators.
 "$bench" --host --quick $small --only fixed --contenders gpubuddy,malloc \
   >"$out/some" 2>/dev/null || fail "--contenders gpubuddy,malloc failed"
