@@ -167,6 +167,9 @@ typedef struct bench_target_row {
   int pass; /* 1 pass, 0 miss, -1 not measured */
 } bench_target_row_t;
 
+/* A gap above this between two reads of the clock is the host's stall. */
+#define BENCH_STALL_NS 5000
+
 typedef struct bench_report {
   char mode[8]; /* "host" or "gpu" */
   char device[160];
@@ -176,6 +179,7 @@ typedef struct bench_report {
   int quick;
   uint64_t seed;
   double timer_ns; /* median cost of one clock_gettime pair */
+  double stalls_per_s, stall_max_ns; /* the host's pauses (BENCH_STALL_NS) */
   bench_lat_row_t *lat;
   size_t nlat, caplat;
   bench_thr_row_t *thr;

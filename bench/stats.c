@@ -170,6 +170,8 @@ int bench_report_json(const bench_report_t *r, const char *path) {
   gpbt_json_put_bool(&top, "quick", r->quick);
   gpbt_json_put_u64(&top, "seed", r->seed);
   gpbt_json_put_num(&top, "timer_ns", r->timer_ns);
+  gpbt_json_put_num(&top, "host_stalls_per_s", r->stalls_per_s);
+  gpbt_json_put_num(&top, "host_stall_max_ns", r->stall_max_ns);
 
   gpbt_json_key(&top, "latency");
   fputc('[', f);

@@ -63,6 +63,10 @@ p2=$(sed -n 's/^== Trace synthetic-dynamic: .*peak live \(.*\) ==$/\1/p' "$out/s
 for f in results.txt results.json summary.md; do
   [ -s "$out/run/$f" ] || fail "$f not written"
 done
+grep -q '^stalls: the host paused .* times a second, at most ' "$out/stdout" ||
+  fail "no line on the host's stalls"
+grep -q '"host_stalls_per_s": [0-9]' "$out/run/results.json" ||
+  fail "JSON has no host_stalls_per_s"
 grep -q '"latency": \[' "$out/run/results.json" || fail "JSON has no latency"
 grep -q '"traces": \[' "$out/run/results.json" || fail "JSON has no traces"
 grep -q '"metadata": \[' "$out/run/results.json" || fail "JSON has no metadata"
