@@ -10,8 +10,8 @@
 # The project must be built already: BUILDDIR/bench/gpubuddy-bench, or
 # gpubuddy-bench on PATH, or ./build/bench/gpubuddy-bench. Traces: every
 # samples/traces/*.gz (the bench finds them itself), plus any listed in
-# $GPB_BENCH_TRACES (space-separated paths). Takes about 2 to 5 minutes;
-# each run is cut off by `timeout` well inside 6 minutes in all.
+# $GPB_BENCH_TRACES (space-separated paths). Takes about 3 to 6 minutes;
+# each run is cut off by `timeout`, 8 minutes in all.
 set -u
 [ $# -ge 1 ] || { echo "usage: $0 OUTDIR [BUILDDIR]" >&2; exit 2; }
 out=$1
@@ -46,10 +46,10 @@ export GPB_SAMPLES_DIR=${GPB_SAMPLES_DIR:-$top/samples/traces}
 
 rc=0
 echo "== gpu run ==" >&2
-timeout 240 "$bench" --gpu --out "$out/gpu" $extra >"$out/gpu/stdout.txt" 2>"$out/gpu/stderr.txt"
+timeout 330 "$bench" --gpu --out "$out/gpu" $extra >"$out/gpu/stdout.txt" 2>"$out/gpu/stderr.txt"
 r=$?; [ $r -eq 0 ] || { echo "run-gpu.sh: --gpu run exited $r (see $out/gpu/stderr.txt)" >&2; rc=1; }
 echo "== host run ==" >&2
-timeout 110 "$bench" --host --out "$out/host" $extra >"$out/host/stdout.txt" 2>"$out/host/stderr.txt"
+timeout 150 "$bench" --host --out "$out/host" $extra >"$out/host/stdout.txt" 2>"$out/host/stderr.txt"
 r=$?; [ $r -eq 0 ] || { echo "run-gpu.sh: --host run exited $r (see $out/host/stderr.txt)" >&2; rc=1; }
 
 {
