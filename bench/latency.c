@@ -555,10 +555,12 @@ int bench_run_threads(bench_ctx_t *c) {
       row->ops_per_s = ops[k][THR_ROUNDS / 2];
       row->ratio = q[k][THR_ROUNDS / 2];
       row->fails = fails[k];
-      bench_out(c, "%-23s %8d %14.4g %9.2fx %8llu  %.2f to %.2f\n",
-                row->alloc, row->threads, row->ops_per_s, row->ratio,
-                (unsigned long long)row->fails, q[k][0],
-                q[k][THR_ROUNDS - 1]);
+      char range[32] = "-"; /* one thread is every round's 1.00 */
+      if (k) snprintf(range, sizeof range, "%.2f to %.2f", q[k][0],
+                      q[k][THR_ROUNDS - 1]);
+      bench_out(c, "%-23s %8d %14.4g %9.2fx %8llu  %s\n", row->alloc,
+                row->threads, row->ops_per_s, row->ratio,
+                (unsigned long long)row->fails, range);
     }
   }
   bench_out(c, "\nOne thread, %d rounds alternating with the same policy "
