@@ -46,8 +46,10 @@ typedef enum bench_kind {
   BENCH_EMPTY         /* calls that return at once: the timer's floor */
 } bench_kind_t;
 
-/* Contenders at most: 3 policies, 2 with arenas, 2 CUDA, the empty call. */
+/* Contenders at most: every policy, 2 with arenas, 2 CUDA, the empty call. */
 #define BENCH_MAXCONT 8
+_Static_assert(GPB_NUM_POLICIES + 5 <= BENCH_MAXCONT,
+               "a new policy needs a larger BENCH_MAXCONT");
 
 /* One allocator behind a function table. alloc returns 0 or nonzero on
  * failure (the pointer is then NULL); free returns 0 or nonzero. */

@@ -201,7 +201,8 @@ int bench_run_fixed(bench_ctx_t *c) {
     char label[24];
     bench_fmt_bytes(size, label, sizeof label);
     bench_progress("fixed size %s", label);
-    bench_samples_t al[BENCH_MAXCONT] = {{0}}, fr[BENCH_MAXCONT] = {{0}}; /* freeable unset */
+    /* zeroed: freeable before init */
+    bench_samples_t al[BENCH_MAXCONT] = {{0}}, fr[BENCH_MAXCONT] = {{0}};
     bench_alloc_t a[BENCH_MAXCONT];
     int open[BENCH_MAXCONT] = {0};
     for (int i = 0; i < c->ncont; i++) { /* every buffer before any pool */

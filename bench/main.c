@@ -794,7 +794,7 @@ int main(int argc, char **argv) {
   /* Contenders: gpubuddy with every policy the header defines, then the
    * allocators it replaces. */
   c.backend = o.gpu ? GPB_BACKEND_DEVICE : GPB_BACKEND_HOST;
-  for (int p = 0; c.ncont < 4 && strcmp(gpb_policy_name((gpb_policy_t)p), "?"); p++) {
+  for (int p = 0; p < GPB_NUM_POLICIES; p++) {
     bench_contender_t *k = &c.cont[c.ncont++];
     k->kind = BENCH_GPUBUDDY;
     k->policy = (gpb_policy_t)p;

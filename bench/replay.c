@@ -422,9 +422,11 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
    * that a slow spell of the host falls on every contender alike. */
   char group[128];
   snprintf(group, sizeof group, "trace:%s", t->name);
-  bench_samples_t al[BENCH_MAXCONT] = {{0}}, fr[BENCH_MAXCONT] = {{0}}; /* freeable unset */
+  /* zeroed: freeable before init */
+  bench_samples_t al[BENCH_MAXCONT] = {{0}}, fr[BENCH_MAXCONT] = {{0}};
   bench_alloc_t a[BENCH_MAXCONT];
-  int open[BENCH_MAXCONT] = {0}, rounds = o->trace_rounds > 0 ? o->trace_rounds : 1;
+  int open[BENCH_MAXCONT] = {0};
+  int rounds = o->trace_rounds > 0 ? o->trace_rounds : 1;
   for (int i = 0; i < c->ncont; i++) { /* every buffer before any pool */
     if (bench_samples_init(&al[i], q->n * (size_t)rounds) ||
         bench_samples_init(&fr[i], q->n * (size_t)rounds)) {
