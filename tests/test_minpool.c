@@ -11,7 +11,9 @@
  * of the grid, for each policy; then it writes the trace out and requires
  * the same answer from gpubuddy-replay --find-min-pool. Random traces are also checked against the brute force without
  * the non-monotone condition, for every policy. A last hand-made trace
- * needs best fit to end a large request where its run ends.
+ * needs best fit to end a large request where its run ends. Then bad
+ * input: sizes near 2^64 are refused, not wrapped; a probe function
+ * stops the search; probes are numbered 1, 2, 3... over the whole search.
  */
 #include "testutil.h"
 #include "minpool.h"
@@ -65,6 +67,29 @@ static uint64_t bisect(const gpbt_seq_t *q, void **ptrs, gpb_policy_t pol,
     else lo = mid + step;
   }
   return hi;
+}
+
+/* A fits function for the scan that never fits and gives up after 16
+ * calls: a scan whose size wrapped past 2^64 would never end. */
+static int never_fits(void *ctx, uint64_t size) {
+  (void)size;
+  if (++*(int *)ctx > 16) FAILF("the scan went on past its upper bound");
+  return 0;
+}
+
+/* Checks the numbering (1, 2, 3...) and stops after stop_at probes. */
+typedef struct probe_log {
+  uint64_t last, stop_at;
+} probe_log_t;
+
+static int log_probe(void *user, uint64_t size, int fits, uint64_t n) {
+  probe_log_t *l = user;
+  (void)size;
+  (void)fits;
+  if (n != l->last + 1)
+    FAILF("probe %" PRIu64 " came after probe %" PRIu64, n, l->last);
+  l->last = n;
+  return l->stop_at && n >= l->stop_at ? 7 : 0;
 }
 
 static void write_trace(const gpbt_seq_t *q, const char *path) {
@@ -172,7 +197,55 @@ int main(int argc, char **argv) {
   ASSERT_U64_EQ(big.peak_live, 100 * MB);
   ASSERT_OK(gpbt_minpool_find(&big, MB, GPB_POLICY_BESTFIT, MB, NULL, NULL, &mp));
   ASSERT_U64_EQ(mp.size, 100 * MB);
+
+  /* 5. Probes are numbered on from the doubling into the scan, and a
+   * probe function's positive return stops the search with that value. */
+  probe_log_t lg = {0, 0};
+  ASSERT_OK(gpbt_minpool_find(&big, MB, GPB_POLICY_BUDDY, MB, log_probe, &lg,
+                              &mp));
+  ASSERT(mp.probes > 1);
+  ASSERT_U64_EQ(lg.last, mp.probes);
+  lg = (probe_log_t){0, 1}; /* in the doubling */
+  ASSERT_EQ(gpbt_minpool_find(&big, MB, GPB_POLICY_BUDDY, MB, log_probe, &lg,
+                              &mp), 7);
+  ASSERT_U64_EQ(mp.probes, 1);
+  lg = (probe_log_t){0, 3}; /* in the scan */
+  ASSERT_EQ(gpbt_minpool_find(&big, MB, GPB_POLICY_BUDDY, MB, log_probe, &lg,
+                              &mp), 7);
+  ASSERT_U64_EQ(mp.probes, 3);
+
+  /* 6. Bad input: a step, min block or peak near 2^64 is refused, where
+   * rounding it to the grid or doubling it would wrap (a step of 0, then
+   * a division by it). */
+  ASSERT_ERR(gpbt_minpool_find(&big, MB, GPB_POLICY_BUDDY, 18000000000000000000ull,
+                               NULL, NULL, &mp), GPB_EINVAL);
+  ASSERT_ERR(gpbt_minpool_find(&big, MB, GPB_POLICY_BUDDY, GPBT_MINPOOL_MAX + 1,
+                               NULL, NULL, &mp), GPB_EINVAL);
+  ASSERT_ERR(gpbt_minpool_find(&big, (size_t)1 << 63, GPB_POLICY_BUDDY, 0,
+                               NULL, NULL, &mp), GPB_EINVAL);
+  ASSERT_ERR(gpbt_minpool_find(&big, 3 * MB, GPB_POLICY_BUDDY, 0, NULL, NULL,
+                               &mp), GPB_EINVAL);
   gpbt_seq_free(&big);
+  static const uint64_t huge[] = {(uint64_t)1 << 63, UINT64_MAX,
+                                  GPBT_MINPOOL_MAX + 1};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    gpbt_seq_t h;
+    memset(&h, 0, sizeof h);
+    ASSERT_OK(gpbt_seq_push(&h, 1, 0, huge[i]));
+    h.nslots = 1;
+    ASSERT_OK(gpbt_seq_peak(&h));
+    ASSERT_ERR(gpbt_minpool_find(&h, MB, GPB_POLICY_BUDDY, 0, NULL, NULL, &mp),
+               GPB_ETOOBIG);
+    gpbt_seq_free(&h);
+  }
+  /* The scan stops at its upper bound even where the next size would
+   * wrap past 2^64. */
+  int calls = 0;
+  ASSERT_ERR(gpbt_minpool_scan(UINT64_MAX - 20, 8, UINT64_MAX, never_fits,
+                               &calls, NULL, NULL, &mp), GPB_ENOMEM);
+  ASSERT_EQ(calls, 3);
+  ASSERT_ERR(gpbt_minpool_scan(MB, 0, 4 * MB, never_fits, &calls, NULL, NULL,
+                               &mp), GPB_EINVAL);
   free(ptrs);
   printf("ok\n");
   return 0;

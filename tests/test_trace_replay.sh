@@ -94,6 +94,57 @@ for pol in buddy trim; do
     fail "$pol: a pool of $((min - step)) bytes (one step below the minimum found) had no failure"
 done
 
+# 5b. --find-min-pool numbers its probes on from the doubling into the
+# scan: the last probe printed (it fits) is the count of replays.
+$replay --find-min-pool --min-block 256 "$tmp/rec.trace" > "$tmp/minp.txt" 2> "$tmp/minp.err" ||
+  fail "--find-min-pool with progress exited $?"
+lastp=$(sed -n 's/^find-min-pool (buddy): probe \([0-9]*\): .* fits$/\1/p' "$tmp/minp.err" | tail -n 1)
+reps=$(sed -n 's/.*(\([0-9]*\) replays)$/\1/p' "$tmp/minp.txt")
+[ -n "$lastp" ] && [ "$lastp" = "$reps" ] ||
+  fail "--find-min-pool: last probe numbered '$lastp', but '$reps' replays"
+
+# 5c. Sizes near 2^64 are refused in one line, not wrapped to a step of
+# 0 (SIGFPE) or a pool of 0 bytes: a resolution past the largest pool
+# tried (exit 2), and a trace whose one request, or one request that
+# failed when recorded, is 2^63 bytes (exit 1).
+$replay --quiet --find-min-pool --resolution 1.8e19 --min-block 9223372036854775808 \
+  "$tmp/rec.trace" > /dev/null 2> "$tmp/big.err"
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l < "$tmp/big.err")" = 1 ] ||
+  fail "--resolution 1.8e19: exit $rc: $(head -3 "$tmp/big.err")"
+$replay --quiet --find-min-pool --min-block 9223372036854775808 "$tmp/rec.trace" \
+  > /dev/null 2> "$tmp/big.err"
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l < "$tmp/big.err")" = 1 ] ||
+  fail "--find-min-pool --min-block 2^63: exit $rc: $(head -3 "$tmp/big.err")"
+for op in alloc fail; do
+  printf '# gpubuddy-trace v1\n1 0 %s 0x1 9223372036854775808 0 0x0\n' $op > "$tmp/huge63.trace"
+  $replay --quiet --find-min-pool "$tmp/huge63.trace" > /dev/null 2> "$tmp/big.err"
+  rc=$?
+  [ $rc = 1 ] && [ "$(wc -l < "$tmp/big.err")" = 1 ] &&
+    grep -q 'peak demand of 9223372036854775808 bytes is larger than any pool' "$tmp/big.err" ||
+    fail "a $op of 2^63 bytes: exit $rc: $(head -3 "$tmp/big.err")"
+done
+
+# 5d. SIGINT stops --find-min-pool at its next probe, with one line and
+# exit 1, as it stops a replay. At a resolution of 1 byte the search would
+# run for minutes; the guard only keeps a failure from hanging the suite.
+$replay --find-min-pool --resolution 1 "$srcdir/samples/traces/torch-infer.trace.gz" \
+  > /dev/null 2> "$tmp/int.err" &
+rp=$!
+i=0; while ! grep -q 'probe' "$tmp/int.err" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+grep -q 'probe' "$tmp/int.err" || fail "--find-min-pool --resolution 1 printed no probe"
+kill -INT $rp
+i=0; while kill -0 $rp 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+if kill -0 $rp 2>/dev/null; then
+  kill -KILL $rp; fail "--find-min-pool went on after SIGINT"
+fi
+wait $rp
+rc=$?
+[ $rc = 1 ] || fail "--find-min-pool after SIGINT: exit $rc, expected 1"
+[ "$(grep -c 'interrupted by signal 2 during --find-min-pool' "$tmp/int.err")" = 1 ] ||
+  fail "--find-min-pool after SIGINT: $(tail -2 "$tmp/int.err")"
+
 # 6. --speed runs (paced by timestamps; no timing is checked here).
 $replay --speed 1000 --quiet "$srcdir/tests/data/rmm_small.csv" > /dev/null || fail "--speed exited $?"
 # A tiny speed and a huge jump between timestamps: the pause is clamped
@@ -202,6 +253,14 @@ $replay "$tmp/missing.trace" > /dev/null 2>&1; [ $? = 1 ] || fail "a missing tra
 $replay --pool-size 12Q "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "bad --pool-size did not exit 2"
 $replay --policy best "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "bad --policy did not exit 2"
 $replay --speed 0 "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "--speed 0 did not exit 2"
+# Counts are digits only: strtoull would take " -1" as all, " 5" as 5.
+for bad in " -1" " 5" "+3" "-1" "3 " "0" "1x" ""; do
+  $replay --explain-oom="$bad" --quiet "$tmp/rec.trace" > /dev/null 2> "$tmp/eo.err"
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l < "$tmp/eo.err")" = 1 ] || fail "--explain-oom='$bad': exit $rc"
+done
+$replay --top-sites=" 5" --quiet "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] ||
+  fail "--top-sites=' 5' did not exit 2"
 $replay - < "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "stdin without --pool-size did not exit 2"
 $replay > /dev/null 2>&1; [ $? = 2 ] || fail "no argument did not exit 2"
 $replay --help | grep -q -- '--find-min-pool' || fail "--help does not list the options"

@@ -845,10 +845,20 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   return ret;
 }
 
-/* Prints each probe of the smallest-pool search (not with --quiet). */
-static void min_probe(void *user, uint64_t size, int fits, uint64_t n) {
-  const char *pol = user;
-  if (fits < 0) return;
+/* What the probe function of the smallest-pool search needs. */
+typedef struct min_probe_ctx {
+  const char *pol;
+  int quiet;
+} min_probe_ctx_t;
+
+/* Prints each probe of the smallest-pool search (not with --quiet), and
+ * stops the search after a SIGINT or SIGTERM: each probe is a whole
+ * replay, so that is as soon as it can stop. */
+static int min_probe(void *user, uint64_t size, int fits, uint64_t n) {
+  const min_probe_ctx_t *mc = user;
+  const char *pol = mc->pol;
+  if (replay_stop) return 1;
+  if (fits < 0 || mc->quiet) return 0;
   if (isatty(2)) {
     fprintf(stderr, "\rfind-min-pool (%s): probe %" PRIu64 ": %" PRIu64
             " bytes: %s   ", pol, n, size, fits ? "fits" : "fails");
@@ -857,18 +867,33 @@ static void min_probe(void *user, uint64_t size, int fits, uint64_t n) {
     fprintf(stderr, "find-min-pool (%s): probe %" PRIu64 ": %" PRIu64
             " bytes: %s\n", pol, n, size, fits ? "fits" : "fails");
   }
+  return 0;
 }
 
 /* The smallest pool on a grid of o->resolution (default 1/1024 of the
  * peak, a multiple of min_block) in which the trace replays with no
  * failed allocation, requests that failed in the recording included:
  * every size from the peak upward is tried (tools/common/minpool.h). The
- * trace is loaded once (q) for every policy. 0, or -1 after an error. */
+ * trace is loaded once (q) for every policy. 0, or -1 after an error or
+ * a signal. */
 static int find_min_pool(const opts_t *o, gpb_policy_t policy,
                          const gpbt_seq_t *q, gpbt_minpool_t *out) {
+  min_probe_ctx_t mc = {gpb_policy_name(policy), o->quiet};
   int rc = gpbt_minpool_find(q, o->min_block, policy, o->resolution,
-                             o->quiet ? NULL : min_probe,
-                             (void *)gpb_policy_name(policy), out);
+                             min_probe, &mc, out);
+  if (rc > 0) {
+    fprintf(stderr, "%s: interrupted by signal %d during --find-min-pool "
+            "(%s) after %" PRIu64 " probes\n", prog, (int)replay_stop,
+            gpb_policy_name(policy), out->probes);
+    return -1;
+  }
+  if (rc == GPB_ETOOBIG) {
+    uint64_t need = q->peak_live > q->max_request ? q->peak_live : q->max_request;
+    fprintf(stderr, "%s: find-min-pool: the trace's peak demand of %" PRIu64
+            " bytes is larger than any pool it tries (at most 2^46 bytes)\n",
+            prog, need);
+    return -1;
+  }
   if (rc == GPB_ENOMEM) {
     fprintf(stderr, "%s: no pool up to 2^46 bytes replays the trace without "
             "failures (%s)\n", prog, gpb_policy_name(policy));
@@ -944,8 +969,9 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     case 'f': o->find_min = 1; break;
     case 'R': {
       size_t r;
-      if (gpb_size_parse(optarg, &r) || r == 0) {
-        fprintf(stderr, "%s: bad --resolution '%s'\n", prog, optarg);
+      if (gpb_size_parse(optarg, &r) || r == 0 || r > GPBT_MINPOOL_MAX) {
+        fprintf(stderr, "%s: bad --resolution '%s': 1 byte to 64 TiB\n",
+                prog, optarg);
         return 2;
       }
       o->resolution = r;
@@ -974,25 +1000,16 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         o->explain = EXPLAIN_DEFAULT;
       } else if (!strcmp(optarg, "all")) {
         o->explain = UINT64_MAX;
-      } else {
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(optarg, &end, 10);
-        if (errno || end == optarg || *end || optarg[0] == '-' || n == 0) {
-          fprintf(stderr, "%s: bad --explain-oom '%s': a count >= 1 or all "
-                  "(try '%s --help')\n", prog, optarg, prog);
-          return 2;
-        }
-        o->explain = n;
+      } else if (gpbt_count_parse(optarg, 1, UINT64_MAX, &o->explain)) {
+        fprintf(stderr, "%s: bad --explain-oom '%s': a count >= 1 or all "
+                "(try '%s --help')\n", prog, optarg, prog);
+        return 2;
       }
       break;
     case 'T': {
-      char *end;
-      unsigned long n = 10;
+      uint64_t n = 10;
       if (optarg) {
-        errno = 0;
-        n = strtoul(optarg, &end, 10);
-        if (errno || end == optarg || *end || n == 0 || n > GPB_MAX_SITES + 1) {
+        if (gpbt_count_parse(optarg, 1, GPB_MAX_SITES + 1, &n)) {
           fprintf(stderr, "%s: --top-sites needs a count of 1 to %u\n", prog,
                   GPB_MAX_SITES + 1);
           return 2;
@@ -1016,6 +1033,11 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     return 2;
   }
   o->path = argv[optind];
+  if (o->find_min && o->min_block > GPBT_MINPOOL_MAX) {
+    fprintf(stderr, "%s: --find-min-pool needs a --min-block of at most "
+            "64 TiB, the largest pool it tries\n", prog);
+    return 2;
+  }
   if (!strcmp(o->path, "-") &&
       (!o->pool_size || o->find_min || o->policy < 0)) {
     fprintf(stderr, "%s: a trace on standard input is read once: give "

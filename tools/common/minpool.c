@@ -13,23 +13,34 @@ uint64_t gpbt_minpool_step(uint64_t peak, uint64_t min_block) {
   return s ? s : min_block;
 }
 
-int gpbt_minpool_scan(uint64_t lower, uint64_t step, uint64_t upper,
-                      gpbt_fits_fn fits, void *ctx, gpbt_probe_fn probe,
-                      void *user, gpbt_minpool_t *out) {
+/* The scan, numbering its probes on from n0 (the probes before it). */
+static int minpool_scan_from(uint64_t lower, uint64_t step, uint64_t upper,
+                             gpbt_fits_fn fits, void *ctx, gpbt_probe_fn probe,
+                             void *user, uint64_t n0, gpbt_minpool_t *out) {
   memset(out, 0, sizeof *out);
   out->lower = lower;
   out->step = step;
+  out->probes = n0;
+  if (step == 0) return GPB_EINVAL;
   for (uint64_t s = lower; s <= upper; s += step) {
     int f = fits(ctx, s);
     out->probes++;
-    if (probe) probe(user, s, f, out->probes);
+    int stop = probe ? probe(user, s, f, out->probes) : 0;
+    if (stop > 0) return stop;
     if (f < 0) return f;
     if (f) {
       out->size = s;
       return 0;
     }
+    if (upper - s < step) break; /* s + step would pass upper, or wrap */
   }
   return GPB_ENOMEM;
+}
+
+int gpbt_minpool_scan(uint64_t lower, uint64_t step, uint64_t upper,
+                      gpbt_fits_fn fits, void *ctx, gpbt_probe_fn probe,
+                      void *user, gpbt_minpool_t *out) {
+  return minpool_scan_from(lower, step, upper, fits, ctx, probe, user, 0, out);
 }
 
 int gpbt_seq_fits(const gpbt_seq_t *q, void **ptrs, uint64_t pool_size,
@@ -77,37 +88,48 @@ int gpbt_minpool_find(const gpbt_seq_t *q, size_t min_block,
                       gpb_policy_t policy, uint64_t step, gpbt_probe_fn probe,
                       void *user, gpbt_minpool_t *out) {
   memset(out, 0, sizeof *out);
+  const uint64_t max = GPBT_MINPOOL_MAX;
   uint64_t g = min_block;
+  /* Every bound below is checked against max first, so no sum or product
+   * of them comes near 2^64. */
+  if (g == 0 || (g & (g - 1)) || g > max || step > max) return GPB_EINVAL;
   uint64_t need = q->peak_live > q->max_request ? q->peak_live : q->max_request;
+  if (need > max) return GPB_ETOOBIG;
   if (need == 0) need = g;
   if (step == 0) step = gpbt_minpool_step(need, g);
   step = (step + g - 1) / g * g;
   uint64_t lower = (need + step - 1) / step * step;
+  uint64_t top = max / step * step; /* the largest size on the grid */
+  out->lower = lower;
+  out->step = step;
+  if (lower > top) return GPB_ENOMEM;
   minpool_ctx_t c = {q, calloc(q->nslots ? q->nslots : 1, sizeof(void *)), g,
                      policy};
   if (!c.ptrs) return GPB_EHOSTMEM;
   /* A size that fits bounds the scan: twice the need, doubled until it
    * fits. */
   uint64_t upper = (2 * need + step - 1) / step * step, probes = 0;
+  if (upper > top) upper = top;
   int f, rc = 0;
   for (;;) {
     f = minpool_fits(&c, upper);
     probes++;
-    if (probe) probe(user, upper, f, probes);
-    if (f < 0) {
-      rc = f;
+    int stop = probe ? probe(user, upper, f, probes) : 0;
+    if (stop > 0 || f < 0) {
+      rc = stop > 0 ? stop : f;
+      out->probes = probes;
       goto out;
     }
     if (f) break;
-    if (upper > ((uint64_t)1 << 46)) {
+    if (upper == top) {
       rc = GPB_ENOMEM;
+      out->probes = probes;
       goto out;
     }
-    upper *= 2;
+    upper = upper > top / 2 ? top : upper * 2;
   }
-  rc = gpbt_minpool_scan(lower, step, upper, minpool_fits, &c, probe, user,
-                         out);
-  out->probes += probes;
+  rc = minpool_scan_from(lower, step, upper, minpool_fits, &c, probe, user,
+                         probes, out);
 out:
   free(c.ptrs);
   return rc;

@@ -20,12 +20,19 @@
 #include "gpubuddy.h"
 #include "opseq.h"
 
+/* The largest pool the search tries. A probe reserves only address
+ * space, but its metadata grows with the pool, and sizes stay far from
+ * overflow in the grid's arithmetic. */
+#define GPBT_MINPOOL_MAX ((uint64_t)1 << 46)
+
 /* 1 when a pool of pool_size bytes fits, 0 when it does not, <0 error. */
 typedef int (*gpbt_fits_fn)(void *ctx, uint64_t pool_size);
 
-/* Called after each probe (may be NULL). */
-typedef void (*gpbt_probe_fn)(void *user, uint64_t pool_size, int fits,
-                              uint64_t probe);
+/* Called after each probe (may be NULL); probe counts from 1 over the
+ * whole search. A positive return stops the search (a signal, say),
+ * which then returns that value. */
+typedef int (*gpbt_probe_fn)(void *user, uint64_t pool_size, int fits,
+                             uint64_t probe);
 
 typedef struct gpbt_minpool {
   uint64_t size;   /* the answer: the smallest size on the grid that fits */
@@ -39,16 +46,20 @@ uint64_t gpbt_minpool_step(uint64_t peak, uint64_t min_block);
 
 /* The exact scan: the first size lower, lower + step, ... up to upper
  * that fits. lower and step must be multiples of min_block (the caller's
- * grid). 0 with *out filled, GPB_ENOMEM when nothing up to upper fits, or
- * the fits function's negative code. */
+ * grid). 0 with *out filled, GPB_ENOMEM when nothing up to upper fits,
+ * GPB_EINVAL for step 0, the fits function's negative code, or the probe
+ * function's positive one. */
 int gpbt_minpool_scan(uint64_t lower, uint64_t step, uint64_t upper,
                       gpbt_fits_fn fits, void *ctx, gpbt_probe_fn probe,
                       void *user, gpbt_minpool_t *out);
 
 /* The whole search for a loaded trace on the virtual backend: step 0
  * means gpbt_minpool_step. The scan is bounded by a size that fits, found
- * first by doubling from twice the peak (at most 2^46 bytes). 0, or a
- * negative GPB_E* code (GPB_ENOMEM: no pool up to the bound fits). */
+ * first by doubling from twice the peak (at most GPBT_MINPOOL_MAX). 0;
+ * GPB_ETOOBIG when the peak or largest request exceeds GPBT_MINPOOL_MAX;
+ * GPB_ENOMEM when no pool up to it fits; GPB_EINVAL for a min_block that
+ * is not a power of two up to it, or a larger step; another negative
+ * GPB_E* code; or the probe function's positive one (out->probes filled). */
 int gpbt_minpool_find(const gpbt_seq_t *q, size_t min_block,
                       gpb_policy_t policy, uint64_t step, gpbt_probe_fn probe,
                       void *user, gpbt_minpool_t *out);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * replay-util.c: the latency histogram and duration formatter of the
- * programs that replay traces. The histogram keeps REPLAY_HIST_SUB linear
- * buckets per power of two of nanoseconds, exact below REPLAY_HIST_SUB ns.
+ * replay-util.c: the latency histogram, duration formatter and count
+ * parser of the programs that replay traces. The histogram keeps
+ * REPLAY_HIST_SUB linear buckets per power of two of nanoseconds, exact
+ * below REPLAY_HIST_SUB ns.
  */
 #include "replay.h"
 
@@ -55,4 +56,18 @@ void gpbt_ns_format(char *buf, size_t cap, uint64_t ns) {
   else if (ns < 10000000) snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
   else if (ns < 10000000000ull) snprintf(buf, cap, "%.1f ms", (double)ns / 1e6);
   else snprintf(buf, cap, "%.1f s", (double)ns / 1e9);
+}
+
+int gpbt_count_parse(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  uint64_t v = 0;
+  if (!s || !*s) return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    unsigned d = (unsigned)(*s - '0');
+    if (v > (UINT64_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  if (v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
 }
