@@ -13,6 +13,8 @@
  * here fails a run for a missed target (CI runs --quick for the harness).
  */
 #include "bench.h"
+#include "minpool.h"
+#include "replay.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -116,6 +118,7 @@ static void usage(FILE *f) {
 "  --seed N            seed of the churn mix (default 42)\n"
 "  --device N          CUDA device (default 0)\n"
 "  -h, --help          this text\n"
+"  --version           the version\n"
 "\n"
 "Progress goes to stderr, results to stdout. Exit status: 0, 1 when a\n"
 "suite could not run, 2 on bad usage. Targets are reported, never\n"
@@ -124,20 +127,17 @@ static void usage(FILE *f) {
 
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
                      uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+  if (gpbt_count_parse(s, lo, hi, out)) {
     fprintf(stderr, "gpubuddy-bench: %s wants a whole number from %llu to "
             "%llu, not '%s'\n", opt, (unsigned long long)lo,
             (unsigned long long)hi, s);
     return -1;
   }
-  *out = v;
   return 0;
 }
 
-/* Sets skip flags from a comma list; `only` inverts the meaning. */
+/* Sets skip flags from a comma list; `only` inverts the meaning. A list
+ * that names no suite is refused: --only "" would run nothing and pass. */
 static int parse_suites(bench_opts_t *o, const char *list, int only) {
   int *flag[5] = {&o->skip_fixed, &o->skip_churn, &o->skip_threads,
                   &o->skip_traces, &o->skip_meta};
@@ -147,8 +147,10 @@ static int parse_suites(bench_opts_t *o, const char *list, int only) {
     for (int i = 0; i < 5; i++) *flag[i] = 1;
   char *dup = strdup(list), *save = NULL;
   if (!dup) return -1;
+  int n = 0;
   for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int i;
+    n++;
     for (i = 0; i < 5 && strcmp(t, names[i]); i++) {}
     if (i == 5) {
       fprintf(stderr, "gpubuddy-bench: unknown suite '%s' (fixed, churn, "
@@ -159,6 +161,11 @@ static int parse_suites(bench_opts_t *o, const char *list, int only) {
     *flag[i] = !only;
   }
   free(dup);
+  if (n == 0) {
+    fprintf(stderr, "gpubuddy-bench: --%s names no suite (fixed, churn, "
+            "threads, traces, meta)\n", only ? "only" : "skip");
+    return -1;
+  }
   return 0;
 }
 
@@ -183,8 +190,12 @@ static int keep_contenders(bench_ctx_t *c, const char *list) {
   free(dup);
   for (int i = 0; i < c->ncont; i++)
     if (keep[i]) c->cont[n++] = c->cont[i];
+  if (n == 0) {
+    fprintf(stderr, "gpubuddy-bench: --contenders names none\n");
+    return -1;
+  }
   c->ncont = n;
-  return n ? 0 : -1;
+  return 0;
 }
 
 /* ------------------------------------------------------------- targets */
@@ -320,7 +331,7 @@ static void targets(bench_ctx_t *c) {
     char t[32];
     snprintf(t, sizeof t, "<= %.2fx peak (PyTorch)", x->anchor);
     if (x->min_pool) snprintf(m, sizeof m, "%.3fx peak live", x->ratio);
-    else snprintf(m, sizeof m, "not found (> 16x)");
+    else snprintf(m, sizeof m, "not found (> 64 TiB)");
     tgt(r, x->min_pool && x->ratio <= x->anchor, t, m, "smallest pool, %s, %s",
         x->trace, x->policy);
   }
@@ -457,7 +468,7 @@ static int write_summary(const bench_ctx_t *c, const char *path) {
               (unsigned long long)x->ops,
               bench_fmt_bytes(x->peak_live, b1, 24), x->policy,
               x->min_pool ? bench_fmt_bytes(x->min_pool, b2, 24)
-                          : "> 16x",
+                          : "> 64 TiB",
               rt, an);
     }
     fprintf(f, "\n#### Trace replays: per-op latency\n\n");
@@ -578,6 +589,32 @@ static int mkdir_p(const char *dir) {
   return 0;
 }
 
+/* Whether path can be written, checked before the suites run rather than
+ * after: an existing file must be writable, else its directory. Opening
+ * it here would leave an empty file behind a run that fails. */
+static int path_writable(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      errno = EISDIR;
+      return 0;
+    }
+    return access(path, W_OK) == 0;
+  }
+  if (errno != ENOENT) return 0;
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  if (stat(dir, &st)) return 0;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return 0;
+  }
+  return access(dir, W_OK | X_OK) == 0;
+}
+
 /* ----------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -623,10 +660,12 @@ int main(int argc, char **argv) {
       {"seed", required_argument, 0, O_SEED},
       {"device", required_argument, 0, O_DEV},
       {"help", no_argument, 0, 'h'},
+      {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   int ch;
   uint64_t v;
-  while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+  opterr = 0; /* one line of our own instead of getopt's and the usage */
+  while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
     switch (ch) {
     case O_HOST: o.host = 1; break;
     case O_GPU: o.gpu = 1; break;
@@ -671,9 +710,10 @@ int main(int argc, char **argv) {
     }
     case O_MINB: {
       size_t mb;
-      if (gpb_size_parse(optarg, &mb) || mb < 16 || (mb & (mb - 1))) {
+      if (gpb_size_parse(optarg, &mb) || mb < 16 || (mb & (mb - 1)) ||
+          mb > GPBT_MINPOOL_MAX) {
         fprintf(stderr, "gpubuddy-bench: --min-block wants a power of two "
-                ">= 16, not '%s'\n", optarg);
+                "from 16 to 64 TiB, not '%s'\n", optarg);
         return 2;
       }
       o.trace_min_block = mb;
@@ -706,14 +746,24 @@ int main(int argc, char **argv) {
       printf("\nthis build: no CUDA (--host only), plots PNG\n");
 #endif
       return 0;
+    case 'V': printf("gpubuddy-bench %s\n", gpb_version()); return 0;
+    case ':':
+      fprintf(stderr, "gpubuddy-bench: %s needs a value (see --help)\n",
+              argv[optind - 1]);
+      return 2;
     default:
-      usage(stderr);
+      if (optopt > 0 && optopt < 256)
+        fprintf(stderr, "gpubuddy-bench: unknown option '-%c' (see --help)\n",
+                optopt);
+      else
+        fprintf(stderr, "gpubuddy-bench: unknown option '%s' (see --help)\n",
+                argv[optind - 1]);
       return 2;
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "gpubuddy-bench: unexpected argument '%s'\n", argv[optind]);
-    usage(stderr);
+    fprintf(stderr, "gpubuddy-bench: unexpected argument '%s' (see --help)\n",
+            argv[optind]);
     return 2;
   }
   if (save_path)
@@ -724,6 +774,17 @@ int main(int argc, char **argv) {
   if (o.host && o.gpu) {
     fprintf(stderr, "gpubuddy-bench: choose --host or --gpu, not both\n");
     return 2;
+  }
+  if (o.skip_fixed && o.skip_churn && o.skip_threads && o.skip_traces &&
+      o.skip_meta) {
+    fprintf(stderr, "gpubuddy-bench: --only and --skip leave no suite to "
+            "run\n");
+    return 2;
+  }
+  if (o.json_path && !path_writable(o.json_path)) {
+    fprintf(stderr, "gpubuddy-bench: cannot write --json %s: %s\n",
+            o.json_path, strerror(errno));
+    return 1;
   }
   if (!o.gpu) o.host = 1;
 #ifndef GPB_HAVE_CUDA

@@ -21,9 +21,12 @@
 #include "minpool.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* ----------------------------------------------------------- loading */
 
@@ -294,8 +297,18 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     bench_out(c, "(nothing to replay)\n\n");
     return 0;
   }
+  /* Every pool below is a multiple of the peak; past the search's bound
+   * twice the peak could wrap to a pool of 0 bytes. */
+  uint64_t need = q->peak_live > q->max_request ? q->peak_live : q->max_request;
+  if (need > GPBT_MINPOOL_MAX) {
+    fprintf(stderr, "gpubuddy-bench: trace %s: peak demand of %llu bytes is "
+            "larger than any pool replayed into (at most 2^46 bytes)\n",
+            t->name, (unsigned long long)need);
+    return -1;
+  }
   void **ptrs = calloc(q->nslots, sizeof *ptrs);
   if (!ptrs) return -1;
+  int err = 0;
 
   /* 1. Smallest pool per policy. */
   gpb_policy_t pols[REPLAY_MAXPOL];
@@ -315,10 +328,18 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
                    gpb_policy_name(pol));
     uint64_t t0 = bench_now();
     gpbt_minpool_t mp;
-    size_t m = gpbt_minpool_find(q, mb, pol, 0, NULL, NULL, &mp) ? 0
-                                                                 : (size_t)mp.size;
+    int frc = gpbt_minpool_find(q, mb, pol, 0, NULL, NULL, &mp);
+    size_t m = frc ? 0 : (size_t)mp.size;
     int tries = (int)mp.probes;
     double secs = (double)(bench_now() - t0) / 1e9;
+    if (frc && frc != GPB_ENOMEM) { /* not "none fits": no row to report */
+      fprintf(stderr, "gpubuddy-bench: trace %s: smallest pool, policy %s: "
+              "%s: %s\n", t->name, gpb_policy_name(pol), gpb_err_name(frc),
+              gpb_last_error_detail());
+      bench_out(c, "%-10s %14s\n", gpb_policy_name(pol), "error");
+      err = -1;
+      continue;
+    }
     pols[npol] = pol;
     minp[npol++] = m;
     bench_trace_row_t *r = bench_report_trace(c->rep);
@@ -338,7 +359,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
                 r->ratio, tries, an, secs);
     else
       bench_out(c, "%-10s %14s %10s %8d %16s\n", gpb_policy_name(pol),
-                "> 16x peak", "-", tries, an);
+                "> 64 TiB", "-", tries, an);
   }
 
   /* 2. Fragmentation over time, at a size every policy fits. */
@@ -502,7 +523,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     bench_samples_free(&fr[i]);
   }
   free(ptrs);
-  return 0;
+  return err;
 }
 
 int bench_save_synthetic(const char *path, uint64_t seed, int steps) {
@@ -512,12 +533,27 @@ int bench_save_synthetic(const char *path, uint64_t seed, int steps) {
     fprintf(stderr, "gpubuddy-bench: out of memory\n");
     return -1;
   }
+  /* Written under a temporary name beside path and renamed at the end,
+   * so a failed write (a full disk) leaves no partial trace, nor harms one
+   * already there. The name keeps a ".gz" ending: it selects compression. */
+  char *tmp = NULL;
+  if (strcmp(path, "-")) {
+    size_t n = strlen(path);
+    int gz = n > 3 && !strcmp(path + n - 3, ".gz");
+    if (!(tmp = malloc(n + 16))) {
+      gpbt_seq_free(&t.q);
+      fprintf(stderr, "gpubuddy-bench: out of memory\n");
+      return -1;
+    }
+    snprintf(tmp, n + 16, "%s.part%s", path, gz ? ".gz" : "");
+  }
   gpb_trace_writer_t *w;
-  int rc = gpb_trace_writer_open(path, &w);
+  int rc = gpb_trace_writer_open(tmp ? tmp : path, &w);
   if (rc) {
-    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", path, gpb_strerror(rc),
-            gpb_last_error_detail());
+    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", tmp ? tmp : path,
+            gpb_strerror(rc), gpb_last_error_detail());
     gpbt_seq_free(&t.q);
+    free(tmp);
     return rc;
   }
   for (size_t i = 0; i < t.q.n && rc == 0; i++) {
@@ -535,6 +571,13 @@ int bench_save_synthetic(const char *path, uint64_t seed, int steps) {
   if (rc)
     fprintf(stderr, "gpubuddy-bench: writing %s: %s: %s\n", path,
             gpb_strerror(rc), gpb_last_error_detail());
+  if (tmp && !rc && rename(tmp, path)) {
+    fprintf(stderr, "gpubuddy-bench: renaming %s to %s: %s\n", tmp, path,
+            strerror(errno));
+    rc = GPB_EIO;
+  }
+  if (tmp && rc) unlink(tmp);
+  free(tmp);
   gpbt_seq_free(&t.q);
   return rc;
 }

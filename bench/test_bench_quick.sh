@@ -3,8 +3,9 @@
 # test_bench_quick.sh: runs gpubuddy-bench --host --quick and checks that
 # the harness works: exit 0, every table header printed, every contender
 # measured, a trace written with gpb_trace_writer replayed through
-# gpb_trace_open, and the JSON, summary and plots written. It checks no
-# timing: speed belongs to the benchmark, not to the tests.
+# gpb_trace_open, and the JSON, summary and plots written; bad usage and
+# bad traces end in one line on stderr. It checks no timing: speed
+# belongs to the benchmark, not to the tests.
 set -u
 bench=${GPB_BENCH:-./bench/gpubuddy-bench}
 [ -x "$bench" ] || { echo "no $bench" >&2; exit 99; }
@@ -21,6 +22,64 @@ grep -q -- '--quick' "$out/help" || fail "--help does not list --quick"
   fail "--contenders nosuch was accepted"
 "$bench" --quick --trace "$out/missing.gz" --only traces >/dev/null 2>&1 &&
   fail "a missing trace file did not fail the run"
+
+# Usage errors: one line on stderr, exit 2, before anything runs. A list
+# that names no suite, or leaves none, would otherwise run nothing and
+# pass; a count with a sign or a space is not a count.
+one_line() { # what, then the command
+  what=$1; shift
+  "$@" >"$out/u.out" 2>"$out/u.err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "$what: exit $rc, expected 2"
+  [ "$(wc -l <"$out/u.err")" -eq 1 ] ||
+    fail "$what: $(wc -l <"$out/u.err") lines on stderr: $(head -3 "$out/u.err")"
+  [ -s "$out/u.out" ] && fail "$what: wrote to stdout"
+  return 0
+}
+one_line "--no-such-option" "$bench" --no-such-option
+grep -q "unknown option '--no-such-option' (see --help)" "$out/u.err" ||
+  fail "--no-such-option: $(cat "$out/u.err")"
+one_line "--json without a value" "$bench" --quick --json
+grep -q -- "--json needs a value" "$out/u.err" || fail "--json: $(cat "$out/u.err")"
+one_line "an extra argument" "$bench" --quick extra
+one_line "--only ''" "$bench" --quick --only ""
+one_line "--only ,,," "$bench" --quick --only ,,,
+one_line "--only traces --skip traces" "$bench" --quick --only traces --skip traces
+one_line "--contenders ," "$bench" --quick --contenders ,
+one_line "--seed ' -1'" "$bench" --quick --seed " -1"
+one_line "--min-block 2^63" "$bench" --quick --min-block 9223372036854775808
+"$bench" --version >"$out/v" 2>&1 || fail "--version exited non-zero"
+grep -q '^gpubuddy-bench [0-9]' "$out/v" || fail "--version: $(cat "$out/v")"
+
+# --json to a place that cannot be written fails before any suite runs.
+"$bench" --quick --only meta --json "$out/no/such/dir/r.json" >"$out/j.out" 2>"$out/j.err" &&
+  fail "--json into a missing directory was accepted"
+grep -q '^==' "$out/j.out" && fail "--json into a missing directory: suites ran first"
+grep -q 'cannot write --json' "$out/j.err" || fail "--json: $(cat "$out/j.err")"
+
+# A peak of 2^63 bytes cannot be doubled into a pool: one error, exit 1,
+# no pool of 0 bytes tried (and nothing malloc'ed of that size, which
+# ASan aborts on).
+printf '# gpubuddy-trace v1\n1 0 alloc 0x1 9223372036854775808 0 0x0\n' >"$out/huge63.trace"
+"$bench" --quick --only traces --trace "$out/huge63.trace" >"$out/h.out" 2>"$out/h.err" &&
+  fail "a trace with a peak of 2^63 bytes did not fail the run"
+grep -q 'peak demand of 9223372036854775808 bytes is larger than any pool' "$out/h.err" ||
+  fail "peak of 2^63: $(grep -v '^\[bench\]' "$out/h.err" | head -3)"
+grep -q 'pool of 0 B' "$out/h.out" "$out/h.err" && fail "peak of 2^63: a pool of 0 bytes was tried"
+# A request of 2 TiB fits the search (1 GiB blocks keep its pools' metadata
+# small) but not malloc: it fails there, and the run goes on.
+printf '# gpubuddy-trace v1\n1 0 alloc 0x1 2199023255552 0 0x0\n2 1 free 0x1 0 0 0x0\n' >"$out/big41.trace"
+"$bench" --quick --only traces --contenders malloc --min-block 1G \
+  --trace "$out/big41.trace" >"$out/b.out" 2>"$out/b.err" ||
+  fail "a trace with a 2 TiB request: exit $?: $(grep -v '^\[bench\]' "$out/b.err" | head -3)"
+grep -q '^buddy  *2.0 TiB' "$out/b.out" || fail "a 2 TiB request: no smallest pool of 2 TiB"
+
+# --save-synthetic that cannot finish (here the file size limit, as a full
+# disk would) fails and leaves no partial trace behind.
+(trap '' XFSZ; ulimit -f 16; exec "$bench" --quick --synthetic-steps 20 \
+  --save-synthetic "$out/cut.trace") >/dev/null 2>"$out/cut.err" &&
+  fail "--save-synthetic past the file size limit did not fail"
+ls "$out" | grep -q '^cut\.trace' && fail "--save-synthetic left a partial file: $(ls "$out" | grep cut)"
 
 # Sanitizer builds run with GPB_TEST_SCALE < 1: smaller counts keep this
 # test within seconds there (ASan maps and poisons every large malloc).

@@ -12,7 +12,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 n=0
 for p in tools/gpubuddy-replay tools/gpubuddy-stat tools/gpubuddy-relay \
-         gpubuddy-view samples/gpubuddy-sample-churn samples/gpubuddy-sample-cnn \
+         bench/gpubuddy-bench gpubuddy-view samples/gpubuddy-sample-churn samples/gpubuddy-sample-cnn \
          samples/gpubuddy-sample-kvcache samples/gpubuddy-sample-checkerboard \
          "$top/tools/gpubuddy-import-torch"; do
   case $p in /*) ;; *) p=./$p ;; esac
