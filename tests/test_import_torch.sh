@@ -245,6 +245,149 @@ $imp "$tmp/bad.pickle" --device all -o "$tmp/all.trace.gz" 2> "$tmp/err" || fail
 [ ! -e "$tmp/all.1.trace.gz" ] || fail "--device all wrote a trace for a device without history"
 $imp "$tmp/bad.pickle" --device x -o "$tmp/x.trace" 2>/dev/null; [ $? = 2 ] || fail "--device x did not exit 2"
 
+# 5d. Times: the last time_ns a trace holds (2^64 - 1) is 18446744073709551
+# us after the first entry; one more does not fit and is refused, naming
+# the entry, rather than written as a number the replayer rejects.
+tm() { mk "{'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': 512, 'time_us': 5}, {'action': 'free_completed', 'addr': 4096, 'size': 512, 'time_us': 5 + $1}]]}"; }
+tm 18446744073709551
+$imp -q "$tmp/bad.pickle" -o "$tmp/tmax.trace" || fail "the largest time: exit $?"
+grep -qx '2 18446744073709551000 free 0x1000 512 0 0x0' "$tmp/tmax.trace" || fail "the largest time: $(tail -1 "$tmp/tmax.trace")"
+$replay --quiet "$tmp/tmax.trace" > /dev/null || fail "the largest time does not replay"
+tm 18446744073709552; bad "time past 2^64 ns" "device_traces\[0\]\[1\] (free_completed)" "'time_us'" "64-bit"
+tm '2 ** 63'; bad "time 2^63 us" "device_traces\[0\]\[1\]" "64-bit"
+
+# 5e. All or nothing. Outputs go to a temporary file and are renamed into
+# place only when whole, so a failed write leaves no partial trace and an
+# existing output as it was, and no temporary file behind.
+o=$tmp/o; mkdir "$o"
+printf 'old trace\n' > "$o/keep"
+only() { # the files in $o must be exactly these
+  [ "$(cd "$o" && ls -A | tr '\n' ' ')" = "$* " ] || fail "$name: files in the output directory: $(ls -A "$o" | tr '\n' ' '), expected $*"
+}
+intact() { # each named output still holds the old text
+  for f in "$@"; do cmp -s "$o/keep" "$o/$f" || fail "$name: $f was changed or removed"; done
+}
+onefail() { # rc: the run's exit must be 1 with one line, no traceback
+  [ "$1" = 1 ] || fail "$name: exit $1, expected 1: $(cat "$tmp/err")"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$name: not one line: $(cat "$tmp/err")"
+}
+# A full disk (a file size limit makes writes fail with EFBIG; Python
+# ignores SIGXFSZ): the old file stays.
+name="file size limit"
+cp "$o/keep" "$o/t.trace"
+(ulimit -f 2; $imp -q "$data/torch_snapshot.pickle" -o "$o/t.trace") 2> "$tmp/err"
+onefail $?
+grep -q "cannot write $o/t.trace: File too large" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+intact t.trace; only keep t.trace
+# An output that is not a regular file is written in place, never
+# replaced or removed: a FIFO whose reader leaves early stays a FIFO.
+name="FIFO"
+mkfifo "$o/fifo"
+head -c 100 "$o/fifo" > /dev/null &
+$imp -q "$tmp/many.pickle" -o "$o/fifo" 2> "$tmp/err"
+onefail $?
+wait
+grep -q "cannot write $o/fifo: Broken pipe" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+[ -p "$o/fifo" ] || fail "$name: the FIFO was removed"
+rm -f "$o/fifo"
+# /dev/full the same, but only when not root: an importer that removed
+# its output on failure would remove /dev/full (as it once did).
+if [ "$(id -u)" != 0 ] && [ -c /dev/full ] && [ -w /dev/full ]; then
+  name="/dev/full"
+  $imp -q "$data/torch_snapshot.pickle" -o /dev/full 2> "$tmp/err"
+  onefail $?
+  grep -q 'cannot write /dev/full: No space left on device' "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+  [ -c /dev/full ] || fail "/dev/full is no longer a device"
+fi
+# Out of memory while writing (the gzip writer under --max-memory): the
+# old file stays, and the message says it was the writing that ran out.
+name="--max-memory while writing"
+mk "{'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': 512}]]}"
+cp "$o/keep" "$o/m.trace.gz"
+$imp -q --max-memory=100000 "$tmp/bad.pickle" -o "$o/m.trace.gz" 2> "$tmp/err"
+onefail $?
+grep -q "writing $o/m.trace.gz needs more than the 100000 bytes of address space that --max-memory allows; no file was written" "$tmp/err" ||
+  fail "$name: $(cat "$tmp/err")"
+intact t.trace m.trace.gz; only keep m.trace.gz t.trace
+# Replacing keeps an existing file's mode and a symbolic link; a new file
+# gets the umask's mode, as before.
+name="replace"
+chmod 600 "$o/t.trace"; ln -s t.trace "$o/link.trace"
+$imp -q "$data/torch_snapshot.pickle" -o "$o/link.trace" || fail "$name: exit $?"
+[ -L "$o/link.trace" ] || fail "$name: the symbolic link was replaced"
+cmp -s "$o/t.trace" "$data/torch_snapshot.sites.expected" || fail "$name: the link's file was not written"
+ls -l "$o/t.trace" | grep -q '^-rw-------' || fail "$name: mode not kept: $(ls -l "$o/t.trace")"
+(umask 022; $imp -q "$data/torch_snapshot.pickle" -o "$o/new.trace") || fail "$name: new file: exit $?"
+ls -l "$o/new.trace" | grep -q '^-rw-r--r--' || fail "$name: a new file's mode: $(ls -l "$o/new.trace")"
+rm -f "$o/link.trace" "$o/new.trace" "$o/m.trace.gz"; cp "$o/keep" "$o/t.trace"
+# --device all checks every device before writing any: device 1's bad
+# size leaves no all.0; and when device 2's write fails, device 0's
+# trace, already written, is not put in place either.
+name="--device all, a bad device"
+mk "{'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': 512}], [{'action': 'alloc', 'addr': 4096, 'size': -1}]]}"
+cp "$o/keep" "$o/all.0.trace"
+$imp -q "$tmp/bad.pickle" --device all -o "$o/all.trace" 2> "$tmp/err"
+onefail $?
+grep -q "device_traces\[1\]\[0\] (alloc): 'size' is negative" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+intact all.0.trace; only all.0.trace keep t.trace
+name="--device all, a failed write"
+python3 - "$tmp" <<'PY'
+import pickle, sys
+big = [{"action": "alloc", "addr": 4096 * (k + 1), "size": 512} for k in range(200)]
+d = [[{"action": "alloc", "addr": 4096, "size": 512}], [], big]
+open(sys.argv[1] + "/bad.pickle", "wb").write(pickle.dumps({"device_traces": d}))
+PY
+rm "$o/all.0.trace"
+(ulimit -f 2; $imp -q "$tmp/bad.pickle" --device all -o "$o/all.trace") 2> "$tmp/err"
+onefail $?
+grep -q "cannot write $o/all.2.trace: File too large" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+only keep t.trace
+$imp -q "$tmp/bad.pickle" --device all -o "$o/all.trace" || fail "--device all: exit $?"
+only all.0.trace all.2.trace keep t.trace
+rm "$o"/all.*
+
+# 5f. An output that is the input snapshot (by name, through a link, or
+# as stdin) is a usage error: exit 2, one line, the snapshot untouched.
+name="output = input"
+cp "$data/torch_snapshot.pickle" "$o/in.pickle"; ln -s in.pickle "$o/in.link"
+for args in "$o/in.pickle -o $o/in.pickle" "$o/in.link -o $o/in.pickle" "$o/in.pickle -o $o/in.link" "- -o $o/in.pickle"; do
+  $imp -q $args < "$o/in.pickle" 2> "$tmp/err"
+  rc=$?
+  [ $rc = 2 ] || fail "$name ($args): exit $rc, expected 2"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$name ($args): not one line: $(cat "$tmp/err")"
+  grep -q "is the input snapshot" "$tmp/err" || fail "$name ($args): $(cat "$tmp/err")"
+  cmp -s "$o/in.pickle" "$data/torch_snapshot.pickle" || fail "$name ($args): the snapshot was overwritten"
+done
+# With --device all, the per-device name can be the input's.
+cp "$o/in.pickle" "$o/s.0.pickle"
+$imp -q "$o/s.0.pickle" --device all -o "$o/s.pickle" 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] || fail "$name (--device all): exit $rc, expected 2: $(cat "$tmp/err")"
+cmp -s "$o/s.0.pickle" "$data/torch_snapshot.pickle" || fail "$name (--device all): the snapshot was overwritten"
+rm -f "$o"/*.pickle "$o/in.link"
+
+# 5g. Byte-count options out of range are usage errors (exit 2, one line,
+# the range named), not a data error or no limit at all.
+for opt in --max-input=-1 --max-input=0 --max-input=1e31 --max-input=10000000000000000000000000000000 \
+           --max-memory=-5 --max-memory=4611686018427387905 --max-memory=lots; do
+  $imp -q "$opt" "$data/torch_snapshot.pickle" -o "$o/opt.trace" 2> "$tmp/err"
+  rc=$?
+  [ $rc = 2 ] || fail "$opt: exit $rc, expected 2: $(cat "$tmp/err")"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$opt: not one line: $(cat "$tmp/err")"
+  grep -q "takes a number of bytes from [01].* to 4611686018427387904 (2^62)" "$tmp/err" || fail "$opt: $(cat "$tmp/err")"
+  [ ! -e "$o/opt.trace" ] || fail "$opt: wrote a trace"
+done
+$imp -q --max-input=4611686018427387904 "$data/torch_snapshot.pickle" -o "$o/opt.trace" || fail "--max-input=2^62: exit $?"
+rm -f "$o/opt.trace"
+
+# 5h. A read error names the input, not the output.
+if [ -r /proc/self/mem ]; then
+  $imp -q /proc/self/mem -o "$o/mem.trace" 2> "$tmp/err"
+  rc=$?
+  [ $rc = 1 ] || fail "/proc/self/mem: exit $rc, expected 1"
+  grep -q '^gpubuddy-import-torch: cannot read /proc/self/mem: ' "$tmp/err" || fail "/proc/self/mem: $(cat "$tmp/err")"
+  [ ! -e "$o/mem.trace" ] || fail "/proc/self/mem: wrote a trace"
+fi
+
 # 6. --help and --version.
 $imp --help | grep -q -- '--device' || fail "--help does not list --device"
 $imp --version | grep -q '^gpubuddy-import-torch [0-9]' || fail "--version: $($imp --version)"
