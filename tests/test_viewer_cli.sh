@@ -190,12 +190,26 @@ for e in ex:
     assert e["requested"] > e["largest"], e
 PY
 # Values that used to be accepted and ignored now fail, exit 2.
-for bad in "--at -5" "--at 1e3" "--find 0xzz" "--count 0"; do
+for bad in "--at -5" "--at 1e3" "--find 0xzz" "--count 0" "--size 640x400x" \
+    "--speed nan" "--speed 1e999" "--find 0xffffffffffffffffff" "--find 0x-1" \
+    "--pool-size 0" "--min-block 3" "--pool-size 128 --min-block 256"; do
   $view --pattern checkerboard --headless --frames "$tmp/fr" $bad > /dev/null 2> "$tmp/err"
   rc=$?
   [ $rc = 2 ] || fail "'$bad' exited $rc, expected 2"
   [ "$(wc -l < "$tmp/err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/err")"
 done
+# A trace cut short (a gzip stream ending mid-block): one line, exit 1,
+# and no PNG of the ops before the cut; one already there stays as it was.
+head -c 12000 "$top/samples/traces/torch-infer.trace.gz" > "$tmp/trunc.gz"
+echo "not overwritten" > "$tmp/old.png"
+$view --trace "$tmp/trunc.gz" --headless --png "$tmp/old.png" > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "a cut trace exited $rc, expected 1"
+[ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "trunc.gz" "$tmp/err" ||
+  fail "a cut trace: not one line: $(cat "$tmp/err")"
+[ "$(cat "$tmp/old.png")" = "not overwritten" ] || fail "a cut trace overwrote the PNG"
+$view --trace "$tmp/trunc.gz" --headless --png "$tmp/new.png" > /dev/null 2>&1
+[ ! -e "$tmp/new.png" ] || fail "a cut trace wrote a PNG"
 # The grid: two live pools of two processes, seen with --all and through
 # one gpubuddy-relay --all; other pools of the machine may be there too.
 churn=./samples/gpubuddy-sample-churn relay=./tools/gpubuddy-relay

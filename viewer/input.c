@@ -5,6 +5,8 @@
  */
 #include "view.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +41,13 @@ const char *const vinput_keys_help =
 int vinput_parse_where(const char *s, uint64_t *out) {
   while (*s == ' ') s++;
   if ((s[0] == '0') && (s[1] == 'x' || s[1] == 'X')) {
+    /* Hex digits only: strtoull would take "0x-1" as 2^64-1, and a value
+     * past 64 bits as ULLONG_MAX. */
+    if (!isxdigit((unsigned char)s[2])) return GPB_EINVAL;
     char *end;
+    errno = 0;
     unsigned long long v = strtoull(s + 2, &end, 16);
-    if (end == s + 2 || *end) return GPB_EINVAL;
+    if (errno || *end) return GPB_EINVAL;
     *out = v;
     return 0;
   }

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,22 @@ static int parse_size_opt(const char *opt, const char *v, size_t *out) {
   int rc = gpb_size_parse(v, out);
   if (rc) fprintf(stderr, "gpubuddy-view: %s: bad size '%s'\n", opt, v);
   return rc;
+}
+
+/* "WxH", digits only on both sides, each 64..16384 ("640x400x" and
+ * "+640x400" are typos, not sizes). */
+static int parse_wh(const char *v, int *w, int *h) {
+  static const char digits[] = "0123456789";
+  size_t nw = strspn(v, digits);
+  if (!nw || nw > 5 || v[nw] != 'x') return GPB_EINVAL;
+  const char *hs = v + nw + 1;
+  size_t nh = strspn(hs, digits);
+  if (!nh || nh > 5 || hs[nh]) return GPB_EINVAL;
+  int a = atoi(v), b = atoi(hs);
+  if (a < 64 || b < 64 || a > 16384 || b > 16384) return GPB_EINVAL;
+  *w = a;
+  *h = b;
+  return 0;
 }
 
 static int parse_args(int argc, char **argv, opts_t *o) {
@@ -167,21 +184,27 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       const char *v = NEXT();
       char *end;
       if (!v) return -1;
+      errno = 0;
       o->speed = strtod(v, &end);
-      if (end == v || *end || o->speed < 0) {
+      /* !(>= 0) also catches nan; 1e999 is inf (and ERANGE). */
+      if (errno || end == v || *end || !(o->speed >= 0) ||
+          !isfinite(o->speed)) {
         fprintf(stderr, "gpubuddy-view: --speed: bad number '%s'\n", v);
         return -1;
       }
     } else if (!strcmp(a, "--size")) {
       const char *v = NEXT();
-      if (!v || sscanf(v, "%dx%d", &o->w, &o->h) != 2 || o->w < 64 ||
-          o->h < 64 || o->w > 16384 || o->h > 16384) {
+      if (!v || parse_wh(v, &o->w, &o->h)) {
         fprintf(stderr, "gpubuddy-view: --size wants WxH, 64..16384\n");
         return -1;
       }
     } else if (!strcmp(a, "--pool-size")) {
       const char *v = NEXT();
       if (!v || parse_size_opt(a, v, &o->cfg.pool_size)) return -1;
+      if (!o->cfg.pool_size) {
+        fprintf(stderr, "gpubuddy-view: --pool-size: must be more than 0\n");
+        return -1;
+      }
       o->pool_size_given = 1;
     } else if (!strcmp(a, "--json")) {
       o->json = 1;
@@ -190,6 +213,12 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     } else if (!strcmp(a, "--min-block")) {
       const char *v = NEXT();
       if (!v || parse_size_opt(a, v, &o->cfg.min_block)) return -1;
+      size_t mb = o->cfg.min_block;
+      if (mb < 16 || (mb & (mb - 1))) {
+        fprintf(stderr, "gpubuddy-view: --min-block: must be a power of two "
+                ">= 16, not '%s'\n", v);
+        return -1;
+      }
     } else if (!strcmp(a, "--policy")) {
       const char *v = NEXT();
       if (!v || gpb_policy_parse(v, &o->cfg.policy)) {
@@ -251,6 +280,12 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   if (o->find && vinput_parse_where(o->find, &where)) {
     fprintf(stderr, "gpubuddy-view: --find '%s': an address or offset like "
             "0x7f00a000, 4096 or 64K (try 'gpubuddy-view --help')\n", o->find);
+    return -1;
+  }
+  if (o->pool_size_given && o->cfg.pool_size < o->cfg.min_block) {
+    fprintf(stderr, "gpubuddy-view: --pool-size %zu is smaller than "
+            "--min-block %zu (try 'gpubuddy-view --help')\n",
+            o->cfg.pool_size, o->cfg.min_block);
     return -1;
   }
   if (o->count < 1) {
@@ -376,6 +411,7 @@ static int headless_png(const char *path, const gpbt_fb_t *fb) {
 static int apply_oom(const opts_t *o, vapp_t *app) {
   if (app->kind != VSRC_REPLAY || !o->oom) return 0;
   if (app->series.noom < o->oom) vapp_seek(app, UINT64_MAX - 1);
+  if (app->failed) return GPB_EFORMAT; /* a bad trace: said already */
   if (app->series.noom < o->oom) {
     fprintf(stderr, "gpubuddy-view: --oom %llu: the replay has %llu failed "
             "allocation%s\n", (unsigned long long)o->oom,
@@ -431,6 +467,13 @@ static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
       catch_up(app);
       apply_find(o, app);
     }
+    /* A bad trace or stream (said on stderr already) leaves OUT.png as
+     * it was: a picture of the ops before the error would pass for the
+     * whole run. */
+    if (!grid && app->failed) {
+      gpbt_fb_free(&fb);
+      return GPB_EFORMAT;
+    }
     headless_draw(app, grid, &fb);
     rc = headless_png(o->png, &fb);
     if (!rc) fprintf(stderr, "gpubuddy-view: wrote %s\n", o->png);
@@ -441,14 +484,16 @@ static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
       gpbt_fb_free(&fb);
       return GPB_EIO;
     }
-    int found = 0;
-    for (int i = 0; i < o->count && !rc; i++) {
+    int found = 0, i;
+    for (i = 0; i < o->count && !rc; i++) {
       if (i) sleep_ms(o->interval_ms);
       headless_update(app, grid, o->interval_ms / 1000.0);
       if (!grid) {
         catch_up(app);
         if (!found) apply_find(o, app), found = 1;
       }
+      /* A bad trace or stream: the frames so far stand, none after it. */
+      if (!grid && app->failed) break;
       /* A program tears its pool down as it exits: more frames would all
        * show that empty pool, DISCONNECTED. The last one written is the
        * last live state. */
@@ -465,7 +510,8 @@ static int run_headless(opts_t *o, vapp_t *app, vgrid_t *grid) {
       fprintf(stderr, "\rgpubuddy-view: frame %d/%d%s", i + 1, o->count,
               app && app->disconnected ? " (disconnected)" : "");
     }
-    fprintf(stderr, "\ngpubuddy-view: frames are in %s/\n", o->frames_dir);
+    if (i > 0)
+      fprintf(stderr, "\ngpubuddy-view: frames are in %s/\n", o->frames_dir);
   }
   gpbt_fb_free(&fb);
   if (!rc && app && app->failed) rc = GPB_EFORMAT;
