@@ -6,6 +6,10 @@
 #   2. Out of descriptors (ulimit -n), accept fails with EMFILE: the relay
 #      pauses and says so once, where it spun and logged ~150,000 lines a
 #      second.
+#   3. Bad option values, checked before it starts: one line, exit 2
+#      (--max-clients 4294967297 ran as 1, --compress 4294967296 as 0,
+#      a --listen with no value was an "unknown option", and a bad
+#      --listen address exited 1).
 # Loopback only; every wait is bounded.
 set -u
 here=$(pwd)
@@ -58,5 +62,20 @@ sleep 2
 n=$(grep -c 'accept:' "$tmp/r2.err")
 [ "$n" -ge 1 ] || echo "note: the relay never ran out of descriptors here"
 [ "$n" -le 2 ] || fail "EMFILE logged $n lines in 2 s"
-[ $fails = 0 ] && echo "relay: a viewer gets past silent connections; EMFILE said $n time(s)"
+# 3. Usage errors: one line, exit 2, nothing started.
+for bad in "--max-clients 4294967297 --listen 127.0.0.1:0 $name" \
+    "--max-clients 0 $name" "--compress 4294967296 --listen 127.0.0.1:0 $name" \
+    "--compress -1 $name" "--compress x $name" \
+    "$name --listen" "$name --metrics" "--listen nohost $name" \
+    "--listen 127.0.0.1:65536 $name" "--listen 127.0.0.1: $name" \
+    "--metrics 127.0.0.1:x $name"; do
+  timeout 5 "$relay" $bad > /dev/null 2> "$tmp/bad.err"
+  rc=$?
+  [ $rc = 2 ] || fail "'$bad' exited $rc, expected 2: $(cat "$tmp/bad.err")"
+  [ "$(wc -l < "$tmp/bad.err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/bad.err")"
+done
+"$relay" "$name" --listen > /dev/null 2> "$tmp/bad.err"
+grep -q "needs a value: '--listen'" "$tmp/bad.err" ||
+  fail "--listen with no value: $(cat "$tmp/bad.err")"
+[ $fails = 0 ] && echo "relay: a viewer gets past silent connections; EMFILE said $n time(s); usage errors exit 2"
 exit $fails

@@ -314,19 +314,27 @@ int main(int argc, char **argv) {
       {0, 0, 0, 0}};
   int ch;
   opterr = 0; /* one line of our own instead of getopt's and the usage */
-  while ((ch = getopt_long(argc, argv, "qvh", lo, NULL)) != -1) {
+  /* The leading ':' makes a missing value ':', not '?'. */
+  while ((ch = getopt_long(argc, argv, ":qvh", lo, NULL)) != -1) {
     char *end;
+    long v;
     switch (ch) {
-    case O_LISTEN: o.listen = optarg; break;
+    case O_LISTEN:
+      if (gpbr_check_spec(optarg, "--listen")) return 2;
+      o.listen = optarg;
+      break;
     case O_TOKEN: o.token = optarg; break;
     case O_REMOTE: o.allow_remote = 1; break;
     case O_MAX:
-      o.max_clients = (int)strtol(optarg, &end, 10);
-      if (*end || o.max_clients < 1 || o.max_clients > 1000) {
+      /* Range-checked as a long: (int)4294967297 is 1. */
+      errno = 0;
+      v = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || v < 1 || v > 1000) {
         gpbr_log(NULL, 0, "--max-clients '%s': expected 1..1000 (try "
                  "'gpubuddy-relay --help')", optarg);
         return 2;
       }
+      o.max_clients = (int)v;
       break;
     case O_BUF:
       if (gpb_size_parse(optarg, &o.client_buf) || o.client_buf < (64u << 10)) {
@@ -336,18 +344,23 @@ int main(int argc, char **argv) {
       }
       break;
     case O_Z:
-      o.zlevel = (int)strtol(optarg, &end, 10);
-      if (*end || !*optarg || o.zlevel < 0 || o.zlevel > 9) {
+      errno = 0;
+      v = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || v < 0 || v > 9) {
         gpbr_log(NULL, 0, "--compress '%s': expected 0..9 (try "
                  "'gpubuddy-relay --help')", optarg);
         return 2;
       }
+      o.zlevel = (int)v;
       break;
     case O_PORTF: port_file = optarg; break;
     case O_WAIT: wait_pool = 1; break;
     case O_EXIT: exit_on_close = 1; break;
     case O_ALL: all = 1; break;
-    case O_METRICS: metrics = optarg; break;
+    case O_METRICS:
+      if (gpbr_check_spec(optarg, "--metrics")) return 2;
+      metrics = optarg;
+      break;
     case 'q': o.verbose = -1; break;
     case 'v': o.verbose = 1; break;
     case 'h': relay_usage(stdout); return 0;

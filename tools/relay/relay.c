@@ -809,14 +809,22 @@ void gpbr_set_lookup(gpbr_t *r, gpbr_lookup_fn fn, void *user) {
   r->lookup_user = user;
 }
 
+int gpbr_check_spec(const char *spec, const char *opt) {
+  char host[256], port[16];
+  if (relay_split(spec, host, sizeof host, port, sizeof port)) {
+    gpbr_log(NULL, 0, "%s '%s': expected ADDRESS:PORT or [V6]:PORT, port "
+             "0..65535 (try 'gpubuddy-relay --help')", opt, spec);
+    return GPB_EINVAL;
+  }
+  return 0;
+}
+
 int gpbr_bind(const char *spec, const char *opt, int remote_ok, int flags,
               int *fd, char *name, size_t nn, int *bport) {
   char host[256], port[16];
   *fd = -1;
-  if (relay_split(spec, host, sizeof host, port, sizeof port)) {
-    gpbr_log(NULL, 0, "%s '%s': expected ADDRESS:PORT or [V6]:PORT", opt, spec);
-    return GPB_EINVAL;
-  }
+  if (gpbr_check_spec(spec, opt)) return GPB_EINVAL;
+  relay_split(spec, host, sizeof host, port, sizeof port);
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
