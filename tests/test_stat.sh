@@ -3,7 +3,8 @@
 # test_stat.sh: gpubuddy-stat over two live pools of two processes.
 #   --all lists both, one line each with the writer's pid; --all --json is
 #   one JSON array with the figures; --watch into a file writes reports
-#   without the screen-clearing escape codes a terminal gets.
+#   without the screen-clearing escape codes a terminal gets; options
+#   that would be dropped (--list NAME, --all --watch) are usage errors.
 set -u
 here=$(pwd)
 stat=$here/tools/gpubuddy-stat
@@ -51,5 +52,15 @@ grep -q "^$b\$" "$tmp/list.out" && fail "--list lists the dead $b as live"
 "$stat" --remove-stale > "$tmp/rm.out" 2>&1 || fail "--remove-stale exited $?"
 [ ! -e "/dev/shm/gpubuddy.$b" ] || fail "--remove-stale left /dev/shm/gpubuddy.$b"
 [ -e "/dev/shm/gpubuddy.$a" ] || fail "--remove-stale removed the live $a"
-[ $fails = 0 ] && echo "gpubuddy-stat: --all, --json, --watch into a file, stale segments"
+# One report at a time: an extra NAME or a --watch that would be dropped
+# is a usage error (one line, exit 2), not silently ignored.
+for bad in "--list extra" "--all --watch" "--all $a" "--list --all" \
+    "--list --watch 0.5" "--remove-stale $a"; do
+  "$stat" $bad > "$tmp/bad.out" 2> "$tmp/bad.err"
+  rc=$?
+  [ $rc = 2 ] || fail "'$bad' exited $rc, expected 2"
+  [ "$(wc -l < "$tmp/bad.err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/bad.err")"
+  [ -s "$tmp/bad.out" ] && fail "'$bad' printed a report: $(cat "$tmp/bad.out")"
+done
+[ $fails = 0 ] && echo "gpubuddy-stat: --all, --json, --watch into a file, stale segments, usage"
 exit $fails

@@ -253,9 +253,23 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
       return -1;
     }
   }
-  if (!o->list && !o->all && !o->remove_stale && !o->name) {
+  int modes = o->list + o->all + o->remove_stale + !!o->name;
+  if (!modes) {
     fprintf(stderr, "gpubuddy-stat: which pool? give NAME or --list "
             "(see --help)\n");
+    return -1;
+  }
+  /* One report at a time: "--list NAME" or "--all --watch" ran the first
+   * and dropped the rest without a word. */
+  if (modes > 1) {
+    fprintf(stderr, "gpubuddy-stat: give one of NAME, --list, --all, "
+            "--remove-stale (see --help)\n");
+    return -1;
+  }
+  if (o->watch && !o->name) {
+    fprintf(stderr, "gpubuddy-stat: --watch needs a pool NAME, not %s "
+            "(see --help)\n", o->list ? "--list" : o->all ? "--all"
+                                                          : "--remove-stale");
     return -1;
   }
   return 0;
