@@ -524,10 +524,45 @@ static void test_junk(void) {
   }
 }
 
+/* A file of one line with no newline is judged by that line, as the same
+ * line with a newline is: "x" is not a trace, "# gpubuddy-trace v9" an
+ * unsupported version, a bare header an empty trace (all were "empty"). */
+static void test_one_line(void) {
+  static const char *const lines[] = {
+      "x", "#", "# gpubuddy-trace v2", "# gpubuddy-trace v1",
+      "# gpubuddy-trace v9", "# gpubuddy-trace vx", "# gpubuddy-trace v",
+      "Thread,Time,Action,Pointer,Size,Stream", "x\r"};
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    char text[128], want[512] = "", got[512] = "";
+    uint64_t n1, n2;
+    snprintf(text, sizeof text, "%s\n", lines[i]);
+    write_file(path, text, strlen(text));
+    int rc1 = read_all(path, want, sizeof want, &n1);
+    write_file(path, lines[i], strlen(lines[i]));
+    int rc2 = read_all(path, got, sizeof got, &n2);
+    printf("one line '%s', no newline -> %s: %s\n", lines[i],
+           gpb_err_name(rc2), got);
+    if (rc1 != rc2 || strcmp(want, got) || n1 != n2)
+      FAILF("'%s' without a newline: %s '%s', with one: %s '%s'", lines[i],
+            gpb_err_name(rc2), got, gpb_err_name(rc1), want);
+    if (strstr(got, "empty")) FAILF("'%s' called empty: %s", lines[i], got);
+  }
+  /* Cut data lines are still dropped with a warning (test_good too). */
+  write_file(path, H OK1 "2 0 free 0x1", strlen(H OK1 "2 0 free 0x1"));
+  gpb_trace_reader_t *r;
+  gpb_trace_op_t op;
+  ASSERT_OK(gpb_trace_open(path, &r));
+  ASSERT_EQ(gpb_trace_next(r, &op), 1);
+  ASSERT_EQ(gpb_trace_next(r, &op), 0);
+  ASSERT(strstr(gpb_trace_warning(r), "has no newline"));
+  gpb_trace_close(r);
+}
+
 int main(void) {
   if (!mkdtemp(dir)) FAILF("mkdtemp failed");
   snprintf(path, sizeof path, "%s/case.trace", dir);
   test_cases();
+  test_one_line();
   test_good();
   test_rmm_real();
   test_long_line();

@@ -135,10 +135,13 @@ static int trace_getline(gpb_trace_reader_t *r) {
     r->lineno--;
     return 0;
   }
-  if (r->pos == r->len && r->eof && (r->pos == 0 || r->buf[r->pos - 1] != '\n')) {
+  if (r->lineno > 1 && r->pos == r->len && r->eof &&
+      (r->pos == 0 || r->buf[r->pos - 1] != '\n')) {
     /* The file ends inside this line: a writer that crashed (RMM's docs
      * say its buffered tail is lost then). Its fields may be cut anywhere,
-     * so it is dropped, not half read; the rest stays. */
+     * so it is dropped, not half read; the rest stays. The first line is
+     * kept: it is the header, and a file of one line with no newline
+     * ("x", "# gpubuddy-trace v2") is judged by it, not called empty. */
     snprintf(r->warn, sizeof r->warn, "line %llu has no newline: the file "
              "was cut there (a crashed writer?); that line was dropped",
              (unsigned long long)r->lineno);
