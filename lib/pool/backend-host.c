@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 int gpb__host_reserve(size_t size, size_t align, int backed, void **base) {
   size_t span = size + align;
@@ -23,9 +24,14 @@ int gpb__host_reserve(size_t size, size_t align, int backed, void **base) {
                      strerror(errno));
   uintptr_t a = ((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1);
   size_t head = a - (uintptr_t)m;
-  size_t tail = span - head - size;
+  /* munmap wants a page-aligned start: the slack after the pool begins
+   * at the first page boundary past it (a pool of 256 B multiples would
+   * otherwise keep its whole tail mapped, pool after pool). */
+  uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t end = (a + size + pg - 1) & ~(pg - 1);
+  uintptr_t stop = (uintptr_t)m + span;
   if (head) munmap(m, head);
-  if (tail) munmap((char *)a + size, tail);
+  if (end < stop) munmap((void *)end, stop - end);
   *base = (void *)a;
   return 0;
 }
