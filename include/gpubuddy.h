@@ -299,8 +299,10 @@ typedef struct gpb_stats {
   uint64_t live_allocs;
   uint64_t free_blocks[GPB_MAX_ORDERS]; /* per order, like /proc/buddyinfo,
                                            deferred pairs unmerged */
-  uint64_t largest_free; /* bytes, free buddies merged: the largest request
-                            that can succeed now; 0 when full */
+  uint64_t largest_free; /* bytes, free buddies merged: the largest free
+                            block, which a request that size gets now
+                            (best fit serves up to the longest free run,
+                            which may be more); 0 when full */
   uint64_t internal_frag_bytes;         /* block_bytes - requested_bytes */
   /* Linux's unusable-free-space index for order j: the share of free bytes
    * in blocks too small to serve a request of order j. 0 when nothing free. */

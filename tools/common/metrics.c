@@ -86,8 +86,8 @@ int gpbt_metrics_write(FILE *f, const gpbt_pool_snap_t *v, size_t n) {
   metrics_family(f, v, n, "gpubuddy_pool_used_peak_bytes", "gauge",
                  "Most bytes in used blocks at once.", m_peak);
   metrics_family(f, v, n, "gpubuddy_largest_free_block_bytes", "gauge",
-                 "The largest free block: the largest request that can "
-                 "succeed now.", m_largest);
+                 "The largest free block: a request that size succeeds "
+                 "now.", m_largest);
   metrics_family(f, v, n, "gpubuddy_external_fragmentation_ratio", "gauge",
                  "1 - sqrt(sum f^2)/sum f over free blocks f: 0 when the "
                  "free bytes are one block.", m_extfrag);
