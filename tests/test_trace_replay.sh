@@ -25,6 +25,9 @@ expect() { # file key want
 }
 
 # 1. Round trip through the tool.
+# A fixed seed: the check below needs a recording that hit OOM, and some
+# random seeds at GPB_TEST_SCALE=0.25 (CI's sanitizer run) hit none.
+export GPB_TEST_SEED=${GPB_TEST_SEED:-56999018924111}
 $rec --record "$tmp/rec.trace" > "$tmp/want.txt" || { echo "record failed"; exit 1; }
 $rec --record "$tmp/rec.trace.gz" > "$tmp/want_gz.txt" || exit 1
 for t in rec.trace rec.trace.gz; do
