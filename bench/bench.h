@@ -47,8 +47,8 @@ typedef enum bench_kind {
 } bench_kind_t;
 
 /* Contenders at most: every policy, 2 with arenas, 2 CUDA, the empty call. */
-#define BENCH_MAXCONT 8
-_Static_assert(GPB_NUM_POLICIES + 5 <= BENCH_MAXCONT,
+#define BENCH_MAXCONT 9
+_Static_assert(GPB_NUM_POLICIES + 6 <= BENCH_MAXCONT,
                "a new policy needs a larger BENCH_MAXCONT");
 
 /* One allocator behind a function table. alloc returns 0 or nonzero on
@@ -231,6 +231,8 @@ typedef struct bench_contender {
   bench_kind_t kind;
   gpb_policy_t policy;
   uint32_t arenas; /* gpb_config_t.arenas; 0 here means 1 */
+  int plan; /* trace replays only: follows the trace's own plan
+               (tools/common/planner.h), rewound before every pass */
   char name[48];
 } bench_contender_t;
 

@@ -216,6 +216,7 @@ int bench_run_fixed(bench_ctx_t *c) {
       }
     }
     for (int i = 0; i < c->ncont; i++) {
+      if (c->cont[i].plan) continue; /* a plan is a trace's */
       if (bench_open_contender(c, i, (size_t)512 << 20, 256, &a[i])) {
         err = -1;
         continue;
@@ -325,6 +326,7 @@ int bench_run_churn(bench_ctx_t *c) {
   for (int i = 0; i < c->ncont; i++) {
     if (bench_samples_init(&al[i], q.n) || bench_samples_init(&fr[i], q.n))
       return -1;
+    if (c->cont[i].plan) continue; /* a plan is a trace's */
     bench_progress("churn: %s", c->cont[i].name);
     bench_alloc_t a;
     if (bench_open_contender(c, i, pool, 256, &a)) {
@@ -523,6 +525,7 @@ int bench_run_threads(bench_ctx_t *c) {
   int err = 0;
   for (int i = 0; i < c->ncont; i++) {
     if (c->cont[i].kind == BENCH_EMPTY) continue; /* no work to share */
+    if (c->cont[i].plan) continue;                /* a plan is a trace's */
     bench_alloc_t a;
     if (bench_open_contender(c, i, (size_t)1 << 30, 256, &a)) {
       err = -1;

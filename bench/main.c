@@ -88,7 +88,9 @@ static void usage(FILE *f) {
 "                with release threshold UINT64_MAX); needs a CUDA build\n"
 "Suites: per-call latency at 256 B..256 MiB and on a churn mix, threads\n"
 "(1..16), trace replays (latency, smallest pool per policy) and metadata\n"
-"size / creation time of 1, 16 and 80 GiB pools.\n"
+"size / creation time of 1, 16 and 80 GiB pools. gpubuddy-bestfit-plan,\n"
+"best fit following a plan made from the trace (gpubuddy-replay\n"
+"--plan-out), runs in trace replays only.\n"
 "\n"
 "options:\n"
 "  --quick             small counts (checks the harness; for CI)\n"
@@ -871,6 +873,15 @@ int main(int argc, char **argv) {
     k->arenas = (uint32_t)(o.max_threads < 2 ? 2 : o.max_threads);
     snprintf(k->name, sizeof k->name, "gpubuddy%s-arenas",
              p ? "-bestfit" : "");
+  }
+  /* Best fit following a plan made from the trace: trace replays only,
+   * for what following a plan costs per call. */
+  {
+    bench_contender_t *k = &c.cont[c.ncont++];
+    k->kind = BENCH_GPUBUDDY;
+    k->policy = GPB_POLICY_BESTFIT;
+    k->plan = 1;
+    snprintf(k->name, sizeof k->name, "gpubuddy-bestfit-plan");
   }
   bench_kind_t others[2] = {BENCH_MALLOC, BENCH_MALLOC};
   int nothers = 1;

@@ -19,6 +19,7 @@
  */
 #include "bench.h"
 #include "minpool.h"
+#include "planner.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -282,6 +283,17 @@ static size_t replay_downsample(const double *v, size_t n, double *x,
 
 #define REPLAY_MAXPOL 8
 
+/* A plan contender follows the plan from its first entry at every pass
+ * (untimed: setting a plan binds a copy of it). */
+static void replay_rewind(const bench_ctx_t *c, int i, bench_alloc_t *a,
+                          const gpb_plan_t *plan) {
+  if (!c->cont[i].plan || !plan) return;
+  int rc = gpb_pool_set_plan((gpb_pool_t *)a->ctx, plan);
+  if (rc)
+    fprintf(stderr, "gpubuddy-bench: %s: %s: %s\n", c->cont[i].name,
+            gpb_err_name(rc), gpb_last_error_detail());
+}
+
 static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
   const bench_opts_t *o = c->o;
   bench_seq_t *q = &t->q;
@@ -360,6 +372,36 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     else
       bench_out(c, "%-10s %14s %10s %8d %16s\n", gpb_policy_name(pol),
                 "> 64 TiB", "-", tries, an);
+  }
+
+  /* With a plan contender: the trace laid out offline, and the smallest
+   * pool that follows it (a row of its own, after the policies'). */
+  gpb_plan_t *plan = NULL;
+  for (int i = 0; i < c->ncont && !plan; i++) {
+    if (!c->cont[i].plan) continue;
+    gpbt_minpool_t mp;
+    int prc = gpbt_plan_make(q, mb, NULL, NULL, &plan);
+    if (!prc)
+      prc = gpbt_minpool_find_plan(q, mb, GPB_POLICY_BESTFIT, plan, 0, NULL,
+                                   NULL, &mp);
+    if (prc) {
+      fprintf(stderr, "gpubuddy-bench: trace %s: the plan: %s: %s\n",
+              t->name, gpb_err_name(prc), gpb_last_error_detail());
+      err = -1;
+      break;
+    }
+    bench_trace_row_t *r = bench_report_trace(c->rep);
+    snprintf(r->trace, sizeof r->trace, "%s", t->name);
+    snprintf(r->policy, sizeof r->policy, "bestfit-plan");
+    r->ops = q->n;
+    r->peak_live = q->peak_live;
+    r->min_pool = mp.size;
+    r->ratio = (double)mp.size / (double)q->peak_live;
+    r->anchor = anchor;
+    r->replays = (int)mp.probes;
+    bench_out(c, "%-10s %14s %9.3fx %8d %16s   (following the trace's own "
+              "plan, %zu entries)\n", "plan", bench_fmt_bytes(mp.size, b2,
+              sizeof b2), r->ratio, r->replays, "", gpb_plan_count(plan));
   }
 
   /* 2. Fragmentation over time, at a size every policy fits. */
@@ -459,26 +501,38 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
       return -1;
     }
   }
+  /* On a GPU each pool gets at most an equal share of 80% of the memory
+   * free before the first is made: shares taken from what each left
+   * would shrink down the list and fail the last pools' requests. */
+  size_t share = 0;
+#ifdef GPB_HAVE_CUDA
+  if (c->backend == GPB_BACKEND_DEVICE) {
+    size_t npools = 0;
+    for (int i = 0; i < c->ncont; i++) npools += c->cont[i].kind == BENCH_GPUBUDDY;
+    share = bench_cuda_free_mem(o->device) / 10 * 8 / (npools ? npools : 1);
+  }
+#endif
   for (int i = 0; i < c->ncont; i++) {
     size_t pool = replay_round(q->peak_live * 2, mb);
     for (int p = 0; p < npol; p++)
       if (pols[p] == c->cont[i].policy && minp[p] + minp[p] / 4 > pool)
         pool = replay_round(minp[p] + minp[p] / 4, mb);
-#ifdef GPB_HAVE_CUDA
-    if (c->backend == GPB_BACKEND_DEVICE) { /* a share of what is free */
-      size_t fm = bench_cuda_free_mem(o->device) / 10 * 8 / (size_t)c->ncont;
-      if (fm && pool > fm) pool = replay_round(fm - mb, mb);
-    }
-#endif
+    if (share > mb && pool > share) pool = replay_round(share - mb, mb);
+    if (c->cont[i].plan && !plan) continue;
     if (bench_open_contender(c, i, pool, mb, &a[i])) continue;
     open[i] = 1;
+    replay_rewind(c, i, &a[i], plan);
     bench_seq_run(&a[i], q, ptrs, NULL, NULL);
   }
   for (int r = 0; r < rounds; r++) {
     bench_progress("trace %s: latency, round %d of %d", t->name, r + 1, rounds);
     for (int i = 0; i < c->ncont; i++)
-      if (open[i]) bench_seq_run(&a[i], q, ptrs, &al[i], &fr[i]);
+      if (open[i]) {
+        replay_rewind(c, i, &a[i], plan);
+        bench_seq_run(&a[i], q, ptrs, &al[i], &fr[i]);
+      }
   }
+  gpb_plan_destroy(plan);
   for (int i = 0; i < c->ncont; i++) {
     if (!open[i]) continue;
     bench_alloc_close(&a[i]);

@@ -8,12 +8,12 @@
 #      samples/torch/workloads.py (ResNet-50 training, GPT-2 training,
 #      GPT-2 fp16 inference), each run under gpubuddy.torch;
 #   2. replays each with `gpubuddy-bench --only traces --trace T
-#      --trace-rounds ROUNDS --contenders gpubuddy,gpubuddy-bestfit,empty-call`
-#      (ROUNDS default 5), on the device backend and on the host backend:
-#      the smallest pool per policy, and the two policies' latencies side
-#      by side with the empty call's (the timer's floor). Two pools only,
-#      so that GPT-2 training's (2 x 14.7 GiB each) fit an 80 GiB GPU
-#      together.
+#      --trace-rounds ROUNDS --contenders gpubuddy,gpubuddy-bestfit,
+#      gpubuddy-bestfit-plan,empty-call` (ROUNDS default 5), on the device
+#      backend and on the host backend: the smallest pool per policy and
+#      following the trace's own plan, and the latencies side by side
+#      with the empty call's (the timer's floor). Three pools only, so
+#      that GPT-2 training's (14.7 GiB each) fit an 80 GiB GPU together.
 # Writes OUT/device.txt, OUT/{gpu,host}-W.txt and OUT/traces.tar (the
 # recorded traces, for replaying elsewhere): 8 files. Prints the
 # rows that compare the policies. A pool the device cannot hold beside
@@ -45,7 +45,8 @@ for w in resnet gpt infer; do
   for be in gpu host; do
     echo "$(date -u +%H:%M:%S) replaying $w ($be)..." >&2
     timeout 240 ./bench/gpubuddy-bench --"$be" --only traces --trace "$t" \
-      --trace-rounds "$rounds" --contenders gpubuddy,gpubuddy-bestfit,empty-call \
+      --trace-rounds "$rounds" \
+      --contenders gpubuddy,gpubuddy-bestfit,gpubuddy-bestfit-plan,empty-call \
       >"$out/$be-$w.txt" 2>/dev/null
   done
 done
@@ -53,5 +54,5 @@ tar -cf "$out/traces.tar" -C "$work/traces" . ||
   echo "run-bestfit-recorded: could not pack the traces" >&2
 for f in "$out"/gpu-*.txt "$out"/host-*.txt; do
   echo "== $(basename "$f")"
-  grep -iE '^== Trace|smallest pool|^replay +(gpubuddy(-bestfit)?|empty-call) ' "$f"
+  grep -iE '^== Trace|smallest pool|^plan |^replay +(gpubuddy(-bestfit(-plan)?)?|empty-call) ' "$f"
 done

@@ -7,8 +7,9 @@
 #   gpubuddy-bench --gpu  --only traces  --contenders P   device backend
 #   gpubuddy-bench --host --only traces  --contenders P   host backend
 #   gpubuddy-bench --gpu  --only threads        1 to 16 threads, arenas
-# where P is gpubuddy,gpubuddy-bestfit,empty-call: the two policies, and
-# the timer's floor (a tail it shares is the host's). The other
+# where P is gpubuddy,gpubuddy-bestfit,gpubuddy-bestfit-plan,empty-call:
+# the two policies, best fit following the trace's own plan, and the
+# timer's floor (a tail it shares is the host's). The other
 # allocators stay out of the replays, where their passes would leave the
 # policies' metadata cold at the start of each of theirs (the trace
 # rows' p99.9 measured that, not the policies).
@@ -24,7 +25,7 @@ build_cuda "$tarball" "$work" || exit 1
 bench=$PWD/bench/gpubuddy-bench
 export GPB_SAMPLES_DIR=$src/samples/traces
 describe_gpu "$out/device.txt"
-pair=gpubuddy,gpubuddy-bestfit,empty-call
+pair=gpubuddy,gpubuddy-bestfit,gpubuddy-bestfit-plan,empty-call
 i=1
 while [ "$i" -le "$runs" ]; do
   timeout 150 "$bench" --gpu --only fixed >"$out/gpu-$i.txt" 2>/dev/null
@@ -37,7 +38,7 @@ while [ "$i" -le "$runs" ]; do
 done
 for f in "$out"/gpu-*.txt "$out"/host-*.txt; do
   echo "== $(basename "$f")"
-  grep -E '^== Trace|^(replay|[0-9.]+ [KMG]?i?B) +(gpubuddy(-bestfit)?|empty-call) ' "$f"
+  grep -E '^== Trace|^plan |^(replay|[0-9.]+ [KMG]?i?B) +(gpubuddy(-bestfit(-plan)?)?|empty-call) ' "$f"
 done
 for f in "$out"/threads-*.txt; do
   echo "== $(basename "$f")"

@@ -465,6 +465,70 @@ GPB_API void gpb_sim_prefetch(const gpb_sim_t *s, uint64_t offset);
  * NULL removes it. */
 GPB_API int gpb_sim_set_hook(gpb_sim_t *s, gpb_hook_fn fn, void *user);
 
+/* ------------------------------------------------------------------ plans */
+
+/* A placement plan: an offset for each allocation of a run, in the order
+ * the run makes them, laid out offline from a trace of an earlier run of
+ * the same program (gpubuddy-replay --plan-out). A plan may end in a
+ * periodic part, entries [repeat_from, n), that is followed again and
+ * again (a training step). A best-fit pool or simulator that follows a
+ * plan places a request at the offset of the first of the plan's next
+ * GPB_PLAN_LOOKAHEAD entries of its size (in min_block units), when that
+ * range is free, and by best fit otherwise. A run that departs from the
+ * plan still works: once more than GPB_PLAN_DEPART_MAX of the last 64
+ * requests departed, or a plan with no periodic part has ended, the pool
+ * stops following it and places by best fit alone. See docs/DESIGN.md
+ * ("Plans"). */
+typedef struct gpb_plan gpb_plan_t; /* opaque, immutable once made */
+typedef struct gpb_plan_entry {
+  uint64_t size;   /* bytes requested */
+  uint64_t offset; /* where the plan puts it */
+} gpb_plan_entry_t;
+#define GPB_PLAN_LOOKAHEAD 64
+#define GPB_PLAN_DEPART_MAX 8
+/* How far a pool has followed its plan (gpb_pool_plan_info). */
+typedef struct gpb_plan_info {
+  uint64_t entries; /* in the plan */
+  uint64_t next;    /* entries consumed (matched or skipped over) */
+  uint64_t placed;  /* requests placed where the plan said */
+  uint64_t busy;    /* matched, but the range was taken: best fit instead */
+  uint64_t unmatched; /* no entry of that size ahead: best fit instead */
+  uint64_t repeat_from; /* the periodic part's first entry (entries: none) */
+  uint64_t requests;    /* requests seen while following */
+  uint64_t stopped_at;  /* the request at which the pool stopped following
+                           (0: it still follows) */
+} gpb_plan_info_t;
+
+/* Copies n entries (each size > 0, offset + size < 2^64). */
+GPB_API int gpb_plan_create(const gpb_plan_entry_t *entries, size_t n,
+                            gpb_plan_t **out);
+/* The same, entries [repeat_from, n) followed again and again after the
+ * last (repeat_from == n: no periodic part, as gpb_plan_create). */
+GPB_API int gpb_plan_create_periodic(const gpb_plan_entry_t *entries,
+                                     size_t n, size_t repeat_from,
+                                     gpb_plan_t **out);
+GPB_API size_t gpb_plan_repeat_from(const gpb_plan_t *plan);
+GPB_API void gpb_plan_destroy(gpb_plan_t *plan);
+GPB_API size_t gpb_plan_count(const gpb_plan_t *plan);
+GPB_API const gpb_plan_entry_t *gpb_plan_entries(const gpb_plan_t *plan);
+/* The end of the highest planned range: the pool the plan fits in. */
+GPB_API uint64_t gpb_plan_extent(const gpb_plan_t *plan);
+/* Plan files are text (docs/TRACE_FORMAT.md, "Plan files"). Load fails
+ * with GPB_EFORMAT and a message naming the line; save writes path.part
+ * and renames it, so a failed save leaves no partial plan. */
+GPB_API int gpb_plan_load(const char *path, gpb_plan_t **out);
+GPB_API int gpb_plan_save(const gpb_plan_t *plan, const char *path);
+/* Follow `plan` from the next allocation on, starting at its first entry
+ * (NULL: stop following). The pool keeps its own copy. GPB_EINVAL unless
+ * the pool's policy is best fit, it has no arenas, and every offset is a
+ * multiple of its min_block. A reset pool starts the plan again. */
+GPB_API int gpb_pool_set_plan(gpb_pool_t *pool, const gpb_plan_t *plan);
+/* gpb_plan_load and gpb_pool_set_plan in one (what GPB_PLAN does). */
+GPB_API int gpb_pool_set_plan_file(gpb_pool_t *pool, const char *path);
+GPB_API int gpb_pool_plan_info(gpb_pool_t *pool, gpb_plan_info_t *out);
+GPB_API int gpb_sim_set_plan(gpb_sim_t *s, const gpb_plan_t *plan);
+GPB_API int gpb_sim_plan_info(const gpb_sim_t *s, gpb_plan_info_t *out);
+
 /* ------------------------------------------------------------------ traces */
 
 /* Trace ops: what a program asked for, independent of placement, so that a

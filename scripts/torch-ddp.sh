@@ -7,16 +7,8 @@
 set -eu
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=/tmp/gpb-torch
-tarball=$(ls -t "$here"/.gpu/gpubuddy-*.tar.gz | head -1)
-if [ ! -x "$work/build/tools/gpubuddy-stat" ] || [ "$tarball" -nt "$work/stamp" ]; then
-  rm -rf "$work" && mkdir -p "$work/src" "$work/build"
-  tar xzf "$tarball" -C "$work/src" --strip-components=1
-  (cd "$work/build" && "$work/src/configure" -q >/dev/null && make -j"$(nproc)" >/dev/null)
-  python3 -m pip install -q --no-index --target "$work/site" "$work/src/python"
-  touch "$work/stamp"
-fi
-export PYTHONPATH="$work/site" GPB_STAT="$work/build/tools/gpubuddy-stat"
+. "$here/scripts/torch-env.sh"
+export GPB_STAT="$work/build/tools/gpubuddy-stat"
 export GPB_VIEW="$work/build/gpubuddy-view"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 n=$(nvidia-smi -L | wc -l)

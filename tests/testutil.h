@@ -156,6 +156,21 @@ static inline void test_stats_same(const gpb_stats_t *x, const gpb_stats_t *y) {
   ASSERT(x->external_frag == y->external_frag);
 }
 
+/* A pool and a model of it (following its events, or simulating it) end
+ * the same: stats, and every block. */
+static inline void test_pool_model_same(gpb_pool_t *p, const gpb_model_t *m) {
+  gpb_stats_t ps, ms;
+  ASSERT_OK(gpb_pool_stats(p, &ps));
+  ASSERT_OK(gpb_model_stats(m, &ms));
+  test_stats_same(&ms, &ps);
+  test_blocks_t pb = {0}, mb = {0};
+  ASSERT_OK(gpb_pool_visit(p, test_collect_blocks, &pb));
+  ASSERT_OK(gpb_model_visit(m, test_collect_blocks, &mb));
+  test_blocks_same(&pb, &mb);
+  free(pb.b);
+  free(mb.b);
+}
+
 /* Allocates n bytes with tag from call site k (0 to TEST_NSITES-1) into
  * *out, for tests of call sites: each case is a call of its own (the asm
  * after it differs, so the compiler cannot share one call among them). */

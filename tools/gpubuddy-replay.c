@@ -29,6 +29,7 @@
 #include "gpubuddy.h"
 #include "json.h"
 #include "minpool.h"
+#include "planner.h"
 #include "idmap.h"
 #include "oom.h"
 #include "pages.h"
@@ -62,6 +63,10 @@ typedef struct opts {
   uint64_t explain; /* --explain-oom: failures to explain per run (UINT64_MAX:
                        all); 0: none */
   uint32_t top_sites; /* --top-sites: rows per ranking, 0 off */
+  int policy_given;
+  const char *plan_path; /* --plan: follow it */
+  const char *plan_out;  /* --plan-out: make a plan, write it, replay none */
+  gpb_plan_t *plan;      /* loaded from plan_path */
 } opts_t;
 
 #define EXPLAIN_DEFAULT 10
@@ -92,6 +97,7 @@ typedef struct result {
   char **text_peak, **text_fail;
   size_t ntop_peak, ntop_fail, sites_peak, sites_fail;
   int any_site; /* the trace named a call site */
+  gpb_plan_info_t plan; /* how far the pool followed --plan */
 } result_t;
 
 static const char *prog = "gpubuddy-replay";
@@ -125,6 +131,14 @@ static void usage(FILE *f) {
 "                    to peak live, and the replay at that size\n"
 "  --resolution N    the grid of --find-min-pool (default 1/1024 of the\n"
 "                    peak, rounded up to min_block)\n"
+"  --plan FILE       follow a placement plan (implies --policy bestfit): each\n"
+"                    request goes where the plan puts the next of its size,\n"
+"                    when that range is free, else by best fit; the report\n"
+"                    says how many went where planned\n"
+"  --plan-out FILE   lay the trace out offline, knowing every lifetime (at\n"
+"                    --min-block), and write the plan to FILE for a later\n"
+"                    run of the same program (GPB_PLAN, GPB_TORCH_PLAN) or\n"
+"                    --plan; prints its extent and replays nothing\n"
 "  --publish NAME    publish the replay's pool live under NAME (for the viewer)\n"
 "  --speed X         pace ops by the trace's timestamps, X times real time\n"
 "                    (default: as fast as possible)\n"
@@ -189,6 +203,18 @@ static void print_text(const opts_t *o, const result_t *r) {
   printf("policy %s, pool %s (%zu bytes), min_block %zu, backend %s\n",
          gpb_policy_name(r->policy), a, r->pool_size, o->min_block,
          gpb_backend_name(o->backend));
+  if (o->plan)
+    printf("plan: %s, %" PRIu64 " entries; %" PRIu64 " requests placed as "
+           "planned, %" PRIu64 " by best fit (%" PRIu64 " found their range "
+           "taken, %" PRIu64 " no entry of their size)\n", o->plan_path,
+           r->plan.entries, r->plan.placed, r->plan.busy + r->plan.unmatched,
+           r->plan.busy, r->plan.unmatched);
+  if (o->plan && r->plan.stopped_at)
+    printf("plan given up at request %" PRIu64 ": %s; best fit from there\n",
+           r->plan.stopped_at, r->plan.next >= r->plan.entries &&
+           r->plan.repeat_from >= r->plan.entries
+           ? "the run went past its end"
+           : "the run departed from it (more than 8 of 64 requests)");
   printf("events: %" PRIu64 " ops (%" PRIu64 " allocs, %" PRIu64
          " frees); the pool emitted %" PRIu64 " events (%" PRIu64
          " splits, %" PRIu64 " merges)\n", r->ops, r->allocs, r->frees,
@@ -335,6 +361,16 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
   printf("      \"backend\": \"%s\",\n", gpb_backend_name(o->backend));
   printf("      \"pool_size\": %zu,\n", r->pool_size);
   printf("      \"min_block\": %zu,\n", o->min_block);
+  if (o->plan) {
+    printf("      \"plan\": ");
+    gpbt_json_str(stdout, o->plan_path);
+    printf(",\n      \"plan_entries\": %" PRIu64 ",\n", r->plan.entries);
+    printf("      \"plan_placed\": %" PRIu64 ",\n", r->plan.placed);
+    printf("      \"plan_busy\": %" PRIu64 ",\n", r->plan.busy);
+    printf("      \"plan_unmatched\": %" PRIu64 ",\n", r->plan.unmatched);
+    printf("      \"plan_repeat_from\": %" PRIu64 ",\n", r->plan.repeat_from);
+    printf("      \"plan_stopped_at\": %" PRIu64 ",\n", r->plan.stopped_at);
+  }
   if (o->find_min) {
     printf("      \"min_pool_size\": %" PRIu64 ",\n", min_pool);
     printf("      \"min_pool_resolution\": %" PRIu64 ",\n", mp->step);
@@ -675,6 +711,12 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
             gpb_last_error_detail());
     return -1;
   }
+  if (o->plan && (rc = gpb_pool_set_plan(pool, o->plan))) {
+    fprintf(stderr, "%s: %s: %s: %s\n", prog, o->plan_path, gpb_err_name(rc),
+            gpb_last_error_detail());
+    gpb_pool_destroy(pool);
+    return -1;
+  }
   gpb_pool_info_t info;
   gpb_pool_info(pool, &info);
   /* Recorded streams are handles of another process: only the backends
@@ -832,6 +874,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   }
   r->vmm_peak = gpbt_pages_peak(&pages);
   gpbt_pages_fini(&pages);
+  gpb_pool_plan_info(pool, &r->plan);
   if (!ret && st.v && top_sites_take(o, &st, tr, r)) {
     fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
     ret = -1;
@@ -879,8 +922,8 @@ static int min_probe(void *user, uint64_t size, int fits, uint64_t n) {
 static int find_min_pool(const opts_t *o, gpb_policy_t policy,
                          const gpbt_seq_t *q, gpbt_minpool_t *out) {
   min_probe_ctx_t mc = {gpb_policy_name(policy), o->quiet};
-  int rc = gpbt_minpool_find(q, o->min_block, policy, o->resolution,
-                             min_probe, &mc, out);
+  int rc = gpbt_minpool_find_plan(q, o->min_block, policy, o->plan,
+                                  o->resolution, min_probe, &mc, out);
   if (rc > 0) {
     fprintf(stderr, "%s: interrupted by signal %d during --find-min-pool "
             "(%s) after %" PRIu64 " probes\n", prog, (int)replay_stop,
@@ -907,6 +950,116 @@ static int find_min_pool(const opts_t *o, gpb_policy_t policy,
   return 0;
 }
 
+/* ------------------------------------------------------------ plans */
+
+/* The --plan in use; a global, so that it stays reachable on every way
+ * out of main. */
+static gpb_plan_t *loaded_plan;
+
+static int plan_progress(void *user, uint64_t done, uint64_t total) {
+  const opts_t *o = user;
+  if (replay_stop) return 1;
+  if (o->quiet) return 0;
+  if (isatty(2))
+    fprintf(stderr, "\rplanning: %" PRIu64 " of %" PRIu64 " allocations   ",
+            done, total);
+  else if (done % 65536 == 0)
+    fprintf(stderr, "planning: %" PRIu64 " of %" PRIu64 " allocations\n",
+            done, total);
+  return 0;
+}
+
+/* Bytes the trace leaves allocated at its end. */
+static uint64_t open_at_end(const gpbt_seq_t *q) {
+  /* Frees carry no size in the op list: each slot's last alloc's. */
+  uint64_t *sz = calloc(q->nslots ? q->nslots : 1, sizeof *sz), live = 0;
+  if (!sz) return 0;
+  for (size_t i = 0; i < q->n; i++) {
+    const gpbt_op_t *op = &q->ops[i];
+    if (op->alloc) {
+      sz[op->slot] = op->size;
+      live += op->size;
+    } else {
+      live -= sz[op->slot];
+      sz[op->slot] = 0;
+    }
+  }
+  free(sz);
+  return live;
+}
+
+/* --plan-out: lays the trace out offline and writes the plan. 0, or 1
+ * after printing an error. */
+static int plan_out(const opts_t *o) {
+  gpbt_seq_t q;
+  char err[512];
+  memset(&q, 0, sizeof q);
+  int rc = gpbt_seq_load(o->path, 1, &q, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "%s: %s\n", prog, err);
+    return 1;
+  }
+  gpb_plan_t *plan = NULL;
+  rc = gpbt_plan_make(&q, o->min_block, plan_progress, (void *)o, &plan);
+  if (!o->quiet && isatty(2)) fprintf(stderr, "\r%60s\r", "");
+  if (rc > 0) {
+    fprintf(stderr, "%s: interrupted by signal %d while planning\n", prog,
+            (int)replay_stop);
+  } else if (rc) {
+    fprintf(stderr, "%s: cannot plan %s: %s\n", prog, o->path,
+            gpb_err_name(rc));
+  } else if ((rc = gpb_plan_save(plan, o->plan_out))) {
+    fprintf(stderr, "%s: cannot write the plan: %s\n", prog,
+            gpb_last_error_detail());
+  }
+  if (rc) {
+    gpb_plan_destroy(plan);
+    gpbt_seq_free(&q);
+    return 1;
+  }
+  uint64_t ext = gpb_plan_extent(plan), peak = q.peak_live;
+  if (o->json) {
+    printf("{\n  \"trace\": ");
+    gpbt_json_str(stdout, o->path);
+    printf(",\n  \"plan\": ");
+    gpbt_json_str(stdout, o->plan_out);
+    printf(",\n  \"min_block\": %zu,\n", o->min_block);
+    printf("  \"entries\": %zu,\n", gpb_plan_count(plan));
+    printf("  \"repeat_from\": %zu,\n", gpb_plan_repeat_from(plan));
+    printf("  \"extent\": %" PRIu64 ",\n", ext);
+    printf("  \"peak_demand_bytes\": %" PRIu64 ",\n", peak);
+    printf("  \"extent_ratio\": %.6f\n}\n", ratio(ext, peak));
+  } else {
+    char a[32], b[32];
+    gpb_size_format(ext, a, sizeof a);
+    gpb_size_format(peak, b, sizeof b);
+    printf("trace: %s\n", o->path);
+    size_t rf = gpb_plan_repeat_from(plan), pn = gpb_plan_count(plan);
+    printf("plan: %zu entries for %" PRIu64 " allocations, laid out offline, "
+           "min_block %zu\n", pn, q.allocs + q.failed, o->min_block);
+    if (rf < pn)
+      printf("periodic: entries %zu to %zu repeat (a period of %zu "
+             "allocations), so a longer run of the same program follows it "
+             "too\n", rf + 1, pn, pn - rf);
+    else
+      printf("periodic: no (the run ends in no repeating step); a longer "
+             "run follows the plan to its end, then best fit\n");
+    if (rf >= pn && open_at_end(&q) && !o->quiet)
+      fprintf(stderr, "%s: warning: no period found and %" PRIu64 " bytes "
+              "still live at the end: a longer run than this one will place "
+              "by best fit around the plan's layout and may need more "
+              "memory than best fit alone (record two or more whole steps "
+              "after set-up)\n", prog, open_at_end(&q));
+    printf("extent: %s (%" PRIu64 " bytes, %.3fx the peak demand of %s): "
+           "the pool the plan needs\n", a, ext, ratio(ext, peak), b);
+    printf("written to %s: follow it with gpubuddy-replay --plan, or in the "
+           "next run with GPB_PLAN or GPB_TORCH_PLAN\n", o->plan_out);
+  }
+  gpb_plan_destroy(plan);
+  gpbt_seq_free(&q);
+  return 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 static int parse_args(int argc, char **argv, opts_t *o) {
@@ -916,6 +1069,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       {"min-block", required_argument, 0, 'm'},
       {"policy", required_argument, 0, 'p'},
       {"find-min-pool", no_argument, 0, 'f'},
+      {"plan", required_argument, 0, 'L'},
+      {"plan-out", required_argument, 0, 'W'},
       {"resolution", required_argument, 0, 'R'},
       {"publish", required_argument, 0, 'P'},
       {"speed", required_argument, 0, 'S'},
@@ -965,6 +1120,17 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         }
         o->policy = (int)p;
       }
+      o->policy_given = 1;
+      break;
+    case 'L':
+    case 'W':
+      if (!*optarg) {
+        fprintf(stderr, "%s: --%s needs a file name\n", prog,
+                c == 'L' ? "plan" : "plan-out");
+        return 2;
+      }
+      if (c == 'L') o->plan_path = optarg;
+      else o->plan_out = optarg;
       break;
     case 'f': o->find_min = 1; break;
     case 'R': {
@@ -1038,6 +1204,31 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             "64 TiB, the largest pool it tries\n", prog);
     return 2;
   }
+  if (o->plan_path && o->plan_out) {
+    fprintf(stderr, "%s: --plan follows a plan and --plan-out makes one: "
+            "give one of them\n", prog);
+    return 2;
+  }
+  if (o->plan_path) {
+    if (o->policy_given && o->policy != GPB_POLICY_BESTFIT) {
+      fprintf(stderr, "%s: --plan needs --policy bestfit: only best fit "
+              "places a request at a given offset\n", prog);
+      return 2;
+    }
+    o->policy = GPB_POLICY_BESTFIT;
+  }
+  if (o->plan_out && (o->find_min || o->pool_size || o->policy_given ||
+                      o->publish || o->speed > 0 || o->explain ||
+                      o->top_sites)) {
+    fprintf(stderr, "%s: --plan-out replays nothing: it takes only "
+            "--min-block, --json and --quiet\n", prog);
+    return 2;
+  }
+  if (!strcmp(o->path, "-") && o->plan_out) {
+    fprintf(stderr, "%s: --plan-out needs a trace file, not standard "
+            "input\n", prog);
+    return 2;
+  }
   if (!strcmp(o->path, "-") &&
       (!o->pool_size || o->find_min || o->policy < 0)) {
     fprintf(stderr, "%s: a trace on standard input is read once: give "
@@ -1056,6 +1247,15 @@ int main(int argc, char **argv) {
   sa.sa_handler = replay_on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  if (o.plan_out) return plan_out(&o);
+  if (o.plan_path) {
+    if ((rc = gpb_plan_load(o.plan_path, &loaded_plan))) {
+      fprintf(stderr, "%s: %s: %s\n", prog, gpb_err_name(rc),
+              gpb_last_error_detail());
+      return 1;
+    }
+    o.plan = loaded_plan;
+  }
 
   scan_t sc;
   memset(&sc, 0, sizeof sc);
@@ -1194,5 +1394,6 @@ int main(int argc, char **argv) {
     }
   }
   results_free(res, npol);
+  gpb_plan_destroy(loaded_plan);
   return 0;
 }

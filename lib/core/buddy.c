@@ -369,6 +369,7 @@ void gpb__buddy_fini(gpb__buddy_t *b) {
     free(b->exts);
   }
   free(b->plist);
+  gpb__plan_unbind(b->plan);
   memset(b, 0, sizeof *b);
 }
 
@@ -403,6 +404,7 @@ void gpb__buddy_reset(gpb__buddy_t *b) {
   gpb__atab_clear(&b->atab);
   gpb__bits_zero(&b->starts);
   if (b->exts) gpb__exts_clear(b->exts);
+  if (b->plan) gpb__plan_rewind(b->plan); /* followed from the start */
   buddy_set_roots(b);
 }
 

@@ -211,6 +211,11 @@ GPB__HIDDEN void gpb__exts_drop(gpb__exts_t *x, uint32_t id);
 GPB__HIDDEN int gpb__exts_take(gpb__exts_t *x, uint64_t n,
                                uint32_t align_order, uint64_t *out,
                                uint64_t *rs, uint64_t *re, uint32_t *before);
+/* Takes [p, p+n) from run `id`, which holds it; the out-parameters are
+ * gpb__exts_take's. 0 or GPB_EHOSTMEM (nothing changed). */
+GPB__HIDDEN int gpb__exts_cut(gpb__exts_t *x, uint32_t id, uint64_t n,
+                              uint64_t p, uint64_t *out, uint64_t *rs,
+                              uint64_t *re, uint32_t *before);
 GPB__HIDDEN size_t gpb__exts_bytes(const gpb__exts_t *x);
 GPB__HIDDEN uint64_t gpb__exts_count(const gpb__exts_t *x);
 /* Counts the canonical blocks of every run into out[k] (zeroed first):
@@ -237,6 +242,36 @@ typedef struct gpb__sink {
   gpb__emit_fn emit;
   void *emit_ctx;
 } gpb__sink_t;
+
+/* ------------------------------------------------------------------ plans */
+
+/* A plan bound to a core (plan.c): entries in units, and how far the core
+ * has followed them. The core's owner (pool, simulator) owns it. */
+typedef struct gpb__plan {
+  uint64_t *units, *at; /* per entry: its size and offset in units */
+  uint64_t n, repeat;   /* the periodic part is [repeat, n); n: none */
+  uint64_t pos;         /* the next entry to match */
+  uint64_t next;        /* entries consumed, every lap counted */
+  uint64_t placed, busy, unmatched, requests;
+  uint64_t recent;      /* a bit per recent request, 1: it departed */
+  uint64_t stopped_at;  /* the request the plan was given up at; 0 */
+} gpb__plan_t;
+
+/* Binds `plan` for a core of 2^min_shift-byte units over nunits units:
+ * *out is NULL for a NULL plan. GPB_EINVAL for an offset off the unit
+ * grid, GPB_EHOSTMEM. */
+GPB__HIDDEN int gpb__plan_bind(const gpb_plan_t *plan, uint32_t min_shift,
+                               gpb__plan_t **out);
+GPB__HIDDEN void gpb__plan_unbind(gpb__plan_t *pl);
+/* Makes best-fit core b follow `plan` from its first entry (NULL: none),
+ * replacing any plan it had; the core owns the binding. GPB_EINVAL for a
+ * core of another policy or an arena's (bounded) core. */
+struct gpb__buddy;
+GPB__HIDDEN int gpb__buddy_set_plan(struct gpb__buddy *b,
+                                    const gpb_plan_t *plan);
+GPB__HIDDEN void gpb__plan_info(const gpb__plan_t *pl, gpb_plan_info_t *out);
+/* Back to the first entry, counts zeroed (a reset core). */
+GPB__HIDDEN void gpb__plan_rewind(gpb__plan_t *pl);
 
 /* ------------------------------------------------------------- buddy core */
 
@@ -289,6 +324,8 @@ typedef struct gpb__buddy {
   /* Set while an attempt may still be retried elsewhere: a failure then
    * emits no FAIL, since the request has not failed yet. */
   uint8_t mute_fail;
+  /* A placement plan being followed (best fit, no arenas), or NULL. */
+  struct gpb__plan *plan;
   /* Best fit, counting in place (only the stats listen). The free blocks
    * per order are a function of the runs, so while the runs are few a
    * call does not count them (the loop over an allocation's blocks cost

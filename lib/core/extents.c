@@ -211,6 +211,30 @@ static uint64_t ext_fit(const gpb__ext_t *e, uint64_t n, uint32_t a) {
   return p + n <= e->start + e->len ? p : UINT64_MAX;
 }
 
+/* Takes [p, p+n) from run `best`, which holds it (gpb__exts_cut). */
+static GPB__INLINE int ext_cut(gpb__exts_t *x, uint32_t best, uint64_t n,
+                               uint64_t p, uint64_t *out, uint64_t *rs,
+                               uint64_t *re, uint32_t *before) {
+  gpb__ext_t *e = ext_rec(x, best);
+  uint64_t s = e->start, end = s + e->len;
+  *before = 0;
+  if (p == s && p + n == end) { /* exact */
+    gpb__exts_drop(x, best);
+  } else if (p == s) { /* the usual case: the run keeps its end, and id */
+    ext_resize(x, best, p + n, end - p - n);
+  } else if (p + n == end) { /* aligned to the end: [s, p) ends at p now */
+    ext_resize(x, best, s, p - s);
+    *before = best;
+  } else { /* aligned inside: [p+n, end) keeps the id, [s, p) is new */
+    if (!(*before = ext_insert(x, s, p - s))) return GPB_EHOSTMEM;
+    ext_resize(x, best, p + n, end - p - n);
+  }
+  *out = p;
+  *rs = s;
+  *re = end;
+  return 0;
+}
+
 int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
                    uint64_t *out, uint64_t *rs, uint64_t *re,
                    uint32_t *before) {
@@ -264,26 +288,16 @@ int gpb__exts_take(gpb__exts_t *x, uint64_t n, uint32_t align_order,
     if ((best_pos = ext_fit(ext_rec(x, id), n, align_order)) != UINT64_MAX)
       best = id;
   if (!best) return GPB_ENOMEM;
-  gpb__ext_t *e = ext_rec(x, best);
-  uint64_t s = e->start, end = s + e->len, p = best_pos;
+  const gpb__ext_t *e = ext_rec(x, best);
+  uint64_t p = best_pos;
   if (n >= x->high) /* the last aligned place; best_pos fits, so p >= it */
-    p = (end - n) & ~((1ull << align_order) - 1);
-  *before = 0;
-  if (p == s && p + n == end) { /* exact */
-    gpb__exts_drop(x, best);
-  } else if (p == s) { /* the usual case: the run keeps its end, and id */
-    ext_resize(x, best, p + n, end - p - n);
-  } else if (p + n == end) { /* aligned to the end: [s, p) ends at p now */
-    ext_resize(x, best, s, p - s);
-    *before = best;
-  } else { /* aligned inside: [p+n, end) keeps the id, [s, p) is new */
-    if (!(*before = ext_insert(x, s, p - s))) return GPB_EHOSTMEM;
-    ext_resize(x, best, p + n, end - p - n);
-  }
-  *out = p;
-  *rs = s;
-  *re = end;
-  return 0;
+    p = (e->start + e->len - n) & ~((1ull << align_order) - 1);
+  return ext_cut(x, best, n, p, out, rs, re, before);
+}
+
+int gpb__exts_cut(gpb__exts_t *x, uint32_t id, uint64_t n, uint64_t p,
+                  uint64_t *out, uint64_t *rs, uint64_t *re, uint32_t *before) {
+  return ext_cut(x, id, n, p, out, rs, re, before);
 }
 
 uint64_t gpb__exts_count(const gpb__exts_t *x) { return x->count; }

@@ -272,6 +272,17 @@ static inline void fit_whole(gpb__buddy_t *b, uint64_t s, uint64_t e,
   if (b->bounded && e - s == (1ull << b->cap)) b->nfree[b->cap] += d;
 }
 
+/* Records [u, u+units), just cut from the run [s, e), as `rec`: the
+ * start bit and the SPLITs (the ALLOC is the caller's). */
+static GPB__INLINE void fit_record(gpb__buddy_t *b, uint64_t units, uint64_t u,
+                                   uint64_t s, uint64_t e, gpb__arec_t *rec) {
+  gpb__atab_insert(&b->atab, u, rec);
+  gpb__atab_prefetch(&b->atab, u + units); /* as in gpb__buddy_alloc */
+  gpb__bits_set(&b->starts, u);
+  fit_whole(b, s, e, (uint64_t)-1);
+  fit_cuts(b, GPB_EV_SPLIT, u > s ? u : 0, e - u > units ? u + units : 0, s, e);
+}
+
 /* Takes `units` from a fitting run and records them as `rec` (SPLITs
  * emitted, the ALLOC left to the caller). */
 static GPB__INLINE int fit_take(gpb__buddy_t *b, uint64_t units,
@@ -284,12 +295,74 @@ static GPB__INLINE int fit_take(gpb__buddy_t *b, uint64_t units,
   if (gpb__atab_room(&b->atab)) return GPB_EHOSTMEM;
   int rc = gpb__exts_take(b->exts, units, align_order, &u, &s, &e, &rec->run);
   if (rc) return rc;
-  gpb__atab_insert(&b->atab, u, rec);
-  gpb__atab_prefetch(&b->atab, u + units); /* as in gpb__buddy_alloc */
-  gpb__bits_set(&b->starts, u);
-  fit_whole(b, s, e, (uint64_t)-1);
-  fit_cuts(b, GPB_EV_SPLIT, u > s ? u : 0, e - u > units ? u + units : 0, s, e);
+  fit_record(b, units, u, s, e, rec);
   *unit = u;
+  return 0;
+}
+
+/* The entry after i: past the last, the periodic part's first, or n. */
+static inline uint64_t plan_after(const gpb__plan_t *pl, uint64_t i) {
+  return ++i == pl->n ? pl->repeat : i;
+}
+
+/* A request the plan did not place: counted, and once more than
+ * GPB_PLAN_DEPART_MAX of the last 64 departed (or the plan has ended)
+ * the plan is given up, so that a run unlike the planned one falls back
+ * to plain best fit instead of following scraps of a layout. Returns 1. */
+static int plan_depart(gpb__plan_t *pl, uint64_t *count) {
+  (*count)++;
+  pl->recent = pl->recent << 1 | 1;
+  if (pl->pos >= pl->n ||
+      __builtin_popcountll(pl->recent) > GPB_PLAN_DEPART_MAX)
+    pl->stopped_at = pl->requests;
+  return 1;
+}
+
+/* Places the request where the core's plan says, when the plan's next
+ * entries hold its size and that range is free: 0, or 1 to fall back to
+ * best fit (the plan says nothing, or the run has departed from it), or
+ * GPB_EHOSTMEM. The look ahead lets a run skip a few planned requests it
+ * does not make; one of another size does not move the plan on. */
+static int fit_take_planned(gpb__buddy_t *b, uint64_t units,
+                            uint32_t align_order, gpb__arec_t *rec,
+                            uint64_t *unit) {
+  gpb__plan_t *pl = b->plan;
+  if (pl->stopped_at) return 1;
+  pl->requests++;
+  uint64_t i = pl->pos, k = 0;
+  while (k < GPB_PLAN_LOOKAHEAD && i < pl->n && pl->units[i] != units) {
+    i = plan_after(pl, i);
+    k++;
+  }
+  if (k == GPB_PLAN_LOOKAHEAD || i >= pl->n)
+    return plan_depart(pl, &pl->unmatched);
+  pl->pos = plan_after(pl, i);
+  pl->next += k + 1;
+  /* [p, p+units) is free when a run starts at p and is long enough (the
+   * cache of runs by start says, usually: a layout packs its blocks), or
+   * else when no allocation starts in it and the run ending where the
+   * next one starts (or the pool ends) begins at p or before: one bitset
+   * search and one table lookup. */
+  uint64_t p = pl->at[i], s, e;
+  if ((p & ((1ull << align_order) - 1)) || p >= b->nunits ||
+      units > b->nunits - p)
+    return plan_depart(pl, &pl->busy);
+  uint32_t id = gpb__exts_starting(b->exts, p);
+  if (!id || gpb__exts_rec(b->exts, id)->len < units) {
+    e = gpb__bits_next(&b->starts, p);
+    if (e > b->nunits) e = b->nunits;
+    id = units <= e - p ? fit_ending(b, e, NULL) : 0;
+    if (!id || gpb__exts_rec(b->exts, id)->start > p)
+      return plan_depart(pl, &pl->busy);
+  }
+  if (GPB__UNLIKELY(!b->fsync || b->exts->count > FIT_RUNS_EAGER))
+    fit_mode(b);
+  if (gpb__atab_room(&b->atab)) return GPB_EHOSTMEM;
+  int rc = gpb__exts_cut(b->exts, id, units, p, unit, &s, &e, &rec->run);
+  if (rc) return rc;
+  fit_record(b, units, p, s, e, rec);
+  pl->placed++;
+  pl->recent <<= 1;
   return 0;
 }
 
@@ -299,12 +372,16 @@ int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
   gpb__arec_t rec = {.units = units, .requested = requested,
                      .time_ns = time_ns, .tag = (uint16_t)tag,
                      .site = (uint16_t)site};
-  int rc = fit_take(b, units, align_order, &rec, unit);
+  int rc = 1;
+  if (GPB__UNLIKELY(b->plan != NULL))
+    rc = fit_take_planned(b, units, align_order, &rec, unit);
+  if (rc > 0) rc = fit_take(b, units, align_order, &rec, unit);
   if (rc) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, fit_ceil_log2(units), requested, tag, site,
               stream);
     if (rc == GPB_EHOSTMEM)
       return gpb__fail(rc, "no host memory to record the allocation");
+    if (rc != GPB_ENOMEM) return rc; /* a broken plan lookup said why */
     return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
                      (unsigned long long)units, (unsigned long long)requested);
   }

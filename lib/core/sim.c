@@ -77,6 +77,17 @@ const gpb_model_t *gpb_sim_model(const gpb_sim_t *s) {
   return s ? &s->model : NULL;
 }
 
+int gpb_sim_set_plan(gpb_sim_t *s, const gpb_plan_t *plan) {
+  if (!s) return gpb__fail(GPB_EINVAL, "simulator is NULL");
+  return gpb__buddy_set_plan(&s->model.core, plan);
+}
+
+int gpb_sim_plan_info(const gpb_sim_t *s, gpb_plan_info_t *out) {
+  if (!s || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  gpb__plan_info(s->model.core.plan, out);
+  return 0;
+}
+
 int gpb_sim_set_hook(gpb_sim_t *s, gpb_hook_fn fn, void *user) {
   if (!s) return gpb__fail(GPB_EINVAL, "simulator is NULL");
   s->hook = fn;

@@ -309,6 +309,13 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     r->counters = pool_counters_src;
     r->site_text = pool_site_src;
   }
+  const char *pf = cfg.flags & GPB_CFG_NO_ENV ? NULL : getenv("GPB_PLAN");
+  if (pf && *pf && (rc = gpb_pool_set_plan_file(p, pf))) {
+    char why[300];
+    snprintf(why, sizeof why, "%s", gpb_last_error_detail());
+    gpb_pool_destroy(p);
+    return gpb__fail(rc, "GPB_PLAN: %s", why);
+  }
   pool_update_want_time(p);
   *out = p;
   return 0;
@@ -626,6 +633,40 @@ int gpb_pool_set_hook(gpb_pool_t *p, gpb_hook_fn fn, void *user) {
   p->hook = fn;
   p->hook_user = user;
   pool_update_want_time(p);
+  gpb__pool_unlock_all(p);
+  return 0;
+}
+
+int gpb_pool_set_plan(gpb_pool_t *p, const gpb_plan_t *plan) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  if (plan && p->narenas > 1)
+    return gpb__fail(GPB_EINVAL, "a pool with arenas cannot follow a plan: "
+                     "its arenas place small requests themselves");
+  gpb__pool_lock_all(p);
+  int rc = gpb__buddy_set_plan(&p->core, plan);
+  gpb__pool_unlock_all(p);
+  return rc;
+}
+
+int gpb_pool_set_plan_file(gpb_pool_t *p, const char *path) {
+  if (!p || !path) return gpb__fail(GPB_EINVAL, "NULL argument");
+  gpb_plan_t *plan;
+  int rc = gpb_plan_load(path, &plan);
+  if (!rc) rc = gpb_pool_set_plan(p, plan);
+  if (!rc) gpb_plan_destroy(plan);
+  else if (plan) { /* set_plan said why; name the file too */
+    char why[256];
+    snprintf(why, sizeof why, "%s", gpb_last_error_detail());
+    gpb_plan_destroy(plan);
+    rc = gpb__fail(rc, "%s: %s", path, why);
+  }
+  return rc;
+}
+
+int gpb_pool_plan_info(gpb_pool_t *p, gpb_plan_info_t *out) {
+  if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
+  gpb__pool_lock_all(p);
+  gpb__plan_info(p->core.plan, out);
   gpb__pool_unlock_all(p);
   return 0;
 }

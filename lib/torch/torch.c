@@ -20,6 +20,9 @@
  *                        policy that needs the least memory
  *   GPB_TORCH_PUBLISH    publish each pool live as NAME.DEVICE
  *   GPB_TORCH_VERBOSE    1: say on stderr why a malloc failed
+ *   GPB_TORCH_PLAN       follow a placement plan (gpb_pool_set_plan) made
+ *                        from an earlier run's trace: PATH.DEVICE when
+ *                        that file exists, else PATH
  * A pool that cannot be made is reported once on stderr; later mallocs on
  * that device return NULL at once (PyTorch raises OutOfMemoryError).
  */
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef GPB_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -134,7 +138,24 @@ static int torch_create(int device, gpb_pool_t **out) {
       return gpb__fail(GPB_EINVAL, "GPB_TORCH_TRACE=%s is too long", e);
     cfg.trace_path = path;
   }
-  return gpb_pool_create(&cfg, out);
+  if ((rc = gpb_pool_create(&cfg, out))) return rc;
+  e = getenv("GPB_TORCH_PLAN");
+  if (e && *e) {
+    /* PATH.DEVICE when there is one (a plan per device), else PATH. */
+    int n = snprintf(path, sizeof path, "%s.%d", e, device);
+    if (n < 0 || (size_t)n >= sizeof path || access(path, R_OK))
+      n = snprintf(path, sizeof path, "%s", e);
+    if (n < 0 || (size_t)n >= sizeof path)
+      rc = gpb__fail(GPB_EINVAL, "GPB_TORCH_PLAN=%s is too long", e);
+    else
+      rc = gpb_pool_set_plan_file(*out, path);
+    if (rc) {
+      gpb_pool_destroy(*out);
+      *out = NULL;
+      return rc;
+    }
+  }
+  return 0;
 }
 
 /* The device's pool, made at the first call; NULL when it cannot be. */

@@ -26,7 +26,8 @@ _POLICIES = ("buddy", "trim", "bestfit")
 _state = {"enabled": False, "alloc": None}
 
 
-def _configure(pool_size, policy, publish, min_block, trace, vmm=False):
+def _configure(pool_size, policy, publish, min_block, trace, vmm=False,
+               plan=None):
     """Sets the GPB_TORCH_* variables the library reads when it makes each
     device's pool (at that device's first allocation)."""
     env = {}
@@ -51,6 +52,15 @@ def _configure(pool_size, policy, publish, min_block, trace, vmm=False):
         env["GPB_TORCH_PUBLISH"] = publish if rank is None else "%s.r%s" % (publish, rank)
     if trace:
         env["GPB_TORCH_TRACE"] = trace
+    if plan:
+        plan = os.fspath(plan)
+        if not (os.path.isfile(plan) or os.path.isfile(plan + ".0")):
+            raise GpubuddyError("gpubuddy: plan %r: no such file (make one "
+                                "with gpubuddy-replay --plan-out)" % plan)
+        if policy not in (None, "bestfit"):
+            raise GpubuddyError("gpubuddy: a plan needs policy 'bestfit', "
+                                "not %r" % policy)
+        env["GPB_TORCH_PLAN"] = plan
     env["GPB_TORCH_VMM"] = "1" if vmm else "0"
     os.environ.update(env)
 
@@ -86,7 +96,7 @@ def _allocator(oom_error):
 
 
 def enable(pool_size=None, policy=None, publish=None, min_block=None,
-           trace=None, oom_error=True, vmm=False):
+           trace=None, oom_error=True, vmm=False, plan=None):
     """Makes gpubuddy PyTorch's CUDA allocator, for every device.
 
     Call it before the first CUDA allocation. pool_size: bytes per device,
@@ -100,14 +110,17 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
     the pool is exhausted instead of raising OutOfMemoryError. vmm=True:
     pool_size is the memory the pool may hold, mapped 2 MiB at a time only
     under live blocks of an address range four times larger, so holes
-    between blocks cost no memory (GPB_CFG_VMM).
+    between blocks cost no memory (GPB_CFG_VMM). plan: a placement plan
+    made from an earlier run's trace (gpubuddy-replay --plan-out); each
+    pool follows PATH.DEVICE if that file exists, else PATH, and places by
+    best fit wherever this run departs from it.
     """
     if _state["enabled"]:
         raise GpubuddyError("gpubuddy.torch.enable() was already called")
     if not _torch.cuda.is_available():
         raise GpubuddyError("gpubuddy.torch.enable(): PyTorch sees no CUDA "
                             "device (torch.cuda.is_available() is False)")
-    _configure(pool_size, policy, publish, min_block, trace, vmm)
+    _configure(pool_size, policy, publish, min_block, trace, vmm, plan)
     alloc = _allocator(oom_error)
     try:
         _torch.cuda.memory.change_current_allocator(alloc)

@@ -28,16 +28,22 @@ os.environ["FAKE_CUDA"] = "1"
 expect_error(lambda: gt.enable(policy="worst", oom_error=False), "policy must be one of")
 expect_error(lambda: gt.enable(pool_size=-5, oom_error=False), "pool_size must be > 0")
 expect_error(lambda: gt.enable(pool_size=1.5, oom_error=False), "pool_size must be bytes")
+expect_error(lambda: gt.enable(plan="/nonexistent/run.plan", oom_error=False),
+             "no such file")
+expect_error(lambda: gt.enable(plan=__file__, policy="buddy", oom_error=False),
+             "a plan needs policy 'bestfit'")
+assert "GPB_TORCH_PLAN" not in os.environ
 
 os.environ["RANK"] = "1"
 gt.enable(pool_size="2G", policy="bestfit", publish="train", min_block=1024,
-          oom_error=False)
+          oom_error=False, plan=__file__)
 assert torch.cuda.memory.calls[-1] == (gpubuddy.library_path(), "gpb_torch_malloc",
                                        "gpb_torch_free"), torch.cuda.memory.calls
 assert os.environ["GPB_TORCH_POOL_SIZE"] == "2G"
 assert os.environ["GPB_TORCH_POLICY"] == "bestfit"
 assert os.environ["GPB_TORCH_MIN_BLOCK"] == "1024"
 assert os.environ["GPB_TORCH_PUBLISH"] == "train.r1"
+assert os.environ["GPB_TORCH_PLAN"] == __file__
 expect_error(lambda: gt.enable(oom_error=False), "already called")
 
 # A new process's view: PyTorch's allocator already in use.

@@ -5,6 +5,7 @@ one JSON line on stdout. scripts/torch-memory.sh runs it many times, each
 in a fresh process, to compare allocators side by side on one GPU.
 
     workloads.py WORKLOAD ALLOCATOR [--cap BYTES] [--steps N] [--trace PATH]
+                 [--plan PATH]
     workloads.py WORKLOAD --alternate A,B,... --rounds N [--steps N]
 
 WORKLOAD: resnet (ResNet-50 training, batch 64, 224x224, SGD), gpt
@@ -121,7 +122,7 @@ def one(a, steps):
         import gpubuddy.torch as gt
         gt.enable(pool_size=a.cap or "90%", policy=a.policy, trace=a.trace,
                   oom_error=a.allocator != "gpubuddy-null",
-                  vmm=a.allocator == "gpubuddy-vmm")
+                  vmm=a.allocator == "gpubuddy-vmm", plan=a.plan)
     dev = torch.device("cuda", 0)
     if a.cap and not a.allocator.startswith("gpubuddy"):
         total = torch.cuda.get_device_properties(0).total_memory
@@ -200,6 +201,9 @@ def main():
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--trace", help="gpubuddy: record the pool's trace here")
     ap.add_argument("--policy", default=None, help="gpubuddy policy")
+    ap.add_argument("--plan", default=None,
+                    help="gpubuddy: follow this placement plan "
+                    "(gpubuddy-replay --plan-out)")
     ap.add_argument("--alternate", help="A,B,...: these allocators in turn, "
                     "each run a child of this process")
     ap.add_argument("--rounds", type=int, default=1)

@@ -45,6 +45,12 @@ int gpbt_minpool_scan(uint64_t lower, uint64_t step, uint64_t upper,
 
 int gpbt_seq_fits(const gpbt_seq_t *q, void **ptrs, uint64_t pool_size,
                   size_t min_block, gpb_policy_t policy) {
+  return gpbt_seq_fits_plan(q, ptrs, pool_size, min_block, policy, NULL);
+}
+
+int gpbt_seq_fits_plan(const gpbt_seq_t *q, void **ptrs, uint64_t pool_size,
+                       size_t min_block, gpb_policy_t policy,
+                       const gpb_plan_t *plan) {
   gpb_config_t cfg;
   gpb_config_init(&cfg);
   cfg.backend = GPB_BACKEND_VIRTUAL;
@@ -57,6 +63,10 @@ int gpbt_seq_fits(const gpbt_seq_t *q, void **ptrs, uint64_t pool_size,
   gpb_pool_t *pool;
   int rc = gpb_pool_create(&cfg, &pool);
   if (rc) return rc;
+  if (plan && (rc = gpb_pool_set_plan(pool, plan))) {
+    gpb_pool_destroy(pool);
+    return rc;
+  }
   int ok = 1;
   for (size_t i = 0; i < q->n && ok; i++) {
     const gpbt_op_t *op = &q->ops[i];
@@ -77,16 +87,26 @@ typedef struct minpool_ctx {
   void **ptrs;
   size_t min_block;
   gpb_policy_t policy;
+  const gpb_plan_t *plan;
 } minpool_ctx_t;
 
 static int minpool_fits(void *ctx, uint64_t size) {
   minpool_ctx_t *c = ctx;
-  return gpbt_seq_fits(c->q, c->ptrs, size, c->min_block, c->policy);
+  return gpbt_seq_fits_plan(c->q, c->ptrs, size, c->min_block, c->policy,
+                            c->plan);
 }
 
 int gpbt_minpool_find(const gpbt_seq_t *q, size_t min_block,
                       gpb_policy_t policy, uint64_t step, gpbt_probe_fn probe,
                       void *user, gpbt_minpool_t *out) {
+  return gpbt_minpool_find_plan(q, min_block, policy, NULL, step, probe, user,
+                                out);
+}
+
+int gpbt_minpool_find_plan(const gpbt_seq_t *q, size_t min_block,
+                           gpb_policy_t policy, const gpb_plan_t *plan,
+                           uint64_t step, gpbt_probe_fn probe, void *user,
+                           gpbt_minpool_t *out) {
   memset(out, 0, sizeof *out);
   const uint64_t max = GPBT_MINPOOL_MAX;
   uint64_t g = min_block;
@@ -104,7 +124,7 @@ int gpbt_minpool_find(const gpbt_seq_t *q, size_t min_block,
   out->step = step;
   if (lower > top) return GPB_ENOMEM;
   minpool_ctx_t c = {q, calloc(q->nslots ? q->nslots : 1, sizeof(void *)), g,
-                     policy};
+                     policy, plan};
   if (!c.ptrs) return GPB_EHOSTMEM;
   /* A size that fits bounds the scan: twice the need, doubled until it
    * fits. */

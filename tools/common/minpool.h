@@ -64,9 +64,19 @@ int gpbt_minpool_find(const gpbt_seq_t *q, size_t min_block,
                       gpb_policy_t policy, uint64_t step, gpbt_probe_fn probe,
                       void *user, gpbt_minpool_t *out);
 
+/* The same, with every probe's pool following `plan` (best fit). */
+int gpbt_minpool_find_plan(const gpbt_seq_t *q, size_t min_block,
+                           gpb_policy_t policy, const gpb_plan_t *plan,
+                           uint64_t step, gpbt_probe_fn probe, void *user,
+                           gpbt_minpool_t *out);
+
 /* One probe: replays q in a fresh virtual pool of pool_size bytes until
  * its first failed allocation. 1 fits, 0 fails, <0 error (pool creation). */
 int gpbt_seq_fits(const gpbt_seq_t *q, void **ptrs, uint64_t pool_size,
                   size_t min_block, gpb_policy_t policy);
+/* The same, the pool following `plan` (NULL: none). */
+int gpbt_seq_fits_plan(const gpbt_seq_t *q, void **ptrs, uint64_t pool_size,
+                       size_t min_block, gpb_policy_t policy,
+                       const gpb_plan_t *plan);
 
 #endif /* GPBT_MINPOOL_H */

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plan.c: placement plans. A plan is a list of (size, offset) in the
+ * order a run allocates; this file holds the object, its text file, and
+ * its binding to a core in units. Following one is fit.c's
+ * (fit_take_planned); making one is the planner's (tools/common/planner.c).
+ */
+#include "core/core.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLAN_MAGIC "gpubuddy-plan 1"
+
+struct gpb_plan {
+  gpb_plan_entry_t *e;
+  size_t n, repeat; /* entries [repeat, n) repeat; n: none */
+  uint64_t extent;
+};
+
+/* Why an entry cannot be planned, or NULL. */
+static const char *plan_bad(const gpb_plan_entry_t *e) {
+  if (e->size == 0) return "size 0";
+  if (e->offset > UINT64_MAX - e->size) return "offset + size overflows";
+  return NULL;
+}
+
+int gpb_plan_create(const gpb_plan_entry_t *entries, size_t n,
+                    gpb_plan_t **out) {
+  return gpb_plan_create_periodic(entries, n, n, out);
+}
+
+int gpb_plan_create_periodic(const gpb_plan_entry_t *entries, size_t n,
+                             size_t repeat_from, gpb_plan_t **out) {
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  if (n && !entries) return gpb__fail(GPB_EINVAL, "entries is NULL");
+  if (repeat_from > n)
+    return gpb__fail(GPB_EINVAL, "repeat from entry %zu of %zu",
+                     repeat_from + 1, n);
+  if (n > SIZE_MAX / sizeof *entries)
+    return gpb__fail(GPB_EINVAL, "%zu entries are too many", n);
+  gpb_plan_t *p = calloc(1, sizeof *p);
+  if (!p || (n && !(p->e = malloc(n * sizeof *entries)))) {
+    free(p);
+    return gpb__fail(GPB_EHOSTMEM, "no host memory for a plan of %zu "
+                     "entries", n);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *why = plan_bad(&entries[i]);
+    if (why) {
+      gpb_plan_destroy(p);
+      return gpb__fail(GPB_EINVAL, "plan entry %zu: %s", i + 1, why);
+    }
+    p->e[i] = entries[i];
+    uint64_t end = entries[i].offset + entries[i].size;
+    if (end > p->extent) p->extent = end;
+  }
+  p->n = n;
+  p->repeat = repeat_from;
+  *out = p;
+  return 0;
+}
+
+void gpb_plan_destroy(gpb_plan_t *plan) {
+  if (!plan) return;
+  free(plan->e);
+  free(plan);
+}
+
+size_t gpb_plan_count(const gpb_plan_t *plan) { return plan ? plan->n : 0; }
+
+size_t gpb_plan_repeat_from(const gpb_plan_t *plan) {
+  return plan ? plan->repeat : 0;
+}
+
+const gpb_plan_entry_t *gpb_plan_entries(const gpb_plan_t *plan) {
+  return plan ? plan->e : NULL;
+}
+
+uint64_t gpb_plan_extent(const gpb_plan_t *plan) {
+  return plan ? plan->extent : 0;
+}
+
+/* One decimal field of a plan line; *s moves past it. */
+static int plan_field(char **s, uint64_t *v) {
+  char *end;
+  while (**s == ' ' || **s == '\t') (*s)++;
+  if (**s < '0' || **s > '9') return -1;
+  errno = 0;
+  unsigned long long x = strtoull(*s, &end, 10);
+  if (errno) return -1;
+  *v = x;
+  *s = end;
+  return 0;
+}
+
+int gpb_plan_load(const char *path, gpb_plan_t **out) {
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!path) return gpb__fail(GPB_EINVAL, "path is NULL");
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return gpb__fail(GPB_EIO, "%s: %s", path, strerror(errno));
+  gpb_plan_entry_t *e = NULL;
+  size_t n = 0, cap = 0, line = 0, repeat = SIZE_MAX;
+  char buf[256];
+  int rc = 0;
+  while (fgets(buf, sizeof buf, f)) {
+    line++;
+    size_t len = strlen(buf);
+    if (len == sizeof buf - 1 && buf[len - 1] != '\n' && !feof(f)) {
+      rc = gpb__fail(GPB_EFORMAT, "%s:%zu: line too long", path, line);
+      break;
+    }
+    if (len && buf[len - 1] == '\n') buf[--len] = 0;
+    if (len && buf[len - 1] == '\r') buf[--len] = 0;
+    if (line == 1) {
+      if (strcmp(buf, PLAN_MAGIC)) {
+        rc = gpb__fail(GPB_EFORMAT, "%s: not a plan (the first line is not "
+                       "\"" PLAN_MAGIC "\")", path);
+        break;
+      }
+      continue;
+    }
+    if (!buf[0] || buf[0] == '#') continue;
+    gpb_plan_entry_t x;
+    char *s = buf;
+    if (!strncmp(s, "repeat", 6)) { /* "repeat FROM": the periodic part */
+      s += 6;
+      uint64_t r;
+      if (repeat != SIZE_MAX || plan_field(&s, &r) || *s || r > SIZE_MAX / 2) {
+        rc = gpb__fail(GPB_EFORMAT, "%s:%zu: expected one \"repeat FROM\" "
+                       "line", path, line);
+        break;
+      }
+      repeat = (size_t)r;
+      continue;
+    }
+    if (plan_field(&s, &x.size) || plan_field(&s, &x.offset) || *s) {
+      rc = gpb__fail(GPB_EFORMAT, "%s:%zu: expected \"SIZE OFFSET\" in "
+                     "bytes", path, line);
+      break;
+    }
+    const char *why = plan_bad(&x);
+    if (why) {
+      rc = gpb__fail(GPB_EFORMAT, "%s:%zu: %s", path, line, why);
+      break;
+    }
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 1024;
+      gpb_plan_entry_t *ne = realloc(e, nc * sizeof *e);
+      if (!ne) {
+        rc = gpb__fail(GPB_EHOSTMEM, "%s: no host memory for %zu entries",
+                       path, nc);
+        break;
+      }
+      e = ne;
+      cap = nc;
+    }
+    e[n++] = x;
+  }
+  if (!rc && ferror(f))
+    rc = gpb__fail(GPB_EIO, "%s: read error", path);
+  if (!rc && line == 0)
+    rc = gpb__fail(GPB_EFORMAT, "%s: empty file, not a plan", path);
+  if (!rc && repeat != SIZE_MAX && repeat >= n)
+    rc = gpb__fail(GPB_EFORMAT, "%s: repeat from entry %zu, past the last "
+                   "(%zu)", path, repeat, n);
+  fclose(f);
+  if (!rc) rc = gpb_plan_create_periodic(e, n, repeat == SIZE_MAX ? n : repeat,
+                                         out);
+  free(e);
+  return rc;
+}
+
+int gpb_plan_save(const gpb_plan_t *plan, const char *path) {
+  if (!plan || !path) return gpb__fail(GPB_EINVAL, "plan or path is NULL");
+  size_t len = strlen(path);
+  char *tmp = malloc(len + 6);
+  if (!tmp) return gpb__fail(GPB_EHOSTMEM, "no host memory");
+  memcpy(tmp, path, len);
+  memcpy(tmp + len, ".part", 6);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    int rc = gpb__fail(GPB_EIO, "%s: %s", tmp, strerror(errno));
+    free(tmp);
+    return rc;
+  }
+  int bad = fprintf(f, PLAN_MAGIC "\n# size offset, in bytes, in allocation "
+                    "order; %zu entries, extent %llu\n", plan->n,
+                    (unsigned long long)plan->extent) < 0;
+  if (plan->repeat < plan->n && !bad)
+    bad = fprintf(f, "# entries %zu on repeat after the last\nrepeat %zu\n",
+                  plan->repeat, plan->repeat) < 0;
+  for (size_t i = 0; i < plan->n && !bad; i++)
+    bad = fprintf(f, "%llu %llu\n", (unsigned long long)plan->e[i].size,
+                  (unsigned long long)plan->e[i].offset) < 0;
+  if (fclose(f)) bad = 1;
+  if (bad || rename(tmp, path)) {
+    int rc = gpb__fail(GPB_EIO, "%s: %s", bad ? tmp : path,
+                       strerror(errno ? errno : EIO));
+    remove(tmp);
+    free(tmp);
+    return rc;
+  }
+  free(tmp);
+  return 0;
+}
+
+int gpb__plan_bind(const gpb_plan_t *plan, uint32_t min_shift,
+                   gpb__plan_t **out) {
+  *out = NULL;
+  if (!plan) return 0;
+  gpb__plan_t *pl = calloc(1, sizeof *pl);
+  size_t n = plan->n ? plan->n : 1;
+  if (pl) {
+    pl->units = malloc(n * sizeof *pl->units);
+    pl->at = malloc(n * sizeof *pl->at);
+  }
+  if (!pl || !pl->units || !pl->at) {
+    gpb__plan_unbind(pl);
+    return gpb__fail(GPB_EHOSTMEM, "no host memory for a plan of %zu "
+                     "entries", plan->n);
+  }
+  uint64_t mask = (1ull << min_shift) - 1;
+  for (size_t i = 0; i < plan->n; i++) {
+    const gpb_plan_entry_t *e = &plan->e[i];
+    if (e->offset & mask) {
+      gpb__plan_unbind(pl);
+      return gpb__fail(GPB_EINVAL, "plan entry %zu: offset %llu is not a "
+                       "multiple of the pool's min_block (%llu)", i + 1,
+                       (unsigned long long)e->offset,
+                       (unsigned long long)(mask + 1));
+    }
+    /* As the core rounds a request: sizes match in units. */
+    pl->units[i] = (e->size >> min_shift) + ((e->size & mask) != 0);
+    pl->at[i] = e->offset >> min_shift;
+  }
+  pl->n = plan->n;
+  pl->repeat = plan->repeat;
+  *out = pl;
+  return 0;
+}
+
+void gpb__plan_unbind(gpb__plan_t *pl) {
+  if (!pl) return;
+  free(pl->units);
+  free(pl->at);
+  free(pl);
+}
+
+void gpb__plan_info(const gpb__plan_t *pl, gpb_plan_info_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!pl) return;
+  out->entries = pl->n;
+  out->next = pl->next;
+  out->placed = pl->placed;
+  out->busy = pl->busy;
+  out->unmatched = pl->unmatched;
+  out->repeat_from = pl->repeat;
+  out->requests = pl->requests;
+  out->stopped_at = pl->stopped_at;
+}
+
+void gpb__plan_rewind(gpb__plan_t *pl) {
+  pl->pos = pl->next = 0;
+  pl->placed = pl->busy = pl->unmatched = pl->requests = 0;
+  pl->recent = pl->stopped_at = 0;
+}
+
+int gpb__buddy_set_plan(gpb__buddy_t *b, const gpb_plan_t *plan) {
+  if (plan && (!b->exts || b->bounded))
+    return gpb__fail(GPB_EINVAL, "only a best-fit pool without arenas can "
+                     "follow a plan (policy %s)", gpb_policy_name(b->policy));
+  gpb__plan_t *pl;
+  int rc = gpb__plan_bind(plan, b->min_shift, &pl);
+  if (rc) return rc;
+  gpb__plan_unbind(b->plan);
+  b->plan = pl;
+  return 0;
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""plan_check.py: placement plans in real PyTorch training, on a GPU.
+
+    plan_check.py --out DIR --replay PATH [--short N] [--long N] [WORKLOAD...]
+
+For each training WORKLOAD (default: gpt resnet), each run a fresh
+process of samples/torch/workloads.py with gpubuddy's best-fit pools
+(min_block 512):
+
+  1. short: N steps (default 4), recording the pool's trace;
+  2. gpubuddy-replay --plan-out lays that trace out offline;
+  3. planned: a longer run (default 12 steps) following the plan, in a
+     pool of the plan's extent (rounded up to 1 MiB), recording its trace;
+  4. bestfit: the same longer run without the plan, in a pool of the
+     same size;
+  5. reference: the same longer run without the plan in a pool of 90%
+     of the GPU: the losses the planned run must equal;
+  6. the planned run's own trace replayed: its peak demand, its smallest
+     pool by best fit alone and following the plan, and where its
+     requests went.
+
+Writes DIR/WORKLOAD-*.json (each run's line, each replay's JSON) and
+DIR/summary.md; exits 1 when a planned run fails or its losses differ
+by more than LOSS_RTOL.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1 << 20
+# Losses are compared to this relative difference: GPT-2's loss differs
+# in its last bits from run to run on some steps, with equal losses on
+# the steps after (the loss's reduction varies; the weights do not).
+LOSS_RTOL = 1e-6
+
+
+def loss_diff(a, b):
+    """The largest relative difference of two loss lists (None: unequal
+    lengths or none)."""
+    if not a or not b or len(a) != len(b):
+        return None
+    return max(abs(x - y) / max(abs(x), abs(y), 1e-30) for x, y in zip(a, b))
+
+
+def median(xs):
+    xs = sorted(xs or [0])
+    return xs[len(xs) // 2]
+
+
+def run(args, log):
+    """One workloads.py run in a fresh process: its JSON line."""
+    cmd = [sys.executable, os.path.join(HERE, "workloads.py")] + args
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(p.stdout)
+        f.write(p.stderr)
+    lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
+    if not lines:
+        return {"ok": False, "error": "no result (exit %d): %s" % (
+            p.returncode, (p.stderr.strip().splitlines() or ["?"])[-1])}
+    return json.loads(lines[-1])
+
+
+def replay(exe, args, log):
+    p = subprocess.run([exe, "--quiet", "--json", "--min-block", "512"] + args,
+                       capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(p.stdout)
+        f.write(p.stderr)
+    if p.returncode:
+        raise SystemExit("plan_check: gpubuddy-replay %s failed: %s"
+                         % (" ".join(args), p.stderr.strip()))
+    return json.loads(p.stdout)
+
+
+def one(w, a, rows):
+    out = a.out
+    short_trace = os.path.join(out, "%s-short.trace.gz" % w)
+    r = run([w, "gpubuddy", "--steps", str(a.short), "--trace", short_trace],
+            os.path.join(out, "%s-short.log" % w))
+    if not r.get("ok"):
+        raise SystemExit("plan_check: %s short run failed: %s" % (w, r.get("error")))
+    recorded = short_trace.replace(".trace.gz", ".trace.0.gz")
+    plan = os.path.join(out, "%s.plan" % w)
+    made = replay(a.replay, ["--plan-out", plan, recorded],
+                  os.path.join(out, "%s-plan-out.json" % w))
+    cap = (made["extent"] + MIB - 1) // MIB * MIB
+    long_trace = os.path.join(out, "%s-planned.trace.gz" % w)
+    steps = ["--steps", str(a.long)]
+    planned = run([w, "gpubuddy", "--cap", str(cap), "--plan", plan,
+                   "--trace", long_trace] + steps,
+                  os.path.join(out, "%s-planned.log" % w))
+    bestfit = run([w, "gpubuddy", "--cap", str(cap)] + steps,
+                  os.path.join(out, "%s-bestfit.log" % w))
+    ref = run([w, "gpubuddy"] + steps, os.path.join(out, "%s-reference.log" % w))
+    runs = {"planned": planned, "bestfit": bestfit, "reference": ref}
+    with open(os.path.join(out, "%s-runs.json" % w), "w") as f:
+        json.dump({"plan": made, "cap": cap, "runs": runs}, f, indent=1)
+    row = {"workload": w, "entries": made["entries"],
+           "repeat_from": made["repeat_from"], "cap": cap,
+           "planned": planned.get("ok"), "planned_error": planned.get("error"),
+           "bestfit": bestfit.get("ok"), "bestfit_error": bestfit.get("error"),
+           "loss_diff": loss_diff(planned.get("losses"), ref.get("losses")),
+           "step_ms": (median(planned.get("step_ms")), median(ref.get("step_ms")))}
+    if planned.get("ok"):
+        got = long_trace.replace(".trace.gz", ".trace.0.gz")
+        bf = replay(a.replay, ["--policy", "bestfit", "--find-min-pool", got],
+                    os.path.join(out, "%s-replay-bestfit.json" % w))["runs"][0]
+        pl = replay(a.replay, ["--plan", plan, "--find-min-pool", got],
+                    os.path.join(out, "%s-replay-plan.json" % w))["runs"][0]
+        row.update(peak=pl["peak_demand_bytes"], bf_ratio=bf["min_pool_ratio"],
+                   plan_ratio=pl["min_pool_ratio"], cap_ratio=cap / pl["peak_demand_bytes"],
+                   placed=pl["plan_placed"], requests=pl["allocs"],
+                   busy=pl["plan_busy"], unmatched=pl["plan_unmatched"],
+                   stopped=pl["plan_stopped_at"])
+    rows.append(row)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                    help="gpt, resnet (default: both)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--replay", required=True, help="gpubuddy-replay")
+    ap.add_argument("--short", type=int, default=4)
+    ap.add_argument("--long", type=int, default=12)
+    a = ap.parse_args()
+    for w in a.workloads:
+        if w not in ("gpt", "resnet"):
+            ap.error("unknown workload %r (gpt, resnet)" % w)
+    os.makedirs(a.out, exist_ok=True)
+    os.environ["GPB_TORCH_MIN_BLOCK"] = "512"
+    rows = []
+    for w in a.workloads or ["gpt", "resnet"]:
+        one(w, a, rows)
+    bad = 0
+    with open(os.path.join(a.out, "summary.md"), "w") as f:
+        f.write("| workload | plan (entries, repeat from) | pool = plan extent | "
+                "planned run, %d steps | best fit alone, same pool | losses vs "
+                "reference (largest relative difference) | step ms, median: "
+                "planned / reference | its peak demand | smallest pool: best "
+                "fit / plan | requests where planned |\n"
+                "|---|---|---|---|---|---|---|---|---|---|\n" % a.long)
+        for r in rows:
+            ok = "ran" if r["planned"] else "FAILED: %s" % r["planned_error"]
+            bf = "ran" if r["bestfit"] else "failed: %s" % (r["bestfit_error"] or "")[:60]
+            d = r["loss_diff"]
+            if not r["planned"] or d is None or d > LOSS_RTOL:
+                bad = 1
+            f.write("| %s | %d, %d | %d (%s) | %s | %s | %s | %.1f / %.1f | %s | %s | %s |\n" % (
+                r["workload"], r["entries"], r["repeat_from"], r["cap"],
+                "%.3fx peak" % r["cap_ratio"] if "cap_ratio" in r else "?",
+                ok, bf, "?" if d is None else
+                ("equal" if d == 0 else "%.1e" % d) + ("" if d is not None and d <= LOSS_RTOL else " (TOO FAR)"),
+                r["step_ms"][0], r["step_ms"][1],
+                "%d" % r["peak"] if "peak" in r else "",
+                "%.3f / %.3f" % (r["bf_ratio"], r["plan_ratio"]) if "peak" in r else "",
+                "%d of %d (busy %d, unmatched %d, stopped at %d)" % (
+                    r["placed"], r["requests"], r["busy"], r["unmatched"],
+                    r["stopped"]) if "peak" in r else ""))
+    print(open(os.path.join(a.out, "summary.md")).read())
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())

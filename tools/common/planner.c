@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * planner.c: the offline layout of a recorded run (planner.h).
+ */
+#include "planner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Time is counted in allocations: two blocks may share memory unless
+ * one is allocated while the other lives, and the order of frees between
+ * two allocations, which varies from step to step, does not matter. */
+typedef struct plan_item {
+  uint64_t units;  /* size in min_block units */
+  uint64_t t0, t1; /* allocation t0; freed once t1 allocations were made
+                      (the run's count if never freed: open) */
+} plan_item_t;
+
+/* What is placed as one: an allocation before the periodic part, or one
+ * of its entries with every copy of it (at one offset in every period). */
+typedef struct plan_group {
+  uint64_t units, t0, t1; /* t0, t1: the first copy's start, last's end */
+  size_t first;           /* its entry (the first copy's item) */
+  size_t iv, niv;         /* its copies' lifetimes: ivs[iv, iv + niv) */
+  uint64_t at;
+} plan_group_t;
+
+typedef struct plan_iv {
+  uint64_t t0, t1;
+} plan_iv_t;
+
+/* Copies of each periodic entry past the end of the run, in time: the
+ * run that follows the plan goes on, and what its next periods will hold
+ * next to what the last one held must be clear too. */
+#define PLAN_EXTRA_PERIODS 3
+
+typedef struct plan_span {
+  uint64_t lo, hi; /* units taken by an overlapping group */
+} plan_span_t;
+
+/* Largest first; the earlier of equal sizes first (t0 is unique), so the
+ * plan is the same on every libc. */
+static int by_size(const void *a, const void *b) {
+  const plan_group_t *x = a, *y = b;
+  if (x->units != y->units) return x->units > y->units ? -1 : 1;
+  return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+static int by_lo(const void *a, const void *b) {
+  const plan_span_t *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The lowest offset where n units clear every span (spans sorted). */
+static uint64_t lowest_gap(const plan_span_t *s, size_t k, uint64_t n) {
+  uint64_t pos = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (s[i].lo >= pos && s[i].lo - pos >= n) break;
+    if (s[i].hi > pos) pos = s[i].hi;
+  }
+  return pos;
+}
+
+/* Some copy of x is alive while some copy of y is: both lists of copies
+ * run forward in time without overlapping themselves, so one merge. */
+static int groups_meet(const plan_iv_t *ivs, const plan_group_t *x,
+                       const plan_group_t *y) {
+  if (x->t1 <= y->t0 || y->t1 <= x->t0) return 0;
+  const plan_iv_t *a = ivs + x->iv, *ae = a + x->niv;
+  const plan_iv_t *b = ivs + y->iv, *be = b + y->niv;
+  while (a < ae && b < be) {
+    if (a->t0 < b->t1 && b->t0 < a->t1) return 1;
+    if (a->t1 <= b->t1) a++;
+    else b++;
+  }
+  return 0;
+}
+
+/* Copies of each periodic entry never overlap in time: one offset can
+ * serve them all. */
+static int period_disjoint(const plan_item_t *it, size_t m, size_t l,
+                           size_t p) {
+  for (size_t i = l; i + p < m; i++)
+    if (it[i].t1 > it[i + p].t0) return 0;
+  return 1;
+}
+
+/* The periodic part: the earliest L and shortest P (least L + P) with
+ * allocation i of the size of allocation i + P for every i >= L, two
+ * whole periods at least, and a quarter of the run covered. An entry
+ * whose copies overlap in time (a gradient freed in the next step) needs
+ * copies at two or more offsets, in turn: the plan's period is then R
+ * times P, for the least R (at most 8) that parts every entry's copies,
+ * and every one of its entries must have a copy in the run. *p = 0: none;
+ * *p0 is P. */
+static void find_period(const plan_item_t *it, size_t m, size_t *l,
+                        size_t *p, size_t *p0) {
+  size_t best = m, bl = 0, bp = 0, bp0 = 0;
+  for (size_t per = 1; per <= m / 2 && per < best; per++) {
+    size_t s = m - per;
+    while (s > 0 && it[s - 1].units == it[s - 1 + per].units) s--;
+    if (m - s < 2 * per || m - s < m / 4 || s + per >= best) continue;
+    for (size_t r = 1; r <= 8 && r * per <= m - s && s + r * per < best; r++) {
+      if (!period_disjoint(it, m, s, r * per)) continue;
+      best = s + r * per;
+      bl = s;
+      bp = r * per;
+      bp0 = per;
+      break;
+    }
+  }
+  *l = bl;
+  *p = bp;
+  *p0 = bp0;
+}
+
+int gpbt_plan_make(const gpbt_seq_t *q, size_t min_block,
+                   gpbt_plan_progress_fn progress, void *user,
+                   gpb_plan_t **out) {
+  *out = NULL;
+  if (!min_block || (min_block & (min_block - 1))) return GPB_EINVAL;
+  uint32_t shift = (uint32_t)__builtin_ctzll(min_block);
+  size_t n = 0, m = 0;
+  for (size_t i = 0; i < q->n; i++) n += q->ops[i].alloc != 0;
+  size_t cap = n ? n : 1;
+  plan_item_t *it = calloc(cap, sizeof *it);
+  plan_group_t *g = calloc(cap, sizeof *g);
+  plan_iv_t *ivs = calloc(cap + cap * PLAN_EXTRA_PERIODS, sizeof *ivs);
+  plan_span_t *sp = calloc(cap, sizeof *sp);
+  uint64_t *live = malloc((q->nslots ? q->nslots : 1) * sizeof *live);
+  gpb_plan_entry_t *pe = calloc(cap, sizeof *pe);
+  int rc = GPB_EHOSTMEM;
+  if (!it || !g || !ivs || !sp || !live || !pe) goto out;
+  memset(live, 0xff, (q->nslots ? q->nslots : 1) * sizeof *live);
+  for (size_t i = 0; i < q->n; i++) {
+    const gpbt_op_t *op = &q->ops[i];
+    if (op->alloc) {
+      it[m].units = (op->size >> shift) + ((op->size & (min_block - 1)) != 0);
+      it[m].t0 = m;
+      it[m].t1 = n; /* open until freed */
+      pe[m].size = op->size;
+      live[op->slot] = m++;
+    } else if (live[op->slot] != UINT64_MAX) {
+      it[live[op->slot]].t1 = m;
+      live[op->slot] = UINT64_MAX;
+    }
+  }
+  size_t l, per, per0, ng, niv = 0;
+  find_period(it, m, &l, &per, &per0);
+  ng = per ? l + per : m;
+  for (size_t k = 0; k < ng; k++) {
+    plan_group_t *x = &g[k];
+    x->first = k;
+    x->units = it[k].units;
+    x->iv = niv;
+    if (k < l || !per) {
+      /* Open before the periodic part: alive for good (weights). */
+      uint64_t e = it[k].t1 == m && per ? UINT64_MAX : it[k].t1;
+      ivs[niv++] = (plan_iv_t){it[k].t0, e};
+    } else {
+      /* The copies in the run, then PLAN_EXTRA_PERIODS more a period
+       * apart, each living as long as the longest-lived copy freed of the
+       * same entry of any P-period: a following run goes on past the end
+       * of this one, and what its next periods allocate must clear what
+       * the last one still holds. An open copy lives to the end and, in
+       * a run that goes on, that long too. */
+      size_t c = (m - k + per - 1) / per;
+      uint64_t life = 0, any = 0;
+      for (size_t i = l + (k - l) % per0; i < m; i += per0)
+        if (it[i].t1 < m) {
+          if (it[i].t1 - it[i].t0 > life) life = it[i].t1 - it[i].t0;
+          any = 1;
+        }
+      if (!any) life = UINT64_MAX / 4; /* never freed in the run */
+      for (size_t i = 0; i < c + PLAN_EXTRA_PERIODS; i++) {
+        uint64_t t = k + i * per;
+        uint64_t e = i < c ? it[t].t1 : t + life;
+        if (i < c && e == m && t + life > e) e = t + life;
+        ivs[niv++] = (plan_iv_t){t, e};
+      }
+    }
+    x->niv = niv - x->iv;
+    x->t0 = ivs[x->iv].t0;
+    x->t1 = 0;
+    for (size_t i = x->iv; i < niv; i++)
+      if (ivs[i].t1 > x->t1) x->t1 = ivs[i].t1;
+  }
+  qsort(g, ng, sizeof *g, by_size);
+  for (size_t j = 0; j < ng; j++) {
+    size_t k = 0;
+    for (size_t i = 0; i < j; i++) /* the ones placed so far */
+      if (groups_meet(ivs, &g[j], &g[i]))
+        sp[k++] = (plan_span_t){g[i].at, g[i].at + g[i].units};
+    qsort(sp, k, sizeof *sp, by_lo);
+    g[j].at = lowest_gap(sp, k, g[j].units);
+    if (progress && (j + 1) % 4096 == 0 &&
+        (rc = progress(user, j + 1, ng)) > 0)
+      goto out;
+  }
+  for (size_t j = 0; j < ng; j++) pe[g[j].first].offset = g[j].at << shift;
+  rc = gpb_plan_create_periodic(pe, ng, per ? l : ng, out);
+out:
+  free(it);
+  free(g);
+  free(ivs);
+  free(sp);
+  free(live);
+  free(pe);
+  return rc;
+}
