@@ -507,6 +507,13 @@ static void files(void) {
   memcpy(longl, "gpubuddy-plan 1\n", 16);
   longl[sizeof longl - 1] = 0;
   load_fails(dir, longl, GPB_EFORMAT, ":2: line too long");
+  snprintf(path, sizeof path, "%s/nul.plan", dir);
+  FILE *nf = fopen(path, "w");
+  ASSERT(nf);
+  fwrite("gpubuddy-plan 1\n512 0\0 junk\n", 1, 28, nf);
+  fclose(nf);
+  ASSERT_ERR(gpb_plan_load(path, &b), GPB_EFORMAT);
+  ASSERT(strstr(gpb_last_error_detail(), "nul.plan:2: NUL byte"));
   /* Comments, blank lines and CRLF are allowed. */
   snprintf(path, sizeof path, "%s/ok.plan", dir);
   write_file(path, "gpubuddy-plan 1\r\n# a comment\n\n512 1024\r\n");

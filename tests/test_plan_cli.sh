@@ -7,6 +7,7 @@
 #  - a plan made from a shorter run (the trace's first 3,000 lines) and
 #    followed by the whole run: every request still where planned;
 #  - another program's plan: given up, and the replay still serves all;
+#  - --policy all --find-min-pool names the trace's own plan too;
 #  - JSON keys; bad plans and option mixes: one line, exit 1 or 2, and
 #    no plan file left by a failed --plan-out.
 # Run by make check from the build directory.
@@ -44,6 +45,19 @@ grep -q '^plan: .*1408 entries; 1902 requests placed as planned, 0 by best fit' 
 $replay --quiet --policy bestfit --find-min-pool "$gpt" > "$tmp/b.txt"
 b=$(ratio "$tmp/b.txt")
 [ -n "$b" ] && [ "$r" -lt "$b" ] || fail "the plan ($r) is no better than best fit (${b:-?})"
+
+# What --policy all --find-min-pool recommends: the policies, and the
+# trace's own plan for a job that runs again.
+$replay --quiet --policy all --find-min-pool "$gpt" > "$tmp/all.txt" ||
+  fail "--policy all --find-min-pool exited $?"
+grep -q '^for a job that runs again: bestfit following a plan made from this trace (--plan-out) fits in [0-9]* bytes (1.000x' \
+  "$tmp/all.txt" || fail "no plan in the recommendation: $(tail -2 "$tmp/all.txt")"
+$replay --quiet --json --policy all --find-min-pool "$gpt" > "$tmp/all.json" ||
+  fail "--policy all --find-min-pool --json exited $?"
+grep -q '"own_plan_min_pool_ratio": 1.000' "$tmp/all.json" || fail "JSON lacks the own plan"
+if command -v python3 > /dev/null; then
+  python3 -m json.tool "$tmp/all.json" > /dev/null || fail "--policy all JSON does not parse"
+fi
 
 # 2. A plan from a shorter run of the same program, followed by a
 # longer one: set-up, then more steps than the plan saw.

@@ -1060,6 +1060,26 @@ static int plan_out(const opts_t *o) {
   return 0;
 }
 
+/* The smallest pool that follows the trace's own plan: 0, or -1 after
+ * printing an error. */
+static int own_plan_min(const opts_t *o, const gpbt_seq_t *q,
+                        gpbt_minpool_t *out) {
+  gpb_plan_t *plan = NULL;
+  int rc = gpbt_plan_make(q, o->min_block, plan_progress, (void *)o, &plan);
+  if (!rc) {
+    min_probe_ctx_t mc = {"bestfit, own plan", o->quiet};
+    rc = gpbt_minpool_find_plan(q, o->min_block, GPB_POLICY_BESTFIT, plan,
+                                o->resolution, min_probe, &mc, out);
+  }
+  gpb_plan_destroy(plan);
+  if (rc > 0)
+    fprintf(stderr, "%s: interrupted by signal %d\n", prog, (int)replay_stop);
+  else if (rc)
+    fprintf(stderr, "%s: the trace's own plan: %s: %s\n", prog,
+            gpb_err_name(rc), gpb_last_error_detail());
+  return rc ? -1 : 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 static int parse_args(int argc, char **argv, opts_t *o) {
@@ -1322,6 +1342,14 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  /* Comparing policies for memory: what a job that runs again could have
+   * too, following a plan made from this trace (its own layout). */
+  gpbt_minpool_t own = {0};
+  if (o.find_min && npol > 1 && !o.plan && own_plan_min(&o, &q, &own)) {
+    gpbt_seq_free(&q);
+    results_free(res, npol);
+    return 1;
+  }
   gpbt_seq_free(&q);
 
   if (o.json) {
@@ -1333,7 +1361,12 @@ int main(int argc, char **argv) {
     printf("  \"runs\": [\n");
     for (int i = 0; i < npol; i++)
       json_run(&o, &res[i], scanned ? &sc : NULL, &mp[i], i == npol - 1);
-    printf("  ]\n}\n");
+    printf("  ]");
+    if (own.size)
+      printf(",\n  \"own_plan_min_pool_size\": %" PRIu64 ",\n"
+             "  \"own_plan_min_pool_ratio\": %.6f", own.size,
+             ratio(own.size, sc.peak_all));
+    printf("\n}\n");
   } else {
     printf("trace: %s\n", o.path);
     if (!o.pool_size && !o.find_min) {
@@ -1391,6 +1424,11 @@ int main(int argc, char **argv) {
       else
         printf("recommended for the least memory: bestfit (--find-min-pool "
                "measures each policy's smallest pool; buddy is the fastest)\n");
+      if (own.size)
+        printf("for a job that runs again: bestfit following a plan made from "
+               "this trace (--plan-out) fits in %" PRIu64 " bytes (%.3fx peak "
+               "demand), if the next run repeats this one\n", own.size,
+               ratio(own.size, sc.peak_all));
     }
   }
   results_free(res, npol);

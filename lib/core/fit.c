@@ -381,7 +381,6 @@ int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
               stream);
     if (rc == GPB_EHOSTMEM)
       return gpb__fail(rc, "no host memory to record the allocation");
-    if (rc != GPB_ENOMEM) return rc; /* a broken plan lookup said why */
     return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
                      (unsigned long long)units, (unsigned long long)requested);
   }

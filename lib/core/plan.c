@@ -13,6 +13,7 @@
 #include <string.h>
 
 #define PLAN_MAGIC "gpubuddy-plan 1"
+#define PLAN_LINE_MAX 256 /* bytes, with its end of line */
 
 struct gpb_plan {
   gpb_plan_entry_t *e;
@@ -97,6 +98,23 @@ static int plan_field(char **s, uint64_t *v) {
   return 0;
 }
 
+/* Reads one line, its end of line kept, into buf (PLAN_LINE_MAX + 1
+ * bytes): its length, 0 at the end of the file, -1 when it is too long,
+ * -2 when it holds a NUL byte (what follows one would go unread). A
+ * byte at a time, so that no input makes it hold more than a line. */
+static long plan_line(FILE *f, char *buf) {
+  size_t n = 0;
+  int c;
+  while ((c = getc(f)) != EOF) {
+    if (n == PLAN_LINE_MAX) return -1;
+    if (c == 0) return -2;
+    buf[n++] = (char)c;
+    if (c == '\n') break;
+  }
+  buf[n] = 0;
+  return (long)n;
+}
+
 int gpb_plan_load(const char *path, gpb_plan_t **out) {
   if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
   *out = NULL;
@@ -106,13 +124,15 @@ int gpb_plan_load(const char *path, gpb_plan_t **out) {
     return gpb__fail(GPB_EIO, "%s: %s", path, strerror(errno));
   gpb_plan_entry_t *e = NULL;
   size_t n = 0, cap = 0, line = 0, repeat = SIZE_MAX;
-  char buf[256];
+  char buf[PLAN_LINE_MAX + 1];
+  long got;
   int rc = 0;
-  while (fgets(buf, sizeof buf, f)) {
+  while ((got = plan_line(f, buf)) != 0) {
     line++;
-    size_t len = strlen(buf);
-    if (len == sizeof buf - 1 && buf[len - 1] != '\n' && !feof(f)) {
-      rc = gpb__fail(GPB_EFORMAT, "%s:%zu: line too long", path, line);
+    size_t len = (size_t)got;
+    if (got < 0) {
+      rc = gpb__fail(GPB_EFORMAT, "%s:%zu: %s", path, line,
+                     got == -1 ? "line too long" : "NUL byte");
       break;
     }
     if (len && buf[len - 1] == '\n') buf[--len] = 0;
