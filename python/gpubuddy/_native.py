@@ -36,6 +36,7 @@ def lib():
             ("gpb_last_error_detail", cp, []),
             ("gpb_torch_pool", vp, [i]),
             ("gpb_pool_stats", i, [vp, vp]),
+            ("gpb_pool_plan_info", i, [vp, vp]),
             ("gpb_stats_json", i, [vp, cp, sz]),
             ("gpb_torch_calls", i, [i, vp, vp, vp]),
             ("gpb_torch_explain", i, [i, sz, cp, sz]),
@@ -60,6 +61,18 @@ def check(rc, what):
 def version():
     """The library's version string."""
     return lib().gpb_version().decode()
+
+
+_PLAN_FIELDS = ("entries", "next", "placed", "busy", "unmatched",
+                "repeat_from", "requests", "stopped_at")  # gpb_plan_info_t
+
+
+def pool_plan(pool):
+    """How far a pool has followed its plan (gpb_pool_plan_info), or None
+    when it follows none."""
+    info = (ctypes.c_uint64 * len(_PLAN_FIELDS))()
+    check(lib().gpb_pool_plan_info(pool, info), "plan info")
+    return dict(zip(_PLAN_FIELDS, info)) if info[0] else None
 
 
 def pool_stats(pool):

@@ -14,7 +14,8 @@ only (a KV cache, say), use mem_pool() with torch.cuda.use_mem_pool.
 """
 import os
 
-from ._native import GpubuddyError, check, lib, library_path, pool_stats
+from ._native import (GpubuddyError, check, lib, library_path, pool_plan,
+                      pool_stats)
 
 try:
     import torch as _torch
@@ -164,7 +165,9 @@ def _device(device):
 def stats(device=None):
     """The device's pool stats as a dict (bytes used, free, requested,
     largest free block, fragmentation, counts, free blocks per order),
-    with the PyTorch calls it served. Raises GpubuddyError when the device
+    with the PyTorch calls it served, and under "plan" how far it has
+    followed enable(plan=...): entries, placed, busy (range taken),
+    unmatched, stopped_at (the request it gave the plan up at, 0: none). Raises GpubuddyError when the device
     has no gpubuddy pool yet."""
     import ctypes
     d = _device(device)
@@ -179,6 +182,9 @@ def stats(device=None):
           "torch calls")
     out.update(device=d, torch_mallocs=m.value, torch_failed_mallocs=f.value,
                torch_frees=fr.value)
+    plan = pool_plan(pool)
+    if plan:  # enable(plan=...): how many requests went where planned
+        out["plan"] = plan
     return out
 
 

@@ -147,6 +147,8 @@ def one(a, steps):
             s = gt.stats(0)
             out["gpubuddy"] = {k: s[k] for k in ("requested_peak", "used_peak",
                                                  "failures", "allocs")}
+            if "plan" in s:
+                out["gpubuddy"]["plan"] = s["plan"]
             if a.trace:
                 gt.stop_trace(0)
         except Exception as e:
