@@ -354,11 +354,13 @@ static void planner_run(uint64_t seed) {
   uint64_t rng = seed | 1;
   gpbt_seq_t q;
   memset(&q, 0, sizeof q);
-  uint32_t live[64];
-  int nlive = 0;
-  int nops = 50 + (int)rng_below(&rng, 400);
+  /* Up to 256 live: a group meets enough others for the planner's
+   * radix sort, not only its insertion sort of under 32. */
+  uint32_t live[256];
+  int nlive = 0, most = rng_below(&rng, 2) ? 256 : 24;
+  int nops = 50 + (int)rng_below(&rng, 1500);
   for (int i = 0; i < nops; i++) {
-    if (nlive == 0 || (nlive < 64 && rng_below(&rng, 10) < 6)) {
+    if (nlive == 0 || (nlive < most && rng_below(&rng, 10) < 6)) {
       uint64_t size = (1 + rng_below(&rng, 32)) * MB - rng_below(&rng, MB);
       uint32_t slot = (uint32_t)q.nslots++;
       ASSERT_OK(gpbt_seq_push(&q, 1, slot, size));

@@ -33,6 +33,8 @@ typedef struct plan_iv {
  * run that follows the plan goes on, and what its next periods will hold
  * next to what the last one held must be clear too. */
 #define PLAN_EXTRA_PERIODS 3
+/* Comparisons the search for a period may make: a fraction of a second. */
+#define PLAN_PERIOD_WORK ((uint64_t)1 << 27)
 
 typedef struct plan_span {
   uint64_t lo, hi; /* units taken by an overlapping group */
@@ -46,9 +48,32 @@ static int by_size(const void *a, const void *b) {
   return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
-static int by_lo(const void *a, const void *b) {
-  const plan_span_t *x = a, *y = b;
-  return x->lo < y->lo ? -1 : x->lo > y->lo;
+/* Sorts k spans by lo, tmp holding k more: a radix sort a byte at a
+ * time, over the bytes any lo has. A group meets hundreds of others on
+ * busy traces, and qsort's calls were 90% of planning time. */
+static void sort_spans(plan_span_t *a, plan_span_t *tmp, size_t k) {
+  if (k < 32) {
+    for (size_t i = 1; i < k; i++) {
+      plan_span_t x = a[i];
+      size_t j = i;
+      for (; j > 0 && a[j - 1].lo > x.lo; j--) a[j] = a[j - 1];
+      a[j] = x;
+    }
+    return;
+  }
+  uint64_t bits = 0;
+  for (size_t i = 0; i < k; i++) bits |= a[i].lo;
+  plan_span_t *src = a, *dst = tmp;
+  for (unsigned sh = 0; sh < 64 && (bits >> sh); sh += 8) {
+    size_t cnt[257] = {0};
+    for (size_t i = 0; i < k; i++) cnt[((src[i].lo >> sh) & 255) + 1]++;
+    for (int b = 1; b <= 256; b++) cnt[b] += cnt[b - 1];
+    for (size_t i = 0; i < k; i++) dst[cnt[(src[i].lo >> sh) & 255]++] = src[i];
+    plan_span_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, k * sizeof *a);
 }
 
 /* The lowest offset where n units clear every span (spans sorted). */
@@ -61,19 +86,77 @@ static uint64_t lowest_gap(const plan_span_t *s, size_t k, uint64_t n) {
   return pos;
 }
 
-/* Some copy of x is alive while some copy of y is: both lists of copies
- * run forward in time without overlapping themselves, so one merge. */
-static int groups_meet(const plan_iv_t *ivs, const plan_group_t *x,
-                       const plan_group_t *y) {
-  if (x->t1 <= y->t0 || y->t1 <= x->t0) return 0;
-  const plan_iv_t *a = ivs + x->iv, *ae = a + x->niv;
-  const plan_iv_t *b = ivs + y->iv, *be = b + y->niv;
-  while (a < ae && b < be) {
-    if (a->t0 < b->t1 && b->t0 < a->t1) return 1;
-    if (a->t1 <= b->t1) a++;
-    else b++;
+/* Which placed groups live at some time in [a, b): a segment tree over
+ * time, so that placing n groups costs O(n log T) plus what they meet,
+ * not O(n^2). A copy's interval [a, b) is listed at the nodes that cover
+ * it (a walk up from the leaf of time a finds those living at a) and at
+ * every node above its start leaf (so the nodes that cover (a, b) find
+ * those starting within). The two sets share no interval. */
+typedef struct plan_tix {
+  size_t leaves;          /* a power of two above every start */
+  uint32_t *cover, *start; /* per node 1..2*leaves-1: a list's first entry */
+  uint32_t *grp, *next;    /* entries from 1: a group, the next entry */
+  size_t n, cap;
+  uint32_t *stamp;         /* per group: the query that last found it */
+  uint32_t query;
+} plan_tix_t;
+
+static int tix_push(plan_tix_t *t, uint32_t *head, uint32_t g) {
+  if (t->n + 1 >= t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 4096;
+    if (nc > UINT32_MAX) return GPB_EHOSTMEM;
+    uint32_t *a = realloc(t->grp, nc * sizeof *a);
+    if (a) t->grp = a;
+    uint32_t *b = a ? realloc(t->next, nc * sizeof *b) : NULL;
+    if (!b) return GPB_EHOSTMEM;
+    t->next = b;
+    t->cap = nc;
   }
+  uint32_t e = (uint32_t)++t->n;
+  t->grp[e] = g;
+  t->next[e] = *head;
+  *head = e;
   return 0;
+}
+
+static int tix_insert(plan_tix_t *t, uint32_t g, uint64_t a, uint64_t b) {
+  if (a >= b) return 0; /* alive while no allocation is made: meets none */
+  if (b > t->leaves) b = t->leaves;
+  int rc = 0;
+  for (size_t l = a + t->leaves, r = b + t->leaves; l < r && !rc;
+       l >>= 1, r >>= 1) {
+    if (l & 1) rc = tix_push(t, &t->cover[l++], g);
+    if (!rc && (r & 1)) rc = tix_push(t, &t->cover[--r], g);
+  }
+  for (size_t v = a + t->leaves; v >= 1 && !rc; v >>= 1)
+    rc = tix_push(t, &t->start[v], g);
+  return rc;
+}
+
+/* Adds to out[*k] each group not yet found by this query (t->query) in
+ * list `e`. */
+static void tix_take(plan_tix_t *t, uint32_t e, uint32_t *out, size_t *k) {
+  for (; e; e = t->next[e]) {
+    uint32_t g = t->grp[e];
+    if (t->stamp[g] != t->query) {
+      t->stamp[g] = t->query;
+      out[(*k)++] = g;
+    }
+  }
+}
+
+/* The groups living at some time in [a, b), added to out[*k]. */
+static void tix_query(plan_tix_t *t, uint64_t a, uint64_t b, uint32_t *out,
+                      size_t *k) {
+  if (a >= b) return;
+  if (b > t->leaves) b = t->leaves;
+  for (size_t v = a + t->leaves; v >= 1; v >>= 1)
+    tix_take(t, t->cover[v], out, k);
+  for (size_t l = a + 1 + t->leaves, r = b + t->leaves; l < r;
+       l >>= 1, r >>= 1) {
+    if (l & 1) tix_take(t, t->start[l++], out, k);
+    if (r & 1) tix_take(t, t->start[--r], out, k);
+  }
 }
 
 /* Copies of each periodic entry never overlap in time: one offset can
@@ -96,11 +179,17 @@ static int period_disjoint(const plan_item_t *it, size_t m, size_t l,
 static void find_period(const plan_item_t *it, size_t m, size_t *l,
                         size_t *p, size_t *p0) {
   size_t best = m, bl = 0, bp = 0, bp0 = 0;
-  for (size_t per = 1; per <= m / 2 && per < best; per++) {
+  /* A run of one size throughout matches every period: the search stops
+   * after PLAN_PERIOD_WORK comparisons, with the best found by then. */
+  uint64_t work = 0;
+  for (size_t per = 1; per <= m / 2 && per < best && work < PLAN_PERIOD_WORK;
+       per++) {
     size_t s = m - per;
     while (s > 0 && it[s - 1].units == it[s - 1 + per].units) s--;
+    work += m - per - s + 1;
     if (m - s < 2 * per || m - s < m / 4 || s + per >= best) continue;
     for (size_t r = 1; r <= 8 && r * per <= m - s && s + r * per < best; r++) {
+      work += m - s;
       if (!period_disjoint(it, m, s, r * per)) continue;
       best = s + r * per;
       bl = s;
@@ -126,10 +215,14 @@ int gpbt_plan_make(const gpbt_seq_t *q, size_t min_block,
   plan_item_t *it = calloc(cap, sizeof *it);
   plan_group_t *g = calloc(cap, sizeof *g);
   plan_iv_t *ivs = calloc(cap + cap * PLAN_EXTRA_PERIODS, sizeof *ivs);
-  plan_span_t *sp = calloc(cap, sizeof *sp);
+  plan_span_t *sp = calloc(2 * cap, sizeof *sp); /* spans, then sort room */
   uint64_t *live = malloc((q->nslots ? q->nslots : 1) * sizeof *live);
   gpb_plan_entry_t *pe = calloc(cap, sizeof *pe);
+  plan_tix_t tix;
+  memset(&tix, 0, sizeof tix);
+  uint32_t *found = NULL;
   int rc = GPB_EHOSTMEM;
+  if (n > UINT32_MAX - 1) goto out; /* groups are numbered in 32 bits */
   if (!it || !g || !ivs || !sp || !live || !pe) goto out;
   memset(live, 0xff, (q->nslots ? q->nslots : 1) * sizeof *live);
   for (size_t i = 0; i < q->n; i++) {
@@ -186,13 +279,31 @@ int gpbt_plan_make(const gpbt_seq_t *q, size_t min_block,
       if (ivs[i].t1 > x->t1) x->t1 = ivs[i].t1;
   }
   qsort(g, ng, sizeof *g, by_size);
+  /* The time index: starts are below tmax, so ends past it change no
+   * answer and are cut there. */
+  uint64_t tmax = 1;
+  for (size_t i = 0; i < niv; i++)
+    if (ivs[i].t0 + 1 > tmax) tmax = ivs[i].t0 + 1;
+  size_t leaves = 1;
+  while (leaves < tmax) leaves <<= 1;
+  tix.leaves = leaves;
+  tix.cover = calloc(2 * leaves, sizeof *tix.cover);
+  tix.start = calloc(2 * leaves, sizeof *tix.start);
+  tix.stamp = calloc(ng ? ng : 1, sizeof *tix.stamp);
+  found = calloc(ng ? ng : 1, sizeof *found);
+  rc = GPB_EHOSTMEM;
+  if (!tix.cover || !tix.start || !tix.stamp || !found) goto out;
   for (size_t j = 0; j < ng; j++) {
     size_t k = 0;
-    for (size_t i = 0; i < j; i++) /* the ones placed so far */
-      if (groups_meet(ivs, &g[j], &g[i]))
-        sp[k++] = (plan_span_t){g[i].at, g[i].at + g[i].units};
-    qsort(sp, k, sizeof *sp, by_lo);
+    tix.query = (uint32_t)j + 1;
+    for (size_t i = g[j].iv; i < g[j].iv + g[j].niv; i++)
+      tix_query(&tix, ivs[i].t0, ivs[i].t1, found, &k);
+    for (size_t i = 0; i < k; i++)
+      sp[i] = (plan_span_t){g[found[i]].at, g[found[i]].at + g[found[i]].units};
+    sort_spans(sp, sp + (ng ? ng : 1), k);
     g[j].at = lowest_gap(sp, k, g[j].units);
+    for (size_t i = g[j].iv; i < g[j].iv + g[j].niv; i++)
+      if ((rc = tix_insert(&tix, (uint32_t)j, ivs[i].t0, ivs[i].t1))) goto out;
     if (progress && (j + 1) % 4096 == 0 &&
         (rc = progress(user, j + 1, ng)) > 0)
       goto out;
@@ -206,5 +317,11 @@ out:
   free(sp);
   free(live);
   free(pe);
+  free(found);
+  free(tix.cover);
+  free(tix.start);
+  free(tix.grp);
+  free(tix.next);
+  free(tix.stamp);
   return rc;
 }

@@ -9,8 +9,12 @@
  * the earlier), each at the lowest offset, in min_block units, clear of
  * every allocation already placed that is alive at the same time. This is
  * the greedy-by-size layout of static memory planners; it is not optimal,
- * but on the sample traces it needs 1.000 to 1.009 times peak live bytes.
- * It costs O(n * k log k) for n allocations, k of them overlapping one.
+ * but on the sample traces it needs 1.000 to 1.010 times peak live bytes.
+ * A time index finds what each allocation meets, so it costs O(n log T)
+ * plus, per allocation, a sort of the k it meets: 0.5 s for the 19,734
+ * allocations of the recorded GPT-2 inference stream, 14 s for 200,266
+ * with up to 1,024 live (gpubuddy-sample-churn --steps 400000), on a
+ * 2-core VM.
  */
 #ifndef GPBT_PLANNER_H
 #define GPBT_PLANNER_H
