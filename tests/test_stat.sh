@@ -55,7 +55,7 @@ grep -q "^$b\$" "$tmp/list.out" && fail "--list lists the dead $b as live"
 # One report at a time: an extra NAME or a --watch that would be dropped
 # is a usage error (one line, exit 2), not silently ignored.
 for bad in "--list extra" "--all --watch" "--all $a" "--list --all" \
-    "--list --watch 0.5" "--remove-stale $a"; do
+    "--list --watch 0.5" "--remove-stale $a" "--remove-stale --json"; do
   "$stat" $bad > "$tmp/bad.out" 2> "$tmp/bad.err"
   rc=$?
   [ $rc = 2 ] || fail "'$bad' exited $rc, expected 2"

@@ -266,6 +266,11 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
             "--remove-stale (see --help)\n");
     return -1;
   }
+  if (o->remove_stale && o->json) {
+    fprintf(stderr, "gpubuddy-stat: --remove-stale reports in text only; "
+            "--json is for NAME, --list and --all (see --help)\n");
+    return -1;
+  }
   if (o->watch && !o->name) {
     fprintf(stderr, "gpubuddy-stat: --watch needs a pool NAME, not %s "
             "(see --help)\n", o->list ? "--list" : o->all ? "--all"

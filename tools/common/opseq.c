@@ -133,7 +133,8 @@ void gpbt_seq_free(gpbt_seq_t *q) {
 }
 
 uint64_t gpbt_pool_size_for(uint64_t peak_live, uint64_t max_request) {
-  uint64_t want = peak_live * 2, p = 1;
+  uint64_t want = peak_live > UINT64_MAX / 2 ? UINT64_MAX : peak_live * 2;
+  uint64_t p = 1;
   if (want < max_request) want = max_request;
   if (want < (1u << 20)) want = 1u << 20;
   while (p < want && p < (1ull << 62)) p <<= 1;
