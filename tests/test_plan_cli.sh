@@ -72,6 +72,15 @@ r=$(ratio "$tmp/s.txt")
 grep -q 'requests placed as planned, 0 by best fit' "$tmp/s.txt" ||
   fail "the long run left its plan: $(grep '^plan' "$tmp/s.txt")"
 
+# A run with no repeating step, cut while blocks live: a warning, as a
+# longer run would be placed around the plan's layout.
+gzip -dc "$traces/torch-infer.trace.gz" | head -2000 > "$tmp/cut.trace"
+$replay --plan-out "$tmp/cut.plan" "$tmp/cut.trace" > "$tmp/cut.txt" 2> "$tmp/cut.err" ||
+  fail "--plan-out of a cut run exited $?"
+grep -q '^periodic: no' "$tmp/cut.txt" || fail "a cut inference run has a period?"
+grep -q 'warning: no period found and [0-9]* bytes still live' "$tmp/cut.err" ||
+  fail "no warning for a plan without a period: $(cat "$tmp/cut.err")"
+
 # 3. Another program's plan: given up early, best fit serves the rest.
 $replay --quiet --plan-out "$tmp/resnet.plan" "$resnet" > /dev/null || fail "resnet plan"
 $replay --quiet --plan "$tmp/resnet.plan" "$gpt" > "$tmp/x.txt" ||

@@ -209,12 +209,16 @@ static void print_text(const opts_t *o, const result_t *r) {
            "taken, %" PRIu64 " no entry of their size)\n", o->plan_path,
            r->plan.entries, r->plan.placed, r->plan.busy + r->plan.unmatched,
            r->plan.busy, r->plan.unmatched);
-  if (o->plan && r->plan.stopped_at)
-    printf("plan given up at request %" PRIu64 ": %s; best fit from there\n",
-           r->plan.stopped_at, r->plan.next >= r->plan.entries &&
-           r->plan.repeat_from >= r->plan.entries
-           ? "the run went past its end"
-           : "the run departed from it (more than 8 of 64 requests)");
+  if (o->plan && r->plan.stopped_at) {
+    if (r->plan.next >= r->plan.entries &&
+        r->plan.repeat_from >= r->plan.entries)
+      printf("plan given up at request %" PRIu64 ": the run went past its "
+             "end; best fit from there\n", r->plan.stopped_at);
+    else
+      printf("plan given up at request %" PRIu64 ": the run departed from "
+             "it (more than %d of 64 requests); best fit from there\n",
+             r->plan.stopped_at, GPB_PLAN_DEPART_MAX);
+  }
   printf("events: %" PRIu64 " ops (%" PRIu64 " allocs, %" PRIu64
          " frees); the pool emitted %" PRIu64 " events (%" PRIu64
          " splits, %" PRIu64 " merges)\n", r->ops, r->allocs, r->frees,
@@ -1018,6 +1022,14 @@ static int plan_out(const opts_t *o) {
     return 1;
   }
   uint64_t ext = gpb_plan_extent(plan), peak = q.peak_live;
+  uint64_t open = gpb_plan_repeat_from(plan) < gpb_plan_count(plan)
+                      ? 0 : open_at_end(&q);
+  if (open && !o->quiet)
+    fprintf(stderr, "%s: warning: no period found and %" PRIu64 " bytes "
+            "still live at the end: a longer run than this one will place "
+            "by best fit around the plan's layout and may need more memory "
+            "than best fit alone (record two or more whole steps after "
+            "set-up)\n", prog, open);
   if (o->json) {
     printf("{\n  \"trace\": ");
     gpbt_json_str(stdout, o->path);
@@ -1044,12 +1056,6 @@ static int plan_out(const opts_t *o) {
     else
       printf("periodic: no (the run ends in no repeating step); a longer "
              "run follows the plan to its end, then best fit\n");
-    if (rf >= pn && open_at_end(&q) && !o->quiet)
-      fprintf(stderr, "%s: warning: no period found and %" PRIu64 " bytes "
-              "still live at the end: a longer run than this one will place "
-              "by best fit around the plan's layout and may need more "
-              "memory than best fit alone (record two or more whole steps "
-              "after set-up)\n", prog, open_at_end(&q));
     printf("extent: %s (%" PRIu64 " bytes, %.3fx the peak demand of %s): "
            "the pool the plan needs\n", a, ext, ratio(ext, peak), b);
     printf("written to %s: follow it with gpubuddy-replay --plan, or in the "
