@@ -19,7 +19,7 @@ typedef struct plan_item {
 /* What is placed as one: an allocation before the periodic part, or one
  * of its entries with every copy of it (at one offset in every period). */
 typedef struct plan_group {
-  uint64_t units, t0, t1; /* t0, t1: the first copy's start, last's end */
+  uint64_t units, t0;      /* t0: the first copy's start (ties by it) */
   size_t first;           /* its entry (the first copy's item) */
   size_t iv, niv;         /* its copies' lifetimes: ivs[iv, iv + niv) */
   uint64_t at;
@@ -274,9 +274,6 @@ int gpbt_plan_make(const gpbt_seq_t *q, size_t min_block,
     }
     x->niv = niv - x->iv;
     x->t0 = ivs[x->iv].t0;
-    x->t1 = 0;
-    for (size_t i = x->iv; i < niv; i++)
-      if (ivs[i].t1 > x->t1) x->t1 = ivs[i].t1;
   }
   qsort(g, ng, sizeof *g, by_size);
   /* The time index: starts are below tmax, so ends past it change no
