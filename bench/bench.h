@@ -98,6 +98,7 @@ typedef struct bench_samples {
 typedef struct bench_summary {
   uint64_t n, fails;
   double median, p99, p999, max, mean; /* nanoseconds */
+  double worst_best; /* trace replays: bench_samples_worst_best, else 0 */
 } bench_summary_t;
 
 int bench_samples_init(bench_samples_t *s, size_t cap);
@@ -105,6 +106,12 @@ void bench_samples_free(bench_samples_t *s);
 static inline void bench_samples_add(bench_samples_t *s, uint64_t ns) {
   if (s->n < s->cap) s->ns[s->n++] = ns;
 }
+/* The slowest op's fastest pass: s holds `passes` passes over the same ops
+ * in order, one sample per op each. The best of an op's passes is what the
+ * op itself costs: a pause of the host counts only if it hits that op in
+ * every pass. 0 unless the passes line up (as many samples each). Call it
+ * before bench_summarize, which sorts. */
+double bench_samples_worst_best(const bench_samples_t *s, int passes);
 /* Sorts the samples in place and summarizes them. */
 bench_summary_t bench_summarize(bench_samples_t *s);
 /* "93 ns", "1.25 us", "7.9 ms" into buf. */

@@ -101,18 +101,31 @@ static void latency_add_row(bench_ctx_t *c, const char *group,
 void bench_print_lat_group(bench_ctx_t *c, const char *group) {
   const bench_report_t *r = c->rep;
   char b[5][24];
-  bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s %6s\n", "case",
-            "allocator", "op", "median", "p99", "p99.9", "max", "fails");
+  int wb = 0; /* a "worst op" column, where the rows have one */
+  for (size_t i = 0; i < r->nlat; i++)
+    wb |= !strcmp(r->lat[i].group, group) && r->lat[i].s.worst_best > 0;
+  bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s %6s%s\n", "case",
+            "allocator", "op", "median", "p99", "p99.9", "max", "fails",
+            wb ? "   worst op" : "");
   for (size_t i = 0; i < r->nlat; i++) {
     const bench_lat_row_t *x = &r->lat[i];
     if (strcmp(x->group, group)) continue;
-    bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s %6llu\n", x->label,
+    bench_out(c, "%-12s %-23s %-5s %10s %10s %10s %10s %6llu", x->label,
               x->alloc, x->op, bench_fmt_ns(x->s.median, b[0], 24),
               bench_fmt_ns(x->s.p99, b[1], 24),
               bench_fmt_ns(x->s.p999, b[2], 24),
               bench_fmt_ns(x->s.max, b[3], 24),
               (unsigned long long)x->s.fails);
+    if (wb)
+      bench_out(c, " %10s", x->s.worst_best > 0
+                                ? bench_fmt_ns(x->s.worst_best, b[4], 24)
+                                : "-");
+    bench_out(c, "\n");
   }
+  if (wb)
+    bench_out(c, "worst op: the slowest op's fastest pass, what the op itself "
+              "costs (a pause of the host counts only if it hits that op in "
+              "every pass)\n");
   /* Ratios: every other allocator against gpubuddy, same case and op. */
   int header = 0;
   for (size_t i = 0; i < r->nlat; i++) {

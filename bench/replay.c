@@ -541,13 +541,17 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
     snprintf(r->label, sizeof r->label, "replay");
     snprintf(r->alloc, sizeof r->alloc, "%s", c->cont[i].name);
     snprintf(r->op, sizeof r->op, "alloc");
+    double wb = bench_samples_worst_best(&al[i], rounds);
     r->s = bench_summarize(&al[i]);
+    r->s.worst_best = wb;
     r = bench_report_lat(c->rep);
     snprintf(r->group, sizeof r->group, "%s", group);
     snprintf(r->label, sizeof r->label, "replay");
     snprintf(r->alloc, sizeof r->alloc, "%s", c->cont[i].name);
     snprintf(r->op, sizeof r->op, "free");
+    wb = bench_samples_worst_best(&fr[i], rounds);
     r->s = bench_summarize(&fr[i]);
+    r->s.worst_best = wb;
   }
   bench_out(c, "per-op latency (one untimed pass, then %d timed passes per "
             "allocator in turns; gpubuddy pools at 2 x peak live or 1.25 x "

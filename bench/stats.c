@@ -31,6 +31,19 @@ void bench_samples_free(bench_samples_t *s) {
   memset(s, 0, sizeof *s);
 }
 
+double bench_samples_worst_best(const bench_samples_t *s, int passes) {
+  if (passes < 2 || s->n == 0 || s->n % (size_t)passes) return 0;
+  size_t k = s->n / (size_t)passes;
+  uint64_t worst = 0;
+  for (size_t j = 0; j < k; j++) {
+    uint64_t best = UINT64_MAX;
+    for (size_t r = 0; r < (size_t)passes; r++)
+      if (s->ns[r * k + j] < best) best = s->ns[r * k + j];
+    if (best > worst) worst = best;
+  }
+  return (double)worst;
+}
+
 static int stats_cmp(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -189,6 +202,8 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     gpbt_json_put_num(&o, "p999_ns", x->s.p999);
     gpbt_json_put_num(&o, "max_ns", x->s.max);
     gpbt_json_put_num(&o, "mean_ns", x->s.mean);
+    if (x->s.worst_best > 0)
+      gpbt_json_put_num(&o, "worst_op_best_ns", x->s.worst_best);
     fputc('}', f);
   }
   fputs("\n  ]", f);

@@ -129,6 +129,19 @@ grep -q '"host_stalls_per_s": [0-9]' "$out/run/results.json" ||
 grep -q '"latency": \[' "$out/run/results.json" || fail "JSON has no latency"
 grep -q '"traces": \[' "$out/run/results.json" || fail "JSON has no traces"
 grep -q '"metadata": \[' "$out/run/results.json" || fail "JSON has no metadata"
+# Every replay row has its worst op, a time one of its passes took: more
+# than 0 and at most the row's max. No other row has one.
+awk '/"group": "trace:/ {
+       n++
+       if (!match($0, /"worst_op_best_ns": [0-9.e+]+/)) { bad = "no worst op: " $0; exit }
+       w = substr($0, RSTART + 20, RLENGTH - 20) + 0
+       match($0, /"max_ns": [0-9.e+]+/); m = substr($0, RSTART + 10, RLENGTH - 10) + 0
+       if (w <= 0 || w > m) { bad = "worst op " w " against max " m; exit }
+     }
+     /"worst_op_best_ns"/ && !/"group": "trace:/ { bad = "worst op off a replay: " $0; exit }
+     END { if (bad != "") { print bad; exit 1 } if (n == 0) { print "no replay rows"; exit 1 } }' \
+  "$out/run/results.json" >"$out/wb" || fail "$(cat "$out/wb")"
+grep -q "^case .* fails   worst op$" "$out/stdout" || fail "no worst op column"
 grep -q '^| 256 B | gpubuddy |' "$out/run/summary.md" || fail "summary has no table"
 for f in latency-fixed-256.png latency-churn.png frag-synth.png \
          latency-trace-synth.png; do
