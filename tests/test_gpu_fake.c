@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 typedef struct watch {
   gpb_model_t *model;
@@ -530,6 +531,57 @@ static void test_torch(void) {
   /* The torch pools live until exit, like PyTorch's allocator. */
 }
 
+/* GPB_TORCH_PLAN_CACHE=X, in a child process (the torch pools are the
+ * process's, made once): device 1, with X.1 left by an earlier run,
+ * follows that plan and records nothing; device 0, with none, records to
+ * X.0.trace.gz for gpubuddy.torch to lay out at exit; beside
+ * GPB_TORCH_TRACE the pool is refused. */
+static void test_torch_plan_cache(void) {
+  char dir[] = "/tmp/gpb-torch-cache-XXXXXX", base[64], f[96];
+  ASSERT(mkdtemp(dir));
+  snprintf(base, sizeof base, "%s/run.plan", dir);
+  snprintf(f, sizeof f, "%s.1", base);
+  FILE *pf = fopen(f, "w");
+  ASSERT(pf);
+  fputs("gpubuddy-plan 1\n1024 4096\n512 0\n", pf);
+  fclose(pf);
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    setenv("GPB_TORCH_POOL_SIZE", "1M", 1);
+    setenv("GPB_TORCH_PLAN_CACHE", base, 1);
+    void *a = gpb_torch_malloc(1000, 1, NULL), *b = gpb_torch_malloc(512, 1, NULL);
+    ASSERT(a && b);
+    gpb_plan_info_t pi;
+    ASSERT_OK(gpb_pool_plan_info(gpb_torch_pool(1), &pi));
+    ASSERT_U64_EQ(pi.entries, 2);
+    ASSERT_U64_EQ(pi.placed, 2); /* where the plan said, */
+    gpb_pool_info_t info;
+    ASSERT_OK(gpb_pool_info(gpb_torch_pool(1), &info));
+    ASSERT((char *)a - (char *)info.base == 4096 && b == info.base); /* here */
+    snprintf(f, sizeof f, "%s.1.trace.gz", base);
+    ASSERT(access(f, F_OK) != 0); /* and nothing recorded */
+    void *c = gpb_torch_malloc(2048, 0, NULL);
+    ASSERT(c);
+    ASSERT_OK(gpb_pool_plan_info(gpb_torch_pool(0), &pi));
+    ASSERT_U64_EQ(pi.entries, 0);
+    ASSERT_OK(gpb_torch_trace(0, NULL));
+    snprintf(f, sizeof f, "%s.0.trace.gz", base);
+    first_op_is_alloc(f, 2048);
+    setenv("GPB_TORCH_TRACE", f, 1);
+    ASSERT(gpb_torch_malloc(512, 2, NULL) == NULL);
+    ASSERT(strstr(gpb_last_error_detail(), "GPB_TORCH_PLAN_CACHE excludes"));
+    _exit(0);
+  }
+  int st = 0;
+  ASSERT(waitpid(pid, &st, 0) == pid);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  snprintf(f, sizeof f, "%s.1", base);
+  ASSERT(unlink(f) == 0);
+  snprintf(f, sizeof f, "%s.0.trace.gz", base);
+  ASSERT(unlink(f) == 0 && rmdir(dir) == 0);
+}
+
 /* GPB_CFG_VMM: random allocations and frees (async behind queued work,
  * on one stream or two) into a pool whose budget is a quarter of its
  * address range. After every step each live allocation lies on mapped
@@ -674,6 +726,7 @@ int main(void) {
    * (one run alone may never need to: bestfit packs tightly). */
   ASSERT(fake_counts.vmm_unmaps > 0 && fake_counts.device_syncs > 0);
   ASSERT_U64_EQ(fake_counts.event_creates, fake_counts.event_destroys);
+  test_torch_plan_cache();
   test_torch();
   printf("fake: %" PRIu64 " events made, %" PRIu64 " records, %" PRIu64
          " queries, %" PRIu64 " waits\n", fake_counts.event_creates,

@@ -23,6 +23,18 @@ if ! PIP_NO_INDEX=1 $py -m pip install -q --target "$tmp/site" "$top/python" > "
   exit 1
 fi
 [ -f "$tmp/site/gpubuddy/_lib/libgpubuddy.so" ] || fail "no libgpubuddy.so in the package"
+# The planner comes with the package: python -m gpubuddy replay runs it.
+[ -x "$tmp/site/gpubuddy/_bin/gpubuddy-replay" ] || fail "no executable gpubuddy-replay in the package"
+got=$(cd "$tmp" && PYTHONPATH="$tmp/site" $py -m gpubuddy replay --version 2>&1)
+case $got in "gpubuddy-replay "[0-9]*) ;; *) fail "python -m gpubuddy replay --version: '$got'" ;; esac
+(cd "$tmp" && PYTHONPATH="$tmp/site" $py -m gpubuddy replay --plan-out "$tmp/gpt.plan" \
+   "$top/samples/traces/torch-gpt.trace.gz" >"$tmp/plan.out" 2>&1) ||
+  fail "python -m gpubuddy replay --plan-out: $(tail -1 "$tmp/plan.out")"
+[ "$(head -1 "$tmp/gpt.plan" 2>/dev/null)" = "gpubuddy-plan 1" ] || fail "no plan written"
+got=$(cd "$tmp" && PYTHONPATH="$tmp/site" $py -m gpubuddy nosuch 2>&1)
+rc=$?
+[ $rc = 2 ] && [ "$(printf '%s\n' "$got" | wc -l)" = 1 ] ||
+  fail "python -m gpubuddy nosuch: exit $rc, '$got'"
 
 want=$(sed -n 's/^#define GPB_VERSION_STRING "\(.*\)"/\1/p' "$top/include/gpubuddy.h")
 got=$(cd "$tmp" && PYTHONPATH="$tmp/site" $py -c 'import gpubuddy; print(gpubuddy.__version__)' 2>&1)

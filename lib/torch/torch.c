@@ -23,6 +23,11 @@
  *   GPB_TORCH_PLAN       follow a placement plan (gpb_pool_set_plan) made
  *                        from an earlier run's trace: PATH.DEVICE when
  *                        that file exists, else PATH
+ *   GPB_TORCH_PLAN_CACHE a plan per device kept from run to run: follow
+ *                        PATH.DEVICE when an earlier run left it, else
+ *                        record this run to PATH.DEVICE.trace.gz, for
+ *                        gpubuddy.torch to lay out at exit (not with
+ *                        GPB_TORCH_PLAN or GPB_TORCH_TRACE)
  * A pool that cannot be made is reported once on stderr; later mallocs on
  * that device return NULL at once (PyTorch raises OutOfMemoryError).
  */
@@ -128,7 +133,22 @@ static int torch_create(int device, gpb_pool_t **out) {
   }
   e = getenv("GPB_TORCH_TRACE");
   char path[4096];
-  if (e && *e) {
+  const char *cache = getenv("GPB_TORCH_PLAN_CACHE");
+  const char *plan = getenv("GPB_TORCH_PLAN");
+  if (cache && *cache) {
+    if ((e && *e) || (plan && *plan))
+      return gpb__fail(GPB_EINVAL, "GPB_TORCH_PLAN_CACHE excludes "
+                       "GPB_TORCH_PLAN and GPB_TORCH_TRACE");
+    int n = snprintf(path, sizeof path, "%s.%d", cache, device);
+    if (n < 0 || (size_t)n + sizeof ".trace.gz" > sizeof path)
+      return gpb__fail(GPB_EINVAL, "GPB_TORCH_PLAN_CACHE=%s is too long", cache);
+    if (access(path, R_OK) == 0) {
+      plan = path; /* an earlier run's plan: follow it, record nothing */
+    } else {
+      memcpy(path + n, ".trace.gz", sizeof ".trace.gz");
+      cfg.trace_path = path;
+    }
+  } else if (e && *e) {
     /* PATH.DEVICE, or before a ".gz", which says to compress. */
     size_t len = strlen(e);
     int gz = len > 3 && !strcmp(e + len - 3, ".gz");
@@ -139,21 +159,22 @@ static int torch_create(int device, gpb_pool_t **out) {
     cfg.trace_path = path;
   }
   if ((rc = gpb_pool_create(&cfg, out))) return rc;
-  e = getenv("GPB_TORCH_PLAN");
-  if (e && *e) {
+  if (plan == path) {
+    rc = gpb_pool_set_plan_file(*out, path);
+  } else if (plan && *plan) {
     /* PATH.DEVICE when there is one (a plan per device), else PATH. */
-    int n = snprintf(path, sizeof path, "%s.%d", e, device);
+    int n = snprintf(path, sizeof path, "%s.%d", plan, device);
     if (n < 0 || (size_t)n >= sizeof path || access(path, R_OK))
-      n = snprintf(path, sizeof path, "%s", e);
+      n = snprintf(path, sizeof path, "%s", plan);
     if (n < 0 || (size_t)n >= sizeof path)
-      rc = gpb__fail(GPB_EINVAL, "GPB_TORCH_PLAN=%s is too long", e);
+      rc = gpb__fail(GPB_EINVAL, "GPB_TORCH_PLAN=%s is too long", plan);
     else
       rc = gpb_pool_set_plan_file(*out, path);
-    if (rc) {
-      gpb_pool_destroy(*out);
-      *out = NULL;
-      return rc;
-    }
+  }
+  if (rc) {
+    gpb_pool_destroy(*out);
+    *out = NULL;
+    return rc;
   }
   return 0;
 }

@@ -3,8 +3,10 @@
 
 build_wheel compiles every C source of the library (../lib/*/*.c) into
 one shared object with the system C compiler, as libgpubuddy.so inside
-the package, and writes the wheel (a zip with METADATA, WHEEL and RECORD)
-itself. The CUDA runtime is used when its header and library are found
+the package, and, at the same time, gpubuddy-replay (../tools) with the
+library linked in, as _bin/gpubuddy-replay: the package's plans
+(gpubuddy.make_plan, `python -m gpubuddy replay`) need its planner. It
+writes the wheel (a zip with METADATA, WHEEL and RECORD) itself. The CUDA runtime is used when its header and library are found
 (CUDA_HOME, then /usr/local/cuda); NVTX when its headers are there too;
 zlib is required (trace files). Set CC or CFLAGS to change the build.
 """
@@ -52,16 +54,18 @@ def _cuda_dirs():
     return None, None
 
 
-def _compile(out_so):
+def _compile(out_so, out_replay):
     cc = os.environ.get("CC", "cc")
-    srcs = sorted(os.path.join(d, f)
-                  for d, _, fs in os.walk(os.path.join(ROOT, "lib"))
-                  for f in fs if f.endswith(".c"))
+
+    def sources(*dirs):
+        return sorted(os.path.join(d, f) for top in dirs
+                      for d, _, fs in os.walk(os.path.join(ROOT, top))
+                      for f in fs if f.endswith(".c"))
+    srcs = sources("lib")
     if not srcs:
         raise RuntimeError("gpubuddy: no C sources under %s/lib: build from a "
                            "clone of the repository" % ROOT)
-    flags = ["-O2", "-g", "-std=gnu11", "-fPIC", "-shared",
-             "-fvisibility=hidden", "-DGPB_BUILDING_LIBRARY", "-D_GNU_SOURCE",
+    flags = ["-O2", "-g", "-std=gnu11", "-DGPB_BUILDING_LIBRARY", "-D_GNU_SOURCE",
              "-I" + os.path.join(ROOT, "include"), "-I" + os.path.join(ROOT, "lib")]
     flags += os.environ.get("CFLAGS", "").split()
     libs = ["-lz", "-lpthread", "-lm", "-ldl"]
@@ -75,14 +79,29 @@ def _compile(out_so):
     else:
         _say("no CUDA runtime found (CUDA_HOME, /usr/local/cuda): host "
              "backends only")
-    cmd = [cc] + flags + srcs + ["-o", out_so] + libs
-    _say("compiling %d sources with %s" % (len(srcs), cc))
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout)
-        raise RuntimeError("gpubuddy: compiling libgpubuddy failed (%s); the "
-                           "compiler's output is above" % cc)
+    # The tool gets its own copy of the library, so that it runs with no
+    # search path and sees the library's internals as the tools do.
+    common = os.path.join(ROOT, "tools", "common")
+    jobs = [("libgpubuddy", [cc, "-fPIC", "-shared", "-fvisibility=hidden"] +
+             flags + srcs + ["-o", out_so] + libs),
+            ("gpubuddy-replay", [cc] + flags + ["-I" + common,
+             os.path.join(ROOT, "tools", "gpubuddy-replay.c")] +
+             sources(os.path.join("tools", "common")) + srcs +
+             ["-o", out_replay] + libs)]
+    _say("compiling %d sources with %s, and gpubuddy-replay" % (len(srcs), cc))
+    running = [(name, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT,
+                                       universal_newlines=True))
+               for name, cmd in jobs]
+    failed = None
+    for name, p in running:
+        out = p.communicate()[0]
+        if p.returncode != 0 and not failed:
+            sys.stderr.write(out)
+            failed = name
+    if failed:
+        raise RuntimeError("gpubuddy: compiling %s failed (%s); the compiler's "
+                           "output is above" % (failed, cc))
 
 
 def _tag():
@@ -114,7 +133,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     tmp = tempfile.mkdtemp(prefix="gpubuddy-build-")
     try:
         so = os.path.join(tmp, "libgpubuddy.so")
-        _compile(so)
+        replay = os.path.join(tmp, "gpubuddy-replay")
+        _compile(so, replay)
         files = []  # (archive name, bytes)
         src = os.path.join(PKG, NAME)
         for d, _, fs in os.walk(src):
@@ -127,6 +147,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                     files.append((arc, fh.read()))
         with open(so, "rb") as fh:
             files.append((NAME + "/_lib/libgpubuddy.so", fh.read()))
+        with open(replay, "rb") as fh:
+            files.append((NAME + "/_bin/gpubuddy-replay", fh.read()))
         with open(os.path.join(ROOT, "include", "gpubuddy.h"), "rb") as fh:
             files.append((NAME + "/_lib/include/gpubuddy.h", fh.read()))
         dist = "%s-%s.dist-info" % (NAME, version)
@@ -142,7 +164,10 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                              zipfile.ZIP_DEFLATED) as z:
             for arc, data in files:
                 info = zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0))
-                info.external_attr = (0o755 if arc.endswith(".so") else 0o644) << 16
+                # A regular file's type bits too: pip makes a file
+                # executable only when they are there.
+                exe = arc.endswith(".so") or "/_bin/" in arc
+                info.external_attr = (0o100000 | (0o755 if exe else 0o644)) << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
                 z.writestr(info, data)
         return name

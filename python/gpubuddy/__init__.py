@@ -8,8 +8,13 @@
     gpubuddy.torch.enable(pool_size="20G")   # before the first CUDA tensor
     ...
     print(gpubuddy.torch.stats())
+
+A run's trace, laid out offline, is a plan that the next run follows in
+less memory: gpubuddy.make_plan(trace, out), or python -m gpubuddy replay
+--plan-out OUT TRACE.
 """
 from ._native import GpubuddyError, library_path, version
+from ._plan import make_plan, replay_path
 
-__all__ = ["GpubuddyError", "library_path", "version"]
+__all__ = ["GpubuddyError", "library_path", "make_plan", "replay_path", "version"]
 __version__ = version()

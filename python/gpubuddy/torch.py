@@ -12,10 +12,13 @@ explanation, so PyTorch's fallbacks (cuDNN's smaller workspaces) and a
 program's own handlers work as with PyTorch's allocator. For one scope
 only (a KV cache, say), use mem_pool() with torch.cuda.use_mem_pool.
 """
+import atexit
 import os
+import sys
 
 from ._native import (GpubuddyError, check, lib, library_path, pool_plan,
                       pool_stats)
+from ._plan import make_plan
 
 try:
     import torch as _torch
@@ -24,11 +27,29 @@ except ImportError:  # one line, naming what is missing
                       "is not installed") from None
 
 _POLICIES = ("buddy", "trim", "bestfit")
-_state = {"enabled": False, "alloc": None}
+_state = {"enabled": False, "alloc": None, "cache": None, "min_block": 512}
+
+
+def _cache_name(plan_cache, policy, trace, plan):
+    """enable(plan_cache=PATH): the base name of the device's plans,
+    PATH.rRANK under torchrun (the library appends ".DEVICE")."""
+    if trace or plan:
+        raise GpubuddyError("gpubuddy: plan_cache records and follows plans "
+                            "itself; it excludes trace and plan")
+    if policy not in (None, "bestfit"):
+        raise GpubuddyError("gpubuddy: a plan needs policy 'bestfit', not %r"
+                            % policy)
+    name = os.fspath(plan_cache)
+    where = os.path.dirname(name) or "."
+    if not name or not os.path.isdir(where):
+        raise GpubuddyError("gpubuddy: plan_cache %r: no directory %r"
+                            % (name, where))
+    rank = os.environ.get("RANK")
+    return name if rank is None else "%s.r%s" % (name, rank)
 
 
 def _configure(pool_size, policy, publish, min_block, trace, vmm=False,
-               plan=None):
+               plan=None, cache=None):
     """Sets the GPB_TORCH_* variables the library reads when it makes each
     device's pool (at that device's first allocation)."""
     env = {}
@@ -62,6 +83,12 @@ def _configure(pool_size, policy, publish, min_block, trace, vmm=False,
             raise GpubuddyError("gpubuddy: a plan needs policy 'bestfit', "
                                 "not %r" % policy)
         env["GPB_TORCH_PLAN"] = plan
+    if cache:
+        env["GPB_TORCH_PLAN_CACHE"] = cache
+        # The arguments say what this run does: a plan or trace left in
+        # the environment would make the library refuse the pools.
+        os.environ.pop("GPB_TORCH_PLAN", None)
+        os.environ.pop("GPB_TORCH_TRACE", None)
     env["GPB_TORCH_VMM"] = "1" if vmm else "0"
     os.environ.update(env)
 
@@ -97,7 +124,7 @@ def _allocator(oom_error):
 
 
 def enable(pool_size=None, policy=None, publish=None, min_block=None,
-           trace=None, oom_error=True, vmm=False, plan=None):
+           trace=None, oom_error=True, vmm=False, plan=None, plan_cache=None):
     """Makes gpubuddy PyTorch's CUDA allocator, for every device.
 
     Call it before the first CUDA allocation. pool_size: bytes per device,
@@ -114,14 +141,19 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
     between blocks cost no memory (GPB_CFG_VMM). plan: a placement plan
     made from an earlier run's trace (gpubuddy-replay --plan-out); each
     pool follows PATH.DEVICE if that file exists, else PATH, and places by
-    best fit wherever this run departs from it.
+    best fit wherever this run departs from it. plan_cache: plans kept
+    from run to run, with nothing else to run: a device with a plan at
+    PATH.DEVICE (PATH.rRANK.DEVICE under torchrun) follows it; one without
+    records this run and writes its plan there at exit, or at
+    save_plan(). Delete the files when the program changes.
     """
     if _state["enabled"]:
         raise GpubuddyError("gpubuddy.torch.enable() was already called")
     if not _torch.cuda.is_available():
         raise GpubuddyError("gpubuddy.torch.enable(): PyTorch sees no CUDA "
                             "device (torch.cuda.is_available() is False)")
-    _configure(pool_size, policy, publish, min_block, trace, vmm, plan)
+    cache = _cache_name(plan_cache, policy, trace, plan) if plan_cache else None
+    _configure(pool_size, policy, publish, min_block, trace, vmm, plan, cache)
     alloc = _allocator(oom_error)
     try:
         _torch.cuda.memory.change_current_allocator(alloc)
@@ -131,6 +163,10 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
                             "already in use (%s)" % str(e).splitlines()[0]) from None
     _state["enabled"] = True
     _state["alloc"] = alloc
+    if cache:
+        _state["cache"] = cache
+        _state["min_block"] = int(min_block) if min_block is not None else 512
+        atexit.register(_save_plans)
 
 
 def mem_pool(pool_size=None, policy=None, publish=None, min_block=None,
@@ -199,3 +235,56 @@ def stop_trace(device=None):
     """Stops the device's trace and flushes it."""
     d = _device(device)
     check(lib().gpb_torch_trace(d, None), "stop trace on device %d" % d)
+
+
+def _save_one(cache, d, min_block):
+    """Lays out device d's recording of enable(plan_cache=...) into its
+    plan, once. None when there is nothing to do, else what make_plan
+    returned; raises GpubuddyError."""
+    trace = "%s.%d.trace.gz" % (cache, d)
+    plan = "%s.%d" % (cache, d)
+    if os.path.exists(plan) or not os.path.exists(trace):
+        return None  # following a plan, or nothing recorded
+    if lib().gpb_torch_pool(d):  # stop and flush the recording
+        check(lib().gpb_torch_trace(d, None), "stop trace on device %d" % d)
+    made = make_plan(trace, plan, min_block)
+    os.remove(trace)
+    return made
+
+
+def save_plan(device=None):
+    """enable(plan_cache=...): stops recording the device (default: the
+    current one) and writes its plan now, not at exit, so a long job
+    records only its first steps (two or more whole steps after set-up,
+    for the plan to find the repeating one). Returns what
+    gpubuddy.make_plan returned, or None when the device follows a plan
+    or recorded nothing."""
+    if not _state["cache"]:
+        raise GpubuddyError("gpubuddy: save_plan() needs enable(plan_cache=...)")
+    return _save_one(_state["cache"], _device(device), _state["min_block"])
+
+
+def _save_plans():
+    """At exit: every device's plan, with one line each on stderr."""
+    cache = _state["cache"]
+    try:
+        n = _torch.cuda.device_count()
+    except Exception as e:  # said, never a traceback at exit
+        sys.stderr.write("gpubuddy: no plans written: %s\n" % e)
+        return
+    for d in range(n):
+        try:
+            made = _save_one(cache, d, _state["min_block"])
+        except GpubuddyError as e:
+            sys.stderr.write("%s (its recording stays at %s.%d.trace.gz)\n"
+                             % (e, cache, d))
+            continue
+        if made:
+            sys.stderr.write(
+                "gpubuddy: device %d: wrote %s.%d, this run's plan (%d entries%s; "
+                "a pool of %.3fx its peak); the next run with the same "
+                "plan_cache follows it\n" % (
+                    d, cache, d, made["entries"],
+                    ", a repeating step" if made["repeat_from"] < made["entries"]
+                    else ", no repeating step found: a longer run may need more "
+                    "memory than best fit alone", made["extent_ratio"]))

@@ -55,4 +55,47 @@ expect_error(lambda: gt.stats(), "device 0 has no pool yet")
 expect_error(lambda: gt.start_trace("/tmp/x.trace"), "device 0 has no gpubuddy pool")
 pool = gt.mem_pool(oom_error=False)
 assert isinstance(pool, torch.cuda.MemPool)
+
+# enable(plan_cache=...): plans kept from run to run.
+import gzip
+import shutil
+import tempfile
+tmp = tempfile.mkdtemp()
+gt._state["enabled"] = False
+torch.cuda.memory.in_use[0] = False
+cache = os.path.join(tmp, "run.plan")
+expect_error(lambda: gt.enable(plan_cache=cache, trace="x", oom_error=False),
+             "excludes trace and plan")
+expect_error(lambda: gt.enable(plan_cache=cache, plan=__file__, oom_error=False),
+             "excludes trace and plan")
+expect_error(lambda: gt.enable(plan_cache=cache, policy="trim", oom_error=False),
+             "a plan needs policy 'bestfit'")
+expect_error(lambda: gt.enable(plan_cache="/nonexistent/dir/run.plan",
+                               oom_error=False), "no directory")
+expect_error(lambda: gt.save_plan(), "needs enable(plan_cache=...)")
+gt.enable(plan_cache=cache, oom_error=False)
+assert os.environ["GPB_TORCH_PLAN_CACHE"] == cache + ".r1"  # RANK=1 above
+assert "GPB_TORCH_PLAN" not in os.environ  # left by the enable() above
+# What the library records on devices 0 and 1 (a real trace, and a bad
+# one), then what exit does with it: device 0 gets its plan and loses its
+# recording; device 1's recording is kept, with one line saying why.
+here = os.path.dirname(os.path.abspath(__file__))
+gpt = os.path.join(here, "..", "..", "samples", "traces", "torch-gpt.trace.gz")
+shutil.copy(gpt, cache + ".r1.0.trace.gz")
+with gzip.open(cache + ".r1.1.trace.gz", "wt") as f:
+    f.write("not a trace\n")
+gt._save_plans()
+with open(cache + ".r1.0") as f:
+    assert f.readline() == "gpubuddy-plan 1\n"
+assert not os.path.exists(cache + ".r1.0.trace.gz")
+assert os.path.exists(cache + ".r1.1.trace.gz") and not os.path.exists(cache + ".r1.1")
+assert gt.save_plan(0) is None  # device 0 now follows its plan
+made = gpubuddy.make_plan(gpt, os.path.join(tmp, "p"), min_block=256)
+assert made["entries"] == 1408 and made["repeat_from"] == 574, made
+expect_error(lambda: gpubuddy.make_plan(gpt, os.path.join(tmp, "q"), min_block=0),
+             "min_block must be")
+expect_error(lambda: gpubuddy.make_plan(cache + ".r1.1.trace.gz", os.path.join(tmp, "q")),
+             "make_plan(")
+assert not os.path.exists(os.path.join(tmp, "q"))
+shutil.rmtree(tmp)
 print("gpubuddy.torch checks passed")

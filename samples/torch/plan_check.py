@@ -18,7 +18,10 @@ process of samples/torch/workloads.py with gpubuddy's best-fit pools
      of the GPU: the losses the planned run must equal;
   6. the planned run's own trace replayed: its peak demand, its smallest
      pool by best fit alone and following the plan, and where its
-     requests went.
+     requests went;
+  7. plan_cache, steps 1 to 3 with nothing in between: the short run
+     under enable(plan_cache=P) writes its plan P.0 at exit, and the
+     longer run, with the same P, follows it in a pool of its extent.
 
 Writes DIR/WORKLOAD-*.json (each run's line, each replay's JSON) and
 DIR/summary.md; exits 1 when a planned run fails or its losses differ
@@ -117,7 +120,55 @@ def one(w, a, rows):
                    placed=pl["plan_placed"], requests=pl["allocs"],
                    busy=pl["plan_busy"], unmatched=pl["plan_unmatched"],
                    stopped=pl["plan_stopped_at"])
+    # 7. plan_cache: the package records, plans and follows by itself.
+    cache = os.path.join(out, "%s-cache.plan" % w)
+    for stale in (cache + ".0", cache + ".0.trace.gz"):
+        if os.path.exists(stale):
+            os.remove(stale)
+    first = run([w, "gpubuddy", "--steps", str(a.short), "--plan-cache", cache],
+                os.path.join(out, "%s-cache-first.log" % w))
+    row.update(cache_first=first.get("ok"), cache_written=os.path.exists(cache + ".0"))
+    if row["cache_written"]:
+        with open(cache + ".0") as f:
+            text = f.read()
+        with open(plan) as f:
+            row["cache_same"] = f.read() == text
+        ext = int(text.split("extent ", 1)[1].split()[0])
+        ccap = (ext + MIB - 1) // MIB * MIB
+        second = run([w, "gpubuddy", "--steps", str(a.long), "--cap", str(ccap),
+                      "--plan-cache", cache],
+                     os.path.join(out, "%s-cache-second.log" % w))
+        pi = (second.get("gpubuddy") or {}).get("plan") or {}
+        row.update(cache_cap=ccap, cache_ok=second.get("ok"),
+                   cache_error=second.get("error"),
+                   cache_placed=pi.get("placed"), cache_requests=pi.get("requests"),
+                   cache_loss=loss_diff(second.get("losses"), ref.get("losses")))
     rows.append(row)
+
+
+def cache_table(f, rows, steps):
+    """Step 7's table; 1 when a plan was not written or not followed."""
+    bad = 0
+    f.write("\n| workload | first run: plan written at exit | the same as "
+            "--plan-out's | second run, %d steps, pool = its extent | requests "
+            "where planned | losses vs reference |\n|---|---|---|---|---|---|\n"
+            % steps)
+    for r in rows:
+        d = r.get("cache_loss")
+        good = (r["cache_written"] and r.get("cache_ok") and
+                r.get("cache_placed") == r.get("cache_requests") and
+                d is not None and d <= LOSS_RTOL)
+        bad |= not good
+        f.write("| %s | %s | %s | %s | %s | %s |\n" % (
+            r["workload"], "yes" if r["cache_written"] else
+            "NO (first run %s)" % ("ran" if r["cache_first"] else "failed"),
+            {True: "yes", False: "no"}.get(r.get("cache_same"), ""),
+            "" if "cache_ok" not in r else "ran, %d" % r["cache_cap"]
+            if r["cache_ok"] else "FAILED: %s" % r["cache_error"],
+            "" if r.get("cache_requests") is None else "%d of %d" % (
+                r["cache_placed"], r["cache_requests"]),
+            "" if d is None else "equal" if d == 0 else "%.1e" % d))
+    return bad
 
 
 def main():
@@ -163,6 +214,7 @@ def main():
                 "%d of %d (busy %d, unmatched %d, stopped at %d)" % (
                     r["placed"], r["requests"], r["busy"], r["unmatched"],
                     r["stopped"]) if "peak" in r else ""))
+        bad |= cache_table(f, rows, a.long)
     print(open(os.path.join(a.out, "summary.md")).read())
     return bad
 

@@ -122,7 +122,8 @@ def one(a, steps):
         import gpubuddy.torch as gt
         gt.enable(pool_size=a.cap or "90%", policy=a.policy, trace=a.trace,
                   oom_error=a.allocator != "gpubuddy-null",
-                  vmm=a.allocator == "gpubuddy-vmm", plan=a.plan)
+                  vmm=a.allocator == "gpubuddy-vmm", plan=a.plan,
+                  plan_cache=a.plan_cache)
     dev = torch.device("cuda", 0)
     if a.cap and not a.allocator.startswith("gpubuddy"):
         total = torch.cuda.get_device_properties(0).total_memory
@@ -206,6 +207,9 @@ def main():
     ap.add_argument("--plan", default=None,
                     help="gpubuddy: follow this placement plan "
                     "(gpubuddy-replay --plan-out)")
+    ap.add_argument("--plan-cache", default=None,
+                    help="gpubuddy: follow PATH.0 if an earlier run left it, "
+                    "else record this run and write its plan there at exit")
     ap.add_argument("--alternate", help="A,B,...: these allocators in turn, "
                     "each run a child of this process")
     ap.add_argument("--rounds", type=int, default=1)
