@@ -6,9 +6,10 @@ one shared object with the system C compiler, as libgpubuddy.so inside
 the package, and, at the same time, gpubuddy-replay (../tools) with the
 library linked in, as _bin/gpubuddy-replay: the package's plans
 (gpubuddy.make_plan, `python -m gpubuddy replay`) need its planner. It
-writes the wheel (a zip with METADATA, WHEEL and RECORD) itself. The CUDA runtime is used when its header and library are found
-(CUDA_HOME, then /usr/local/cuda); NVTX when its headers are there too;
-zlib is required (trace files). Set CC or CFLAGS to change the build.
+writes the wheel (a zip with METADATA, WHEEL and RECORD) itself. The
+CUDA runtime is used when its header and library are found (CUDA_HOME,
+then /usr/local/cuda); NVTX when its headers are there too; zlib is
+required (trace files). Set CC or CFLAGS to change the build.
 """
 import base64
 import hashlib
