@@ -12,7 +12,12 @@ GPB_STAT environment variable names the program) and writes what it
 saw to OUT/stat-RANK.json; at step 15 rank 0 takes the fleet: gpubuddy-stat
 --all, the relay's metrics and the viewer's grid (GPB_VIEW), as
 OUT/fleet-*. Rank 0 writes the losses to
-OUT/losses-ALLOCATOR.json. BACKEND=gloo runs two ranks on one GPU."""
+OUT/losses-ALLOCATOR.json. BACKEND=gloo runs two ranks on one GPU.
+
+ALLOCATOR gpubuddy-cache: gpubuddy with enable(plan_cache=OUT/ddp.plan),
+so each rank's first run writes OUT/ddp.plan.rRANK.DEVICE at exit and
+the next run follows it; each rank writes what its pool placed as
+planned (stats()["plan"]) to OUT/plan-RANK.json."""
 import json
 import os
 import subprocess
@@ -27,9 +32,10 @@ def main():
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     ngpu = torch.cuda.device_count()
     dev = local % ngpu
-    if alloc == "gpubuddy":
+    if alloc.startswith("gpubuddy"):
         import gpubuddy.torch as gt
-        gt.enable(pool_size="4G", publish="ddp")
+        cache = os.path.join(out, "ddp.plan") if alloc == "gpubuddy-cache" else None
+        gt.enable(pool_size="4G", publish="ddp", plan_cache=cache)
     torch.cuda.set_device(dev)
     dist.init_process_group(os.environ.get("BACKEND", "nccl"))
     torch.manual_seed(0)
@@ -87,6 +93,10 @@ def main():
     if rank == 0:
         with open(os.path.join(out, "losses-%s.json" % alloc), "w") as f:
             json.dump(losses, f)
+    if alloc == "gpubuddy-cache":
+        s = gt.stats(dev)
+        with open(os.path.join(out, "plan-%d.json" % rank), "w") as f:
+            json.dump({"allocs": s["allocs"], "plan": s.get("plan")}, f)
     dist.destroy_process_group()
 
 
