@@ -264,6 +264,21 @@ def save_plan(device=None):
     return _save_one(_state["cache"], _device(device), _state["min_block"])
 
 
+def _drop_departed(cache, d):
+    """At exit: a plan this run gave up (it departed, or ran past a plan
+    with no repeating step) is removed, so the next run records anew
+    rather than start a layout it will leave."""
+    pool = lib().gpb_torch_pool(d)
+    plan = "%s.%d" % (cache, d)
+    info = pool_plan(pool) if pool and os.path.exists(plan) else None
+    if info and info["stopped_at"]:
+        os.remove(plan)
+        sys.stderr.write("gpubuddy: device %d: this run left its plan %s at "
+                         "request %d (the program changed?); removed it, so "
+                         "the next run records a new one\n"
+                         % (d, plan, info["stopped_at"]))
+
+
 def _save_plans():
     """At exit: every device's plan, with one line each on stderr."""
     cache = _state["cache"]
@@ -273,6 +288,7 @@ def _save_plans():
         sys.stderr.write("gpubuddy: no plans written: %s\n" % e)
         return
     for d in range(n):
+        _drop_departed(cache, d)
         try:
             made = _save_one(cache, d, _state["min_block"])
         except GpubuddyError as e:

@@ -21,7 +21,9 @@ process of samples/torch/workloads.py with gpubuddy's best-fit pools
      requests went;
   7. plan_cache, steps 1 to 3 with nothing in between: the short run
      under enable(plan_cache=P) writes its plan P.0 at exit, and the
-     longer run, with the same P, follows it in a pool of its extent.
+     longer run, with the same P, follows it in a pool of its extent;
+  8. a cached plan the run leaves (its sizes doubled) is removed at exit,
+     so that the next run records anew.
 
 Writes DIR/WORKLOAD-*.json (each run's line, each replay's JSON) and
 DIR/summary.md; exits 1 when a planned run fails or its losses differ
@@ -143,6 +145,19 @@ def one(w, a, rows):
                    cache_error=second.get("error"),
                    cache_placed=pi.get("placed"), cache_requests=pi.get("requests"),
                    cache_loss=loss_diff(second.get("losses"), ref.get("losses")))
+    # 8. A stale plan: every size and offset doubled, so the run departs.
+    stale = os.path.join(out, "%s-stale.plan" % w)
+    with open(plan) as f, open(stale + ".0", "w") as g:
+        for x in f:
+            t = x.split()
+            g.write("%d %d\n" % (2 * int(t[0]) + 512, 2 * int(t[1]))
+                    if len(t) == 2 and t[0].isdigit() else x)
+    log = os.path.join(out, "%s-stale.log" % w)
+    third = run([w, "gpubuddy", "--steps", "2", "--plan-cache", stale], log)
+    with open(log) as f:
+        said = "left its plan" in f.read()
+    row.update(stale_ok=third.get("ok"), stale_said=said,
+               stale_removed=not os.path.exists(stale + ".0"))
     rows.append(row)
 
 
@@ -151,15 +166,16 @@ def cache_table(f, rows, steps):
     bad = 0
     f.write("\n| workload | first run: plan written at exit | the same as "
             "--plan-out's | second run, %d steps, pool = its extent | requests "
-            "where planned | losses vs reference |\n|---|---|---|---|---|---|\n"
-            % steps)
+            "where planned | losses vs reference | a plan the run left: "
+            "removed at exit |\n|---|---|---|---|---|---|---|\n" % steps)
     for r in rows:
         d = r.get("cache_loss")
         good = (r["cache_written"] and r.get("cache_ok") and
                 r.get("cache_placed") == r.get("cache_requests") and
                 d is not None and d <= LOSS_RTOL)
+        good = good and r["stale_ok"] and r["stale_said"] and r["stale_removed"]
         bad |= not good
-        f.write("| %s | %s | %s | %s | %s | %s |\n" % (
+        f.write("| %s | %s | %s | %s | %s | %s | %s |\n" % (
             r["workload"], "yes" if r["cache_written"] else
             "NO (first run %s)" % ("ran" if r["cache_first"] else "failed"),
             {True: "yes", False: "no"}.get(r.get("cache_same"), ""),
@@ -167,7 +183,10 @@ def cache_table(f, rows, steps):
             if r["cache_ok"] else "FAILED: %s" % r["cache_error"],
             "" if r.get("cache_requests") is None else "%d of %d" % (
                 r["cache_placed"], r["cache_requests"]),
-            "" if d is None else "equal" if d == 0 else "%.1e" % d))
+            "" if d is None else "equal" if d == 0 else "%.1e" % d,
+            "yes" if r["stale_removed"] and r["stale_said"] else
+            "NO (run %s, said %s, removed %s)" % (
+                r["stale_ok"], r["stale_said"], r["stale_removed"])))
     return bad
 
 
