@@ -1434,7 +1434,9 @@ int main(int argc, char **argv) {
       if (own.size)
         printf("for a job that runs again: bestfit following a plan made from "
                "this trace (--plan-out) fits in %" PRIu64 " bytes (%.3fx peak "
-               "demand), if the next run repeats this one\n", own.size,
+               "demand), if the next run repeats this one (PyTorch: "
+               "gpubuddy.torch.enable(plan_cache=PATH) records, plans and "
+               "follows by itself)\n", own.size,
                ratio(own.size, sc.peak_all));
     }
   }
