@@ -534,8 +534,9 @@ static void test_torch(void) {
 /* GPB_TORCH_PLAN_CACHE=X, in a child process (the torch pools are the
  * process's, made once): device 1, with X.1 left by an earlier run,
  * follows that plan and records nothing; device 0, with none, records to
- * X.0.trace.gz for gpubuddy.torch to lay out at exit; beside
- * GPB_TORCH_TRACE the pool is refused. */
+ * X.0.trace.gz for gpubuddy.torch to lay out at exit, and stops after
+ * GPB_TORCH_PLAN_CACHE_ALLOCS; beside GPB_TORCH_TRACE, or with a bad
+ * count, the pool is refused. */
 static void test_torch_plan_cache(void) {
   char dir[] = "/tmp/gpb-torch-cache-XXXXXX", base[64], f[96];
   ASSERT(mkdtemp(dir));
@@ -561,13 +562,24 @@ static void test_torch_plan_cache(void) {
     ASSERT((char *)a - (char *)info.base == 4096 && b == info.base); /* here */
     snprintf(f, sizeof f, "%s.1.trace.gz", base);
     ASSERT(access(f, F_OK) != 0); /* and nothing recorded */
-    void *c = gpb_torch_malloc(2048, 0, NULL);
-    ASSERT(c);
+    /* The recording stops by itself after GPB_TORCH_PLAN_CACHE_ALLOCS. */
+    setenv("GPB_TORCH_PLAN_CACHE_ALLOCS", "2", 1);
+    for (int i = 0; i < 3; i++) ASSERT(gpb_torch_malloc(2048 << i, 0, NULL));
     ASSERT_OK(gpb_pool_plan_info(gpb_torch_pool(0), &pi));
     ASSERT_U64_EQ(pi.entries, 0);
-    ASSERT_OK(gpb_torch_trace(0, NULL));
     snprintf(f, sizeof f, "%s.0.trace.gz", base);
     first_op_is_alloc(f, 2048);
+    gpb_trace_reader_t *tr;
+    gpb_trace_op_t op;
+    int nops = 0;
+    ASSERT_OK(gpb_trace_open(f, &tr));
+    while (gpb_trace_next(tr, &op) == 1) nops++;
+    gpb_trace_close(tr);
+    ASSERT_EQ(nops, 2);
+    ASSERT_OK(gpb_torch_trace(0, NULL)); /* stopped already: nothing to do */
+    setenv("GPB_TORCH_PLAN_CACHE_ALLOCS", "many", 1);
+    ASSERT(gpb_torch_malloc(512, 3, NULL) == NULL);
+    ASSERT(strstr(gpb_last_error_detail(), "GPB_TORCH_PLAN_CACHE_ALLOCS"));
     setenv("GPB_TORCH_TRACE", f, 1);
     ASSERT(gpb_torch_malloc(512, 2, NULL) == NULL);
     ASSERT(strstr(gpb_last_error_detail(), "GPB_TORCH_PLAN_CACHE excludes"));

@@ -28,6 +28,9 @@
  *                        record this run to PATH.DEVICE.trace.gz, for
  *                        gpubuddy.torch to lay out at exit (not with
  *                        GPB_TORCH_PLAN or GPB_TORCH_TRACE)
+ *   GPB_TORCH_PLAN_CACHE_ALLOCS  the recording stops by itself after
+ *                        this many allocations (default 200000; 0: never):
+ *                        a plan needs a few steps, not a whole job
  * A pool that cannot be made is reported once on stderr; later mallocs on
  * that device return NULL at once (PyTorch raises OutOfMemoryError).
  */
@@ -50,6 +53,8 @@ static int torch_broken[TORCH_MAX_DEVICES]; /* creation failed: don't retry */
 static uint64_t torch_mallocs[TORCH_MAX_DEVICES];
 static uint64_t torch_failures[TORCH_MAX_DEVICES];
 static uint64_t torch_frees[TORCH_MAX_DEVICES];
+/* Allocations left to record for GPB_TORCH_PLAN_CACHE (0: not counting). */
+static int64_t torch_record_left[TORCH_MAX_DEVICES];
 static pthread_mutex_t torch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Free bytes on `device`, or 0 when unknown. */
@@ -145,6 +150,14 @@ static int torch_create(int device, gpb_pool_t **out) {
     if (access(path, R_OK) == 0) {
       plan = path; /* an earlier run's plan: follow it, record nothing */
     } else {
+      uint32_t most = 200000;
+      const char *m = getenv("GPB_TORCH_PLAN_CACHE_ALLOCS");
+      if (m && *m &&
+          (rc = gpb__parse_env_u32("GPB_TORCH_PLAN_CACHE_ALLOCS", m,
+                                   UINT32_MAX, "0 (no limit) to 4294967295",
+                                   &most)))
+        return rc;
+      torch_record_left[device] = most; /* read once the pool is published */
       memcpy(path + n, ".trace.gz", sizeof ".trace.gz");
       cfg.trace_path = path;
     }
@@ -216,6 +229,16 @@ void *gpb_torch_malloc(ptrdiff_t size, int device, void *stream) {
     return NULL;
   }
   __atomic_fetch_add(&torch_mallocs[device], 1, __ATOMIC_RELAXED);
+  /* The plan cache's recording: exactly one call takes the count to 0. */
+  if (GPB__UNLIKELY(__atomic_load_n(&torch_record_left[device],
+                                    __ATOMIC_RELAXED) > 0) &&
+      __atomic_sub_fetch(&torch_record_left[device], 1, __ATOMIC_RELAXED) == 0) {
+    int trc = gpb_pool_trace_stop(p);
+    fprintf(stderr, "gpubuddy: device %d: recorded enough allocations for "
+            "the plan cache; the recording stopped%s%s\n", device,
+            trc ? ": " : " (its plan is written at exit)",
+            trc ? gpb_last_error_detail() : "");
+  }
   return ptr;
 }
 
