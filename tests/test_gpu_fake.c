@@ -549,6 +549,8 @@ static void test_torch_plan_cache(void) {
   pid_t pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
+    fake_cuda_setup(6, (size_t)64 << 20); /* no pools yet: a device each */
+    fake_set_device(1);
     setenv("GPB_TORCH_POOL_SIZE", "1M", 1);
     setenv("GPB_TORCH_PLAN_CACHE", base, 1);
     void *a = gpb_torch_malloc(1000, 1, NULL), *b = gpb_torch_malloc(512, 1, NULL);
@@ -577,6 +579,24 @@ static void test_torch_plan_cache(void) {
     gpb_trace_close(tr);
     ASSERT_EQ(nops, 2);
     ASSERT_OK(gpb_torch_trace(0, NULL)); /* stopped already: nothing to do */
+    /* Stopped by hand first (save_plan), the count stops with it, so a
+     * trace started later (start_trace) keeps every op. */
+    setenv("GPB_TORCH_PLAN_CACHE_ALLOCS", "3", 1);
+    ASSERT(gpb_torch_malloc(512, 4, NULL) && gpb_torch_malloc(512, 4, NULL));
+    ASSERT_OK(gpb_torch_trace(4, NULL));
+    snprintf(f, sizeof f, "%s.own.trace", base);
+    ASSERT_OK(gpb_torch_trace(4, f));
+    for (int i = 0; i < 3; i++) ASSERT(gpb_torch_malloc(1024, 4, NULL));
+    ASSERT_OK(gpb_torch_trace(4, NULL));
+    nops = 0;
+    ASSERT_OK(gpb_trace_open(f, &tr));
+    while (gpb_trace_next(tr, &op) == 1) nops++;
+    gpb_trace_close(tr);
+    ASSERT_EQ(nops, 3);
+    unlink(f);
+    snprintf(f, sizeof f, "%s.4.trace.gz", base);
+    unlink(f);
+    snprintf(f, sizeof f, "%s.0.trace.gz", base);
     setenv("GPB_TORCH_PLAN_CACHE_ALLOCS", "many", 1);
     ASSERT(gpb_torch_malloc(512, 3, NULL) == NULL);
     ASSERT(strstr(gpb_last_error_detail(), "GPB_TORCH_PLAN_CACHE_ALLOCS"));

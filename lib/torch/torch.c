@@ -323,5 +323,8 @@ int gpb_torch_trace(int device, const char *path) {
   gpb_pool_t *p = gpb_torch_pool(device);
   if (!p) return gpb__fail(GPB_ENOTFOUND, "device %d has no gpubuddy pool",
                            device);
-  return path ? gpb_pool_trace_start(p, path) : gpb_pool_trace_stop(p);
+  if (path) return gpb_pool_trace_start(p, path);
+  /* Stopped by hand (save_plan): the plan cache's count is done too. */
+  __atomic_store_n(&torch_record_left[device], 0, __ATOMIC_RELAXED);
+  return gpb_pool_trace_stop(p);
 }
