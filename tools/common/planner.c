@@ -159,13 +159,39 @@ static void tix_query(plan_tix_t *t, uint64_t a, uint64_t b, uint32_t *out,
   }
 }
 
-/* Copies of each periodic entry never overlap in time: one offset can
- * serve them all. */
-static int period_disjoint(const plan_item_t *it, size_t m, size_t l,
-                           size_t p) {
+/* The first start, from l on, of a periodic part of period p (sizes
+ * repeating every p0 | p) that a longer run can follow: copies of an
+ * entry never overlap in time, so one offset serves them all, and no
+ * copy looks kept for good. A copy alive at the end that is older than
+ * every freed copy of its entry, or whose entry has none freed, is taken
+ * for one: a set-up block of the same size as a step's, which the next
+ * copy, in a longer run, would meet. Both push the start past them.
+ * Returns m when no start is left; *work counts the comparisons. */
+static size_t period_start(const plan_item_t *it, size_t m, size_t l,
+                           size_t p, size_t p0, uint64_t *work) {
+  size_t last = 0; /* 1 + the last copy overlapping its next one */
   for (size_t i = l; i + p < m; i++)
-    if (it[i].t1 > it[i + p].t0) return 0;
-  return 1;
+    if (it[i].t1 > it[i + p].t0) last = i + 1;
+  *work += m - l;
+  size_t at = last > l ? last : l;
+  while (at < m && *work < PLAN_PERIOD_WORK) {
+    l = at;
+    for (size_t c = l; c < l + p0 && c < m; c++) {
+      uint64_t life = 0;
+      int freed = 0;
+      for (size_t i = c; i < m; i += p0)
+        if (it[i].t1 < m) {
+          if (it[i].t1 - it[i].t0 > life) life = it[i].t1 - it[i].t0;
+          freed = 1;
+        }
+      for (size_t i = c; i < m; i += p0)
+        if (it[i].t1 >= m && (!freed || m - it[i].t0 > life) && i + 1 > at)
+          at = i + 1;
+    }
+    *work += 2 * (m - l);
+    if (at == l) return l;
+  }
+  return m;
 }
 
 /* The periodic part: the earliest L and shortest P (least L + P) with
@@ -189,10 +215,12 @@ static void find_period(const plan_item_t *it, size_t m, size_t *l,
     work += m - per - s + 1;
     if (m - s < 2 * per || m - s < m / 4 || s + per >= best) continue;
     for (size_t r = 1; r <= 8 && r * per <= m - s && s + r * per < best; r++) {
-      work += m - s;
-      if (!period_disjoint(it, m, s, r * per)) continue;
-      best = s + r * per;
-      bl = s;
+      size_t at = period_start(it, m, s, r * per, per, &work);
+      if (at >= m || m - at < 2 * per || m - at < m / 4 ||
+          r * per > m - at || at + r * per >= best)
+        continue;
+      best = at + r * per;
+      bl = at;
       bp = r * per;
       bp0 = per;
       break;
