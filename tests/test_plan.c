@@ -100,6 +100,21 @@ static void model_hook(const gpb_event_t *ev, void *user) {
 static uint64_t tally_placed, tally_requests, tally_stopped, tally_laps;
 static uint64_t tally_clean, tally_periodic;
 
+/* A best-fit pool of `size` bytes in MB units, following `plan`. */
+static gpb_pool_t *planned_pool(uint64_t size, const gpb_plan_t *plan) {
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_VIRTUAL;
+  cfg.pool_size = size;
+  cfg.min_block = MB;
+  cfg.policy = GPB_POLICY_BESTFIT;
+  cfg.flags = GPB_CFG_NO_ENV;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  ASSERT_OK(gpb_pool_set_plan(p, plan));
+  return p;
+}
+
 /* A periodic stream, as training makes: `pre` set-up allocations (some
  * freed later, some kept), then `nsteps` steps of `per` allocations of
  * the same sizes, each freed `lag` allocations after it (up to a whole
@@ -414,16 +429,7 @@ static void planner_run(uint64_t seed) {
   void **ptrs = calloc(q.nslots, sizeof *ptrs);
   ASSERT(ptrs);
   ASSERT_EQ(gpbt_seq_fits_plan(&q, ptrs, ext, MB, GPB_POLICY_BESTFIT, plan), 1);
-  gpb_config_t cfg;
-  gpb_config_init(&cfg);
-  cfg.backend = GPB_BACKEND_VIRTUAL;
-  cfg.pool_size = ext;
-  cfg.min_block = MB;
-  cfg.policy = GPB_POLICY_BESTFIT;
-  cfg.flags = GPB_CFG_NO_ENV;
-  gpb_pool_t *p;
-  ASSERT_OK(gpb_pool_create(&cfg, &p));
-  ASSERT_OK(gpb_pool_set_plan(p, plan));
+  gpb_pool_t *p = planned_pool(ext, plan);
   for (size_t i = 0; i < q.n; i++) {
     if (q.ops[i].alloc) {
       ASSERT_OK(gpb_alloc(p, q.ops[i].size, &ptrs[q.ops[i].slot]));
@@ -472,16 +478,7 @@ static void setup_like_step(size_t head, uint64_t lag, int *periodic) {
   gpb_plan_t *plan;
   ASSERT_OK(gpbt_plan_make(&h, MB, NULL, NULL, &plan));
   *periodic = gpb_plan_repeat_from(plan) < gpb_plan_count(plan);
-  gpb_config_t cfg;
-  gpb_config_init(&cfg);
-  cfg.backend = GPB_BACKEND_VIRTUAL;
-  cfg.pool_size = (gpb_plan_extent(plan) + MB - 1) / MB * MB;
-  cfg.min_block = MB;
-  cfg.policy = GPB_POLICY_BESTFIT;
-  cfg.flags = GPB_CFG_NO_ENV;
-  gpb_pool_t *p;
-  ASSERT_OK(gpb_pool_create(&cfg, &p));
-  ASSERT_OK(gpb_pool_set_plan(p, plan));
+  gpb_pool_t *p = planned_pool((gpb_plan_extent(plan) + MB - 1) / MB * MB, plan);
   void *ptrs[N];
   for (size_t i = 0; i < q.n; i++) {
     if (!q.ops[i].alloc) {
