@@ -471,14 +471,16 @@ static void setup_like_step(size_t head, uint64_t lag, int *periodic) {
     ASSERT_OK(gpbt_seq_push(&q, 1, t, MB - 100 * (t % PER)));
   }
   for (uint32_t k = 0; k < N; k++)
-    if (due[k] >= N && due[k] != UINT64_MAX) ASSERT_OK(gpbt_seq_push(&q, 0, k, 0));
+    if (due[k] >= N && due[k] != UINT64_MAX)
+      ASSERT_OK(gpbt_seq_push(&q, 0, k, 0));
   q.nslots = N;
   ASSERT_OK(gpbt_seq_peak(&q));
   seq_head(&q, PRE + PER * head, &h);
   gpb_plan_t *plan;
   ASSERT_OK(gpbt_plan_make(&h, MB, NULL, NULL, &plan));
   *periodic = gpb_plan_repeat_from(plan) < gpb_plan_count(plan);
-  gpb_pool_t *p = planned_pool((gpb_plan_extent(plan) + MB - 1) / MB * MB, plan);
+  uint64_t ext = (gpb_plan_extent(plan) + MB - 1) / MB * MB;
+  gpb_pool_t *p = planned_pool(ext, plan);
   void *ptrs[N];
   for (size_t i = 0; i < q.n; i++) {
     if (!q.ops[i].alloc) {
