@@ -103,6 +103,10 @@ typedef enum gpb_policy {
 #define GPB_NAME_MAX 64   /* publish names, including the NUL */
 #define GPB_MAX_ORDERS 48 /* orders 0..47 above min_block */
 #define GPB_MAX_TAGS 64   /* tags are 0..GPB_MAX_TAGS-1 */
+/* The tags the framework front ends give their allocations in a shared
+ * device pool (gpb_device_pool), so stats and views tell them apart. */
+#define GPB_TAG_TORCH 1
+#define GPB_TAG_CUPY 2
 
 typedef struct gpb_config {
   gpb_backend_t backend; /* default GPB_BACKEND_AUTO */
@@ -276,6 +280,10 @@ GPB_API int gpb_pool_info(const gpb_pool_t *pool, gpb_pool_info_t *out);
  * what is mapped and its budget, for a virtual pool 0, else pool_size. */
 GPB_API int gpb_pool_memory(const gpb_pool_t *pool, uint64_t *held,
                             uint64_t *limit);
+/* A GPB_CFG_VMM pool gives the device back the memory under no live
+ * block (after waiting for the device); a no-op for other pools, whose
+ * range is held until gpb_pool_destroy. Takes the pool's lock. */
+GPB_API int gpb_pool_trim(gpb_pool_t *pool);
 
 /* ------------------------------------------------------------------- stats */
 
@@ -319,6 +327,9 @@ GPB_API int gpb_pool_stats(const gpb_pool_t *pool, gpb_stats_t *out);
  * buf, like snprintf: at most len bytes with the terminating NUL; returns
  * the length the whole object needs (buf NULL and len 0 measure it). */
 GPB_API int gpb_stats_json(const gpb_stats_t *s, char *buf, size_t len);
+/* Starts the peaks (requested_peak, block_peak, free_peak) again from the
+ * current values, as torch.cuda.reset_peak_memory_stats does. */
+GPB_API int gpb_pool_reset_peaks(gpb_pool_t *pool);
 
 /* ------------------------------------------------------------------ events */
 
@@ -628,6 +639,15 @@ GPB_API int gpb_list_stale_pools(void (*fn)(const char *name, void *user),
 GPB_API int gpb_remove_stale_pool(const char *name);
 
 /* ----------------------------------------------------------------- PyTorch */
+
+/* The process's shared pool of CUDA device `device`, for the framework
+ * front ends (PyTorch's allocator, CuPy's): every caller gets the same
+ * pool, made at the first call from the GPB_TORCH_* settings below
+ * (GPB_TORCH_VMM: 1, the default, maps memory under live blocks only).
+ * A pool that cannot be made is reported once on stderr, and every later
+ * call fails at once with the same code. Thread-safe; the pools live
+ * until exit. */
+GPB_API int gpb_device_pool(int device, gpb_pool_t **out);
 
 /* Entry points for torch.cuda.memory.CUDAPluggableAllocator: ptrdiff_t is
  * ssize_t and void * is cudaStream_t on the ABI, so these match

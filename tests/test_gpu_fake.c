@@ -437,6 +437,7 @@ static void first_op_is_alloc(const char *path, uint64_t size) {
 static void test_torch(void) {
   setenv("GPB_TORCH_POOL_SIZE", "4M", 1);
   setenv("GPB_TORCH_POLICY", "buddy", 1);
+  setenv("GPB_TORCH_VMM", "0", 1); /* one plain range; VMM is the default */
   void *s0 = fake_stream_create(0);
   gpb_stats_t st;
   ASSERT_ERR(gpb_torch_stats(0, &st), GPB_ENOTFOUND);
@@ -552,6 +553,7 @@ static void test_torch_plan_cache(void) {
     fake_cuda_setup(6, (size_t)64 << 20); /* no pools yet: a device each */
     fake_set_device(1);
     setenv("GPB_TORCH_POOL_SIZE", "1M", 1);
+    setenv("GPB_TORCH_VMM", "0", 1); /* the fake reserves one VMM range */
     setenv("GPB_TORCH_PLAN_CACHE", base, 1);
     void *a = gpb_torch_malloc(1000, 1, NULL), *b = gpb_torch_malloc(512, 1, NULL);
     ASSERT(a && b);
@@ -736,6 +738,58 @@ static void test_vmm_args(void) {
   ASSERT_ERR(gpb_pool_memory(NULL, &held, &limit), GPB_EINVAL);
 }
 
+/* gpb_device_pool, in a child (the pools are the process's): one VMM pool
+ * per device by default, the same for every caller and the pluggable
+ * entry points; trim gives its idle pages back; the peaks restart. */
+static void test_device_pool(void) {
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    fake_cuda_setup(4, (size_t)64 << 20);
+    unsetenv("GPB_TORCH_VMM");
+    unsetenv("GPB_TORCH_POLICY");
+    setenv("GPB_TORCH_POOL_SIZE", "8M", 1);
+    gpb_pool_t *p = NULL, *q = NULL;
+    ASSERT_OK(gpb_device_pool(2, &p));
+    ASSERT_OK(gpb_device_pool(2, &q));
+    ASSERT(p && p == q && p == gpb_torch_pool(2));
+    uint64_t held, limit;
+    ASSERT_OK(gpb_pool_memory(p, &held, &limit));
+    ASSERT_U64_EQ(limit, 8 << 20); /* a budget: VMM is the default */
+    ASSERT_U64_EQ(held, 0);
+    void *v = gpb_torch_malloc(3 << 20, 2, NULL);
+    ASSERT(v);
+    gpb_stats_t st;
+    ASSERT_OK(gpb_pool_stats(p, &st));
+    ASSERT_U64_EQ(st.tag_bytes[GPB_TAG_TORCH], 3 << 20);
+    gpb_torch_free(v, 3 << 20, 2, NULL);
+    ASSERT_OK(gpb_torch_drain(2));
+    ASSERT_OK(gpb_pool_memory(p, &held, NULL));
+    ASSERT_U64_EQ(held, 4 << 20); /* two granules, kept mapped when idle */
+    uint64_t pages = fake_counts.vmm_pages;
+    ASSERT_OK(gpb_pool_trim(p));
+    ASSERT_OK(gpb_pool_memory(p, &held, NULL));
+    ASSERT_U64_EQ(held, 0);
+    ASSERT_U64_EQ(fake_counts.vmm_pages, pages - 2); /* back to the device */
+    ASSERT(gpb_torch_malloc(1 << 20, 2, NULL)); /* and it maps again */
+    ASSERT_OK(gpb_pool_stats(p, &st));
+    ASSERT_U64_EQ(st.block_peak, 3 << 20);
+    ASSERT_OK(gpb_pool_reset_peaks(p));
+    ASSERT_OK(gpb_pool_stats(p, &st));
+    ASSERT_U64_EQ(st.block_peak, 1 << 20);
+    ASSERT_ERR(gpb_pool_reset_peaks(NULL), GPB_EINVAL);
+    ASSERT_ERR(gpb_device_pool(-1, &q), GPB_EINVAL);
+    ASSERT(q == NULL);
+    setenv("GPB_TORCH_VMM", "maybe", 1); /* refused, then at once */
+    ASSERT_ERR(gpb_device_pool(3, &q), GPB_EINVAL);
+    ASSERT_ERR(gpb_device_pool(3, &q), GPB_EINVAL);
+    _exit(0);
+  }
+  int status;
+  ASSERT(waitpid(pid, &status, 0) == pid);
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void) {
   uint64_t rng = test_seed();
   fake_cuda_setup(4, (size_t)64 << 20);
@@ -759,6 +813,7 @@ int main(void) {
   ASSERT(fake_counts.vmm_unmaps > 0 && fake_counts.device_syncs > 0);
   ASSERT_U64_EQ(fake_counts.event_creates, fake_counts.event_destroys);
   test_torch_plan_cache();
+  test_device_pool();
   test_torch();
   printf("fake: %" PRIu64 " events made, %" PRIu64 " records, %" PRIu64
          " queries, %" PRIu64 " waits\n", fake_counts.event_creates,

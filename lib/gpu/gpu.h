@@ -77,6 +77,9 @@ GPB__HIDDEN void gpb__vmm_unuse(gpb__vmm_t *v, uint64_t off, uint64_t len);
 GPB__HIDDEN void gpb__vmm_usage(const gpb__vmm_t *v, uint64_t *mapped,
                                 uint64_t *limit);
 GPB__HIDDEN int gpb__vmm_check(const gpb__vmm_t *v);
+/* Unmaps every idle granule and releases every page no granule holds, so
+ * the device gets that memory back (after a device synchronize). */
+GPB__HIDDEN void gpb__vmm_trim(gpb__vmm_t *v);
 
 /* CUDA backends (backend-cuda.c): reserve one range and release it;
  * nothing else. */

@@ -262,6 +262,16 @@ void gpb__vmm_usage(const gpb__vmm_t *v, uint64_t *mapped, uint64_t *limit) {
   if (limit) *limit = v->max_pages << v->gshift;
 }
 
+void gpb__vmm_trim(gpb__vmm_t *v) {
+  int saved = gpb__cuda_enter(v->device);
+  if (v->nidle) vmm_reclaim(v);
+  for (uint64_t i = 0; i < v->nspare; i++) v->release(v->spare[i]);
+  v->nmade -= v->nspare;
+  v->nspare = 0;
+  cudaGetLastError();
+  gpb__cuda_leave(saved, v->device);
+}
+
 int gpb__vmm_check(const gpb__vmm_t *v) {
   uint64_t idle = 0, mapped = 0;
   for (uint64_t i = 0; i < v->ngran; i++) {
@@ -307,5 +317,6 @@ int gpb__vmm_check(const gpb__vmm_t *v) {
   (void)v;
   return 0;
 }
+void gpb__vmm_trim(gpb__vmm_t *v) { (void)v; }
 
 #endif

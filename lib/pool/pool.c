@@ -601,6 +601,26 @@ int gpb_pool_memory(const gpb_pool_t *cp, uint64_t *held, uint64_t *limit) {
   return 0;
 }
 
+int gpb_pool_trim(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  if (!p->vmm) return 0;
+  pthread_mutex_lock(&p->lock);
+  gpb__vmm_trim(p->vmm);
+  pthread_mutex_unlock(&p->lock);
+  return 0;
+}
+
+int gpb_pool_reset_peaks(gpb_pool_t *p) {
+  if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
+  gpb__pool_lock_all(p);
+  gpb_stats_t *s = &p->stats;
+  s->requested_peak = s->requested_bytes;
+  s->block_peak = s->block_bytes;
+  s->free_peak = s->free_bytes;
+  gpb__pool_unlock_all(p);
+  return 0;
+}
+
 int gpb_pool_info(const gpb_pool_t *p, gpb_pool_info_t *out) {
   if (!p || !out) return gpb__fail(GPB_EINVAL, "NULL argument");
   *out = p->info;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * torch.c: gpubuddy as PyTorch's CUDA allocator, through
- * torch.cuda.memory.CUDAPluggableAllocator.
+ * torch.c: each device's shared pool for the framework front ends
+ * (gpb_device_pool: PyTorch's C++ allocator, CuPy), and the entry points
+ * of torch.cuda.memory.CUDAPluggableAllocator, the fallback front end.
  *
  * PyTorch calls gpb_torch_malloc(size, device, stream) and
  * gpb_torch_free(ptr, size, device, stream) for every tensor storage (a
@@ -18,6 +19,9 @@
  *   GPB_TORCH_MIN_BLOCK  default 512 (PyTorch rounds sizes to 512)
  *   GPB_TORCH_POLICY     buddy, trim or bestfit; default bestfit, the
  *                        policy that needs the least memory
+ *   GPB_TORCH_VMM        1 (the default): pool_size is the memory the pool
+ *                        may map, under live blocks only (GPB_CFG_VMM);
+ *                        0: one plain device range of pool_size
  *   GPB_TORCH_PUBLISH    publish each pool live as NAME.DEVICE
  *   GPB_TORCH_VERBOSE    1: say on stderr why a malloc failed
  *   GPB_TORCH_PLAN       follow a placement plan (gpb_pool_set_plan) made
@@ -49,7 +53,7 @@
 #define TORCH_MAX_DEVICES 64
 
 static gpb_pool_t *torch_pool[TORCH_MAX_DEVICES];
-static int torch_broken[TORCH_MAX_DEVICES]; /* creation failed: don't retry */
+static int torch_broken[TORCH_MAX_DEVICES]; /* why creation failed: no retry */
 static uint64_t torch_mallocs[TORCH_MAX_DEVICES];
 static uint64_t torch_failures[TORCH_MAX_DEVICES];
 static uint64_t torch_frees[TORCH_MAX_DEVICES];
@@ -112,13 +116,11 @@ static int torch_create(int device, gpb_pool_t **out) {
   cfg.flags |= GPB_CFG_SOLO_STREAM;
   int rc = torch_pool_size(device, &cfg.pool_size);
   if (rc) return rc;
+  /* Memory only under live blocks, the default: the holes cost none. */
   const char *v = getenv("GPB_TORCH_VMM");
-  if (v && *v && strcmp(v, "0")) {
-    if (strcmp(v, "1"))
-      return gpb__fail(GPB_EINVAL, "GPB_TORCH_VMM=%s: expected 0 or 1", v);
-    /* Memory only under live blocks: the pool's holes cost none. */
-    cfg.flags |= GPB_CFG_VMM;
-  }
+  if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
+    return gpb__fail(GPB_EINVAL, "GPB_TORCH_VMM=%s: expected 0 or 1", v);
+  if (!v || !*v || !strcmp(v, "1")) cfg.flags |= GPB_CFG_VMM;
   const char *e = getenv("GPB_TORCH_MIN_BLOCK");
   if (e && *e && (rc = gpb_size_parse(e, &cfg.min_block)))
     return gpb__fail(rc, "GPB_TORCH_MIN_BLOCK=%s is not a size", e);
@@ -202,7 +204,7 @@ static gpb_pool_t *torch_get(int device) {
   if (!p && !torch_broken[device]) {
     int rc = torch_create(device, &p);
     if (rc) {
-      torch_broken[device] = 1;
+      __atomic_store_n(&torch_broken[device], rc, __ATOMIC_RELAXED);
       p = NULL;
       fprintf(stderr, "gpubuddy: cannot make the pool for device %d: %s: %s\n",
               device, gpb_strerror(rc), gpb_last_error_detail());
@@ -214,11 +216,28 @@ static gpb_pool_t *torch_get(int device) {
   return p;
 }
 
+int gpb_device_pool(int device, gpb_pool_t **out) {
+  *out = NULL;
+  if (device < 0 || device >= TORCH_MAX_DEVICES)
+    return gpb__fail(GPB_EINVAL, "device %d is out of range (0 to %d)", device,
+                     TORCH_MAX_DEVICES - 1);
+  gpb_pool_t *p = torch_get(device);
+  if (p) {
+    *out = p;
+    return 0;
+  }
+  int rc = __atomic_load_n(&torch_broken[device], __ATOMIC_RELAXED);
+  return gpb__fail(rc ? rc : GPB_ENOCUDA, "device %d has no pool: it could "
+                   "not be made (see the message printed at its first use)",
+                   device);
+}
+
 void *gpb_torch_malloc(ptrdiff_t size, int device, void *stream) {
   if (size <= 0) return NULL;
   gpb_pool_t *p = torch_get(device);
   void *ptr = NULL;
-  int rc = p ? gpb_alloc_ex(p, (size_t)size, 0, 0, stream, &ptr) : GPB_ENOCUDA;
+  int rc = p ? gpb_alloc_ex(p, (size_t)size, 0, GPB_TAG_TORCH, stream, &ptr)
+             : GPB_ENOCUDA;
   if (rc) {
     if (device >= 0 && device < TORCH_MAX_DEVICES)
       __atomic_fetch_add(&torch_failures[device], 1, __ATOMIC_RELAXED);
