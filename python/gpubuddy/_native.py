@@ -33,9 +33,11 @@ def lib():
     for name, res, args in (
             ("gpb_version", cp, []),
             ("gpb_strerror", cp, [i]),
+            ("gpb_size_parse", i, [cp, vp]),
             ("gpb_last_error_detail", cp, []),
             ("gpb_torch_pool", vp, [i]),
             ("gpb_pool_stats", i, [vp, vp]),
+            ("gpb_pool_memory", i, [vp, vp, vp]),
             ("gpb_pool_plan_info", i, [vp, vp]),
             ("gpb_stats_json", i, [vp, cp, sz]),
             ("gpb_torch_calls", i, [i, vp, vp, vp]),

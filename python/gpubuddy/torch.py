@@ -7,12 +7,20 @@
     print(gpubuddy.torch.stats())
 
 Each device the program uses gets its own pool, made at its first
-allocation. Exhaustion raises torch.cuda.OutOfMemoryError with gpubuddy's
-explanation, so PyTorch's fallbacks (cuDNN's smaller workspaces) and a
-program's own handlers work as with PyTorch's allocator. For one scope
-only (a KV cache, say), use mem_pool() with torch.cuda.use_mem_pool.
+allocation: by default a VMM pool, which maps memory only under live
+blocks, with a budget of 90% of the device's free memory. gpubuddy is
+installed as PyTorch's own CUDA allocator (a C++ subclass of c10's
+CUDAAllocator, built against this torch at first use), so
+torch.cuda.memory_stats and the rest, memory snapshots, CUDA graphs and
+torch.compile work as with PyTorch's allocator, and memory_stats() gains
+gpubuddy's fragmentation figures under "gpubuddy.*" keys. Exhaustion
+raises torch.cuda.OutOfMemoryError with gpubuddy's explanation. Without a
+C++ compiler it falls back to torch's pluggable allocator, with one
+warning line saying what will not work. For one scope only (a KV cache,
+say), use mem_pool() with torch.cuda.use_mem_pool.
 """
 import atexit
+import ctypes
 import os
 import sys
 
@@ -27,12 +35,74 @@ except ImportError:  # one line, naming what is missing
                       "is not installed") from None
 
 _POLICIES = ("buddy", "trim", "bestfit")
-_state = {"enabled": False, "alloc": None, "cache": None, "min_block": 512}
+_state = {"enabled": False, "alloc": None, "cache": None, "min_block": 512,
+          "native": False}
+_FALLBACK = ("gpubuddy: PyTorch's allocator interface could not be built "
+             "(%s); using torch's pluggable allocator instead, under which "
+             "torch.cuda.memory_stats, memory_allocated and the other stats, "
+             "_record_memory_history snapshots and torch.compile's CUDA "
+             "graphs raise errors\n")
+
+
+def _fail(fmt, *args):
+    raise GpubuddyError("gpubuddy: " + (fmt % args if args else fmt))
+
+
+def _check_pool_size(pool_size):
+    if isinstance(pool_size, bool) or not isinstance(pool_size, (int, str)):
+        _fail("pool_size must be bytes (int) or a string like '20G' or "
+              "'90%%', not %r", pool_size)
+    if isinstance(pool_size, int):
+        if pool_size <= 0:
+            _fail("pool_size must be > 0, not %d", pool_size)
+        return
+    text = pool_size.strip()
+    if text.endswith("%"):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            pct = -1.0
+        if not 0 < pct <= 100:
+            _fail("pool_size %r: a percentage must be in (0, 100]", pool_size)
+        return
+    out = ctypes.c_size_t()
+    if lib().gpb_size_parse(text.encode(), ctypes.byref(out)) or not out.value:
+        _fail("pool_size %r is not a size (bytes like '20G', '512M', or "
+              "'90%%' of the free memory)", pool_size)
+
+
+def _check_args(pool_size, policy, publish, min_block, trace):
+    """Every argument, at enable(): one GpubuddyError line, never a failure
+    later at the first CUDA allocation."""
+    if pool_size is not None:
+        _check_pool_size(pool_size)
+    if policy is not None and policy not in _POLICIES:
+        _fail("policy must be one of %s, not %r", ", ".join(_POLICIES), policy)
+    if min_block is not None:
+        if (isinstance(min_block, bool) or not isinstance(min_block, int) or
+                min_block < 16 or min_block > 1 << 30 or
+                min_block & (min_block - 1)):
+            _fail("min_block must be a power of two from 16 to 2**30 bytes, "
+                  "not %r", min_block)
+    if publish is not None:
+        if not isinstance(publish, str) or not publish or "/" in publish:
+            _fail("publish must be a name with no '/', like 'train', not %r",
+                  publish)
+        if len(publish) > 40:
+            _fail("publish name %r is too long (at most 40 characters)", publish)
+    if trace is not None:
+        if not isinstance(trace, (str, os.PathLike)) or not os.fspath(trace):
+            _fail("trace must be a file path, not %r", trace)
+        where = os.path.dirname(os.path.abspath(os.fspath(trace)))
+        if not os.path.isdir(where):
+            _fail("trace %r: no directory %r", os.fspath(trace), where)
 
 
 def _cache_name(plan_cache, policy, trace, plan):
     """enable(plan_cache=PATH): the base name of the device's plans,
     PATH.rRANK under torchrun (the library appends ".DEVICE")."""
+    if not isinstance(plan_cache, (str, os.PathLike)) or not os.fspath(plan_cache):
+        _fail("plan_cache must be a file path, not %r", plan_cache)
     if trace or plan:
         raise GpubuddyError("gpubuddy: plan_cache records and follows plans "
                             "itself; it excludes trace and plan")
@@ -48,22 +118,15 @@ def _cache_name(plan_cache, policy, trace, plan):
     return name if rank is None else "%s.r%s" % (name, rank)
 
 
-def _configure(pool_size, policy, publish, min_block, trace, vmm=False,
+def _configure(pool_size, policy, publish, min_block, trace, vmm=True,
                plan=None, cache=None):
     """Sets the GPB_TORCH_* variables the library reads when it makes each
     device's pool (at that device's first allocation)."""
+    _check_args(pool_size, policy, publish, min_block, trace)
     env = {}
     if pool_size is not None:
-        if isinstance(pool_size, bool) or not isinstance(pool_size, (int, str)):
-            raise GpubuddyError("gpubuddy: pool_size must be bytes (int) or a "
-                                "string like '20G' or '90%%', not %r" % (pool_size,))
-        if isinstance(pool_size, int) and pool_size <= 0:
-            raise GpubuddyError("gpubuddy: pool_size must be > 0, not %d" % pool_size)
-        env["GPB_TORCH_POOL_SIZE"] = str(pool_size)
+        env["GPB_TORCH_POOL_SIZE"] = str(pool_size).strip()
     if policy is not None:
-        if policy not in _POLICIES:
-            raise GpubuddyError("gpubuddy: policy must be one of %s, not %r"
-                                % (", ".join(_POLICIES), policy))
         env["GPB_TORCH_POLICY"] = policy
     if min_block is not None:
         env["GPB_TORCH_MIN_BLOCK"] = str(int(min_block))
@@ -73,7 +136,7 @@ def _configure(pool_size, policy, publish, min_block, trace, vmm=False,
         rank = os.environ.get("RANK")
         env["GPB_TORCH_PUBLISH"] = publish if rank is None else "%s.r%s" % (publish, rank)
     if trace:
-        env["GPB_TORCH_TRACE"] = trace
+        env["GPB_TORCH_TRACE"] = os.fspath(trace)
     if plan:
         plan = os.fspath(plan)
         if not (os.path.isfile(plan) or os.path.isfile(plan + ".0")):
@@ -93,76 +156,126 @@ def _configure(pool_size, policy, publish, min_block, trace, vmm=False,
     os.environ.update(env)
 
 
-def _shim_path():
-    """The C++ entry points that raise OutOfMemoryError, built against this
-    torch at first use (cached by torch and gpubuddy version)."""
-    from torch.utils import cpp_extension
+def _native_path():
+    """PyTorch's allocator interface over gpubuddy (_allocator.cpp), built
+    against this torch at first use and cached (gpubuddy._cppext)."""
+    from . import _cppext
     here = os.path.dirname(os.path.abspath(__file__))
     libdir = os.path.dirname(library_path())
-    tag = "%s-%s" % (_torch.__version__, lib().gpb_version().decode())
-    tag = "".join(c if c.isalnum() or c in "._-" else "_" for c in tag)
-    cache = os.path.join(os.environ.get("XDG_CACHE_HOME",
-                                        os.path.expanduser("~/.cache")),
-                         "gpubuddy", tag)
-    os.makedirs(cache, exist_ok=True)
-    name = "gpubuddy_oom"
-    cpp_extension.load(name=name, sources=[os.path.join(here, "_oom_shim.cpp")],
-                       extra_ldflags=["-L" + libdir, "-lgpubuddy",
-                                      "-Wl,-rpath," + libdir],
-                       build_directory=cache, is_python_module=False,
-                       verbose=False)
-    return os.path.join(cache, name + ".so")
+    inc = os.path.join(libdir, "include")  # the wheel's copy of gpubuddy.h
+    if not os.path.exists(os.path.join(inc, "gpubuddy.h")):
+        inc = os.path.join(here, "..", "..", "include")  # a clone
+    return _cppext.build("gpubuddy_torch_alloc",
+                         [os.path.join(here, "_allocator.cpp")],
+                         include_paths=[inc],
+                         ldflags=["-L" + libdir, "-lgpubuddy",
+                                  "-Wl,-rpath," + libdir, "-Wl,--version-script="
+                                  + os.path.join(here, "_allocator.map")])
 
 
-def _allocator(oom_error):
-    lib()  # loaded RTLD_GLOBAL before PyTorch opens either library
-    if oom_error:
-        return _torch.cuda.memory.CUDAPluggableAllocator(
-            _shim_path(), "gpbx_malloc", "gpbx_free")
+def _install_native():
+    """Installs the C++ allocator; False, with one warning line, when it
+    cannot be built (no compiler, or no CUDA headers)."""
+    lib()  # loaded RTLD_GLOBAL before the extension that links it
+    try:
+        path = _native_path()
+    except Exception as e:  # a build failure of any kind: fall back
+        why = str(e).strip().splitlines()
+        sys.stderr.write(_FALLBACK % (why[-1] if why else type(e).__name__))
+        return False
+    # RTLD_LOCAL: nothing else may bind to its symbols (it exports only
+    # gpbx_install) or to the C++ templates it instantiates.
+    ext = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+    err = ctypes.create_string_buffer(512)
+    if ext.gpbx_install(err, ctypes.c_size_t(len(err))) != 0:
+        raise GpubuddyError("gpubuddy.torch.enable() must be called before "
+                            "the first CUDA allocation; %s" % err.value.decode())
+    _state["native"] = True
+    _patch_memory_stats()
+    return True
+
+
+def _allocator():
+    """The pluggable fallback: the library's C entry points (NULL when the
+    pool is exhausted; PyTorch then raises its own OutOfMemoryError)."""
+    lib()
     return _torch.cuda.memory.CUDAPluggableAllocator(
         library_path(), "gpb_torch_malloc", "gpb_torch_free")
 
 
+def _patch_memory_stats():
+    """torch.cuda.memory_stats() gains gpubuddy's figures under keys of
+    its own ("gpubuddy.largest_free_bytes" ...), for each device with a
+    pool; every other key is PyTorch's, from gpubuddy's numbers."""
+    mem = _torch.cuda.memory
+    orig = mem.memory_stats
+    if getattr(orig, "_gpubuddy", False):
+        return
+
+    def memory_stats(device=None):
+        out = orig(device=device)
+        try:
+            st = stats(device)
+        except (GpubuddyError, RuntimeError, ValueError):
+            return out
+        for k in ("largest_free", "free_bytes", "internal_waste_bytes",
+                  "external_frag", "live_allocs", "failures", "held_bytes",
+                  "budget_bytes"):
+            out["gpubuddy." + k] = st[k]
+        return out
+    memory_stats._gpubuddy = True
+    memory_stats.__doc__ = orig.__doc__
+    mem.memory_stats = memory_stats
+    _torch.cuda.memory_stats = memory_stats
+
+
 def enable(pool_size=None, policy=None, publish=None, min_block=None,
-           trace=None, oom_error=True, vmm=False, plan=None, plan_cache=None):
+           trace=None, oom_error=True, vmm=True, plan=None, plan_cache=None):
     """Makes gpubuddy PyTorch's CUDA allocator, for every device.
 
     Call it before the first CUDA allocation. pool_size: bytes per device,
     as an int or a string ("20G", "90%" of the device's free memory at its
-    first allocation; default 90%). policy: "bestfit" (default: the least
-    memory), "trim" or "buddy". publish: a name to watch each pool live
-    under (gpubuddy-stat, gpubuddy-view) as NAME.DEVICE, or NAME.rRANK.DEVICE
+    first allocation; default 90%). vmm=True (the default): pool_size is
+    the memory the pool may hold, mapped 2 MiB at a time only under live
+    blocks of an address range four times larger, so holes between blocks
+    cost no memory (GPB_CFG_VMM); vmm=False: one plain range of pool_size,
+    held from the first allocation (needed to send CUDA tensors to other
+    processes). policy: "bestfit" (default: the least memory), "trim" or
+    "buddy". publish: a name to watch each pool live under
+    (gpubuddy-stat, gpubuddy-view) as NAME.DEVICE, or NAME.rRANK.DEVICE
     under torchrun. trace: record each device's pool to PATH.DEVICE
-    (X.DEVICE.gz, compressed, for a PATH X.gz).
-    oom_error=False uses the plain C entry points, which return NULL when
-    the pool is exhausted instead of raising OutOfMemoryError. vmm=True:
-    pool_size is the memory the pool may hold, mapped 2 MiB at a time only
-    under live blocks of an address range four times larger, so holes
-    between blocks cost no memory (GPB_CFG_VMM). plan: a placement plan
-    made from an earlier run's trace (gpubuddy-replay --plan-out); each
-    pool follows PATH.DEVICE if that file exists, else PATH, and places by
-    best fit wherever this run departs from it. plan_cache: plans kept
-    from run to run, with nothing else to run: a device with a plan at
-    PATH.DEVICE (PATH.rRANK.DEVICE under torchrun) follows it; one without
-    records this run and writes its plan there at exit, or at
-    save_plan(). Delete the files when the program changes.
+    (X.DEVICE.gz, compressed, for a PATH X.gz). oom_error=False uses
+    torch's pluggable allocator over the library's C entry points, which
+    return NULL when the pool is exhausted (and leaves PyTorch's memory
+    stats unavailable). plan: a placement plan made from an earlier run's
+    trace (gpubuddy-replay --plan-out); each pool follows PATH.DEVICE if
+    that file exists, else PATH, and places by best fit wherever this run
+    departs from it. plan_cache: plans kept from run to run, with nothing
+    else to run: a device with a plan at PATH.DEVICE (PATH.rRANK.DEVICE
+    under torchrun) follows it; one without records this run and writes
+    its plan there at exit, or at save_plan(). Delete the files when the
+    program changes. Every argument is checked here: a bad one raises
+    GpubuddyError.
     """
     if _state["enabled"]:
         raise GpubuddyError("gpubuddy.torch.enable() was already called")
+    cache = _cache_name(plan_cache, policy, trace, plan) \
+        if plan_cache is not None else None
+    _configure(pool_size, policy, publish, min_block, trace, vmm, plan, cache)
     if not _torch.cuda.is_available():
         raise GpubuddyError("gpubuddy.torch.enable(): PyTorch sees no CUDA "
                             "device (torch.cuda.is_available() is False)")
-    cache = _cache_name(plan_cache, policy, trace, plan) if plan_cache else None
-    _configure(pool_size, policy, publish, min_block, trace, vmm, plan, cache)
-    alloc = _allocator(oom_error)
-    try:
-        _torch.cuda.memory.change_current_allocator(alloc)
-    except RuntimeError as e:
-        raise GpubuddyError("gpubuddy.torch.enable() must be called before "
-                            "the first CUDA allocation; PyTorch's allocator is "
-                            "already in use (%s)" % str(e).splitlines()[0]) from None
+    if not (oom_error and _install_native()):
+        alloc = _allocator()
+        try:
+            _torch.cuda.memory.change_current_allocator(alloc)
+        except RuntimeError as e:
+            raise GpubuddyError("gpubuddy.torch.enable() must be called before "
+                                "the first CUDA allocation; PyTorch's allocator "
+                                "is already in use (%s)"
+                                % str(e).splitlines()[0]) from None
+        _state["alloc"] = alloc
     _state["enabled"] = True
-    _state["alloc"] = alloc
     if cache:
         _state["cache"] = cache
         _state["min_block"] = int(min_block) if min_block is not None else 512
@@ -171,7 +284,8 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
 
 def mem_pool(pool_size=None, policy=None, publish=None, min_block=None,
              oom_error=True):
-    """A torch.cuda.MemPool whose memory comes from gpubuddy, for one scope:
+    """A torch.cuda.MemPool whose memory comes from gpubuddy, for one scope
+    (oom_error is ignored: kept so that older calls work):
 
         pool = gpubuddy.torch.mem_pool(pool_size="8G")
         with torch.cuda.use_mem_pool(pool):
@@ -184,7 +298,7 @@ def mem_pool(pool_size=None, policy=None, publish=None, min_block=None,
         raise GpubuddyError("gpubuddy.torch.mem_pool() needs torch.cuda.MemPool "
                             "(PyTorch 2.5 or later); this is %s" % _torch.__version__)
     _configure(pool_size, policy, publish, min_block, None)
-    alloc = _allocator(oom_error)
+    alloc = _allocator()
     pool = _torch.cuda.MemPool(alloc.allocator())
     pool._gpubuddy_allocator = alloc  # keep the allocator alive with the pool
     return pool
@@ -200,12 +314,12 @@ def _device(device):
 
 def stats(device=None):
     """The device's pool stats as a dict (bytes used, free, requested,
-    largest free block, fragmentation, counts, free blocks per order),
+    largest free block, fragmentation, counts, free blocks per order,
+    held_bytes and budget_bytes: the memory it holds and may hold),
     with the PyTorch calls it served, and under "plan" how far it has
     followed enable(plan=...): entries, placed, busy (range taken),
     unmatched, stopped_at (the request it gave the plan up at, 0: none). Raises GpubuddyError when the device
     has no gpubuddy pool yet."""
-    import ctypes
     d = _device(device)
     l = lib()
     pool = l.gpb_torch_pool(d)
@@ -213,6 +327,10 @@ def stats(device=None):
         raise GpubuddyError("gpubuddy: device %d has no pool yet (no CUDA "
                             "allocation through gpubuddy on it)" % d)
     out = pool_stats(pool)
+    held, limit = ctypes.c_uint64(), ctypes.c_uint64()
+    check(l.gpb_pool_memory(pool, ctypes.byref(held), ctypes.byref(limit)),
+          "pool memory")
+    out.update(held_bytes=held.value, budget_bytes=limit.value)
     m, f, fr = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
     check(l.gpb_torch_calls(d, ctypes.byref(m), ctypes.byref(f), ctypes.byref(fr)),
           "torch calls")

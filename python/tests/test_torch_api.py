@@ -34,9 +34,45 @@ expect_error(lambda: gt.enable(plan=__file__, policy="buddy", oom_error=False),
              "a plan needs policy 'bestfit'")
 assert "GPB_TORCH_PLAN" not in os.environ
 
+# Every bad argument: one line at enable(), not at the first allocation.
+for kw, text in ((dict(pool_size="abc"), "is not a size"),
+                 (dict(pool_size="-1G"), "is not a size"),
+                 (dict(pool_size="150%"), "percentage must be in (0, 100]"),
+                 (dict(pool_size="0%"), "percentage must be in (0, 100]"),
+                 (dict(pool_size="x%"), "percentage must be in (0, 100]"),
+                 (dict(min_block=3), "min_block must be a power of two"),
+                 (dict(min_block=-1), "min_block must be a power of two"),
+                 (dict(min_block=2 ** 70), "min_block must be a power of two"),
+                 (dict(min_block="x"), "min_block must be a power of two"),
+                 (dict(publish="a/b"), "publish must be a name"),
+                 (dict(publish=123), "publish must be a name"),
+                 (dict(publish=""), "publish must be a name"),
+                 (dict(trace="/nonexistent/dir/run.trace"), "no directory"),
+                 (dict(plan_cache=""), "plan_cache must be a file path")):
+    expect_error(lambda: gt.enable(**kw), text)
+    assert not gt._state["enabled"]
+
+# With torch's C++ extension build unavailable (this stand-in has no
+# torch.utils), enable() falls back to the pluggable allocator, saying in
+# one line what will not work.
+import io
+err, sys.stderr = sys.stderr, io.StringIO()
+try:
+    gt.enable(pool_size="90%")
+    said = sys.stderr.getvalue()
+finally:
+    sys.stderr = err
+assert said.count("\n") == 1 and "pluggable allocator" in said, said
+assert "memory_stats" in said and "torch.compile" in said, said
+assert torch.cuda.memory.calls[-1][1:] == ("gpb_torch_malloc", "gpb_torch_free")
+assert os.environ["GPB_TORCH_VMM"] == "1"  # the default: a VMM pool
+gt._state["enabled"] = False
+torch.cuda.memory.in_use[0] = False
+
 os.environ["RANK"] = "1"
 gt.enable(pool_size="2G", policy="bestfit", publish="train", min_block=1024,
-          oom_error=False, plan=__file__)
+          oom_error=False, plan=__file__, vmm=False)
+assert os.environ["GPB_TORCH_VMM"] == "0"
 assert torch.cuda.memory.calls[-1] == (gpubuddy.library_path(), "gpb_torch_malloc",
                                        "gpb_torch_free"), torch.cuda.memory.calls
 assert os.environ["GPB_TORCH_POOL_SIZE"] == "2G"
