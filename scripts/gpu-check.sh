@@ -175,10 +175,13 @@ if [ "$BUILT" = yes ]; then
     step python-install 240 "python3 -m pip install -q --no-index --target '$BUILD/pysite' '$SRCDIR/python'"
     step python-smoke-enable 120 "PYTHONPATH='$BUILD/pysite' python3 '$SRCDIR/python/tests/torch_smoke.py' enable"
     step python-smoke-mempool 120 "PYTHONPATH='$BUILD/pysite' python3 '$SRCDIR/python/tests/torch_smoke.py' mem_pool"
+    # Every torch.cuda memory tool natively and under gpubuddy, side by side.
+    step torch-matrix 300 "PYTHONPATH='$BUILD/pysite' GPB_IMPORT_TORCH='$SRCDIR/tools/gpubuddy-import-torch' python3 '$SRCDIR/python/tests/torch_matrix.py' --out '$OUT' --jobs 8"
   else
     record torch-compare SKIP "python3 cannot import torch with CUDA"
     record torch-traces SKIP "python3 cannot import torch with CUDA"
     record python-smoke SKIP "python3 cannot import torch with CUDA"
+    record torch-matrix SKIP "python3 cannot import torch with CUDA"
   fi
 fi
 

@@ -4,8 +4,9 @@
 workloads, side by side on one GPU (issue: PyTorch, first class).
 
     memory_compare.py base --out DIR --replay PATH [--workloads resnet,gpt,infer]
-    memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-null,gpubuddy-vmm]
+    memory_compare.py caps --out DIR [--allocators default,expandable,gpubuddy,gpubuddy-plain,gpubuddy-null]
     memory_compare.py caps --out DIR --grid 32 --near COARSE/caps.json
+    memory_compare.py caps --out DIR --grid 32 --hint 1.06
     memory_compare.py steps --out DIR [--runs 3] [--versus gpubuddy,gpubuddy:8589934592] [--fork]
 
 base: each workload runs twice under PyTorch's allocator and twice under
@@ -17,6 +18,9 @@ fraction) or pool size (gpubuddy) on a 128 MiB grid with which the
 workload still runs, each try a fresh process (workloads.py); tries run
 several at a time when their caps fit on the GPU together. It searches
 between peak live bytes and a size known to run, k sizes a round.
+Without base.json (caps alone), one run of each workload under PyTorch's
+allocator gives its peak live bytes; --hint R starts each search at R x
+that peak, and widens it when that size fails.
 steps: step time alone, nothing traced: each workload runs --runs times
 under each allocator, in turn (default, then each of --versus), with
 more steps than base (resnet 30, gpt 20, infer 120: its 60 shapes twice,
@@ -224,12 +228,33 @@ def search(w, alloc, lo, hi, par, gpu_bytes, G=G, hi_runs=False):
     return hi, tries
 
 
+def peaks(a):
+    """Without base.json: each workload's peak live bytes from one run
+    under PyTorch's allocator, all at once (no trace, no step times)."""
+    ps = {w: run(w, "default") for w in a.workloads}
+    b = {}
+    for w, p in ps.items():
+        x = result(p)
+        if not x["ok"]:
+            sys.exit("memory_compare: %s failed under PyTorch's allocator: %s"
+                     % (w, x.get("error")))
+        b[w] = {"peak_live": x["peak_live"], "peak_reserved": x["peak_reserved"],
+                "predicted_min_pool": None, "losses_equal": None,
+                "default_repeatable": None, "step_ms_default": [],
+                "step_ms_gpubuddy": []}
+    return b
+
+
 def caps(a):
     import torch
     gpu = torch.cuda.get_device_properties(0).total_memory
     name = torch.cuda.get_device_name(0)
-    with open(os.path.join(a.out, "base.json")) as f:
-        b = json.load(f)
+    path = os.path.join(a.out, "base.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            b = json.load(f)
+    else:
+        b = peaks(a)
     res = {"gpu": name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     grid = a.grid << 20
     near = {}
@@ -247,6 +272,8 @@ def caps(a):
             lo = peak
             if old:  # a coarser search ran it at old and failed a step below
                 hi, lo = old, max(peak, old - near.get("grid", G))
+            elif a.hint:  # a guess at the ratio; checked first, widened if short
+                hi = int(peak * a.hint) + grid
             elif alloc.startswith("gpubuddy"):
                 hi = (b[w]["predicted_min_pool"] or int(peak * 1.3)) + grid
             else:
@@ -268,7 +295,7 @@ def gib(x):
 
 
 def table(out, b, c):
-    cols = [x for x in ("default", "expandable", "gpubuddy", "gpubuddy-null", "gpubuddy-vmm")
+    cols = [x for x in ("default", "expandable", "gpubuddy", "gpubuddy-plain", "gpubuddy-null")
             if any(x in c.get(w, {}) for w in b)]
     lines = ["Smallest cap or pool that runs (%d MiB grid), %s, %s" % (
                  c.get("grid", G) >> 20, c["gpu"], c["date"]),
@@ -285,7 +312,8 @@ def table(out, b, c):
         sg = "/".join("%.1f" % v for v in b[w]["step_ms_gpubuddy"] if v)
         lines.append("| %s | %s | %s | %s | %s ; %s |" % (
             w, gib(b[w]["peak_live"]), " | ".join(cells),
-            "yes" if b[w]["losses_equal"] else "no (PyTorch repeatable: %s)" % b[w]["default_repeatable"],
+            "n/a" if b[w]["losses_equal"] is None else "yes" if b[w]["losses_equal"]
+            else "no (PyTorch repeatable: %s)" % b[w]["default_repeatable"],
             sd, sg))
     with open(os.path.join(out, "memory.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -304,6 +332,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--grid", type=int, default=128,
                     help="caps: the search's step in MiB")
+    ap.add_argument("--hint", type=float, default=None,
+                    help="caps: start each search at peak live x HINT "
+                    "(checked first), not at the traced prediction")
     ap.add_argument("--near", help="caps: a coarser run's caps.json; each "
                     "search starts from its result, one coarse step down")
     ap.add_argument("--versus", default="gpubuddy",

@@ -17,11 +17,13 @@ free cost through each allocator). Models are built from their
 configurations with random weights: nothing is downloaded.
 
 ALLOCATOR: default (PyTorch's caching allocator), expandable (the same
-with expandable_segments:True), gpubuddy (gpubuddy.torch.enable, which
-raises OutOfMemoryError), gpubuddy-vmm (the same with vmm=True: memory
-mapped only under live blocks), gpubuddy-null (the plain C entry points, which
-return NULL on exhaustion). --cap is PyTorch's per-process cap
-(set_per_process_memory_fraction) or gpubuddy's pool size.
+with expandable_segments:True), gpubuddy (gpubuddy.torch.enable() with its
+defaults: PyTorch's allocator interface over a VMM pool, memory mapped
+only under live blocks), gpubuddy-plain (the same over one plain range,
+vmm=False), gpubuddy-null (torch's pluggable allocator over the plain C
+entry points, which return NULL on exhaustion). --cap is PyTorch's
+per-process cap (set_per_process_memory_fraction) or gpubuddy's pool
+size (a VMM pool's memory budget).
 
 --alternate runs the workload under each allocator in turn, --rounds
 times, each run in a child forked from one process that has imported
@@ -34,9 +36,9 @@ whole; docs/GPU.md).
 The JSON: ok (ran every step), error (the first line of what stopped
 it), losses (one number per step: the training loss, or a checksum of
 the logits), step_ms (wall time per step, after a synchronize),
-peak_live (torch.cuda.max_memory_allocated, PyTorch allocators only),
-allocs (allocations made, PyTorch allocators only) and gpubuddy's stats
-at the end (its allocs among them).
+peak_live and peak_reserved (torch.cuda.max_memory_allocated and
+max_memory_reserved; not under gpubuddy-null), allocs (allocations made)
+and gpubuddy's stats at the end (its allocs among them).
 """
 import argparse
 import json
@@ -108,7 +110,8 @@ def build(torch, name, dev):
     return step
 
 
-ALLOCATORS = ["default", "expandable", "gpubuddy", "gpubuddy-null", "gpubuddy-vmm"]
+ALLOCATORS = ["default", "expandable", "gpubuddy", "gpubuddy-plain",
+              "gpubuddy-null"]
 
 
 def one(a, steps):
@@ -122,7 +125,7 @@ def one(a, steps):
         import gpubuddy.torch as gt
         gt.enable(pool_size=a.cap or "90%", policy=a.policy, trace=a.trace,
                   oom_error=a.allocator != "gpubuddy-null",
-                  vmm=a.allocator == "gpubuddy-vmm", plan=a.plan,
+                  vmm=a.allocator != "gpubuddy-plain", plan=a.plan,
                   plan_cache=a.plan_cache)
     dev = torch.device("cuda", 0)
     if a.cap and not a.allocator.startswith("gpubuddy"):
@@ -154,7 +157,7 @@ def one(a, steps):
                 gt.stop_trace(0)
         except Exception as e:
             out["gpubuddy"] = {"error": str(e)}
-    else:
+    if a.allocator != "gpubuddy-null":
         out["peak_live"] = torch.cuda.max_memory_allocated(0)
         out["peak_reserved"] = torch.cuda.max_memory_reserved(0)
         out["allocs"] = torch.cuda.memory_stats(0).get("allocation.all.allocated", 0)
