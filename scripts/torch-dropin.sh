@@ -6,6 +6,8 @@
 # then runs PHASE with its results in OUT:
 #   matrix      every torch.cuda memory tool natively and under gpubuddy,
 #               each check a fresh process (python/tests/torch_matrix.py)
+#   base        losses, step times and traces of the three workloads
+#               (memory_compare.py base; ARGS go there)
 #   caps        the smallest size each allocator runs the three workloads
 #               in (samples/torch/memory_compare.py caps; ARGS go there)
 #   steps       step time and alloc+free cost, paired rounds
@@ -25,9 +27,9 @@ export GPB_IMPORT_TORCH="$work/src/tools/gpubuddy-import-torch"
 src=$work/src
 case $phase in
   matrix) exec python3 "$src/python/tests/torch_matrix.py" --out "$out" "$@" ;;
-  caps|steps) exec python3 "$src/samples/torch/memory_compare.py" "$phase" \
+  base|caps|steps) exec python3 "$src/samples/torch/memory_compare.py" "$phase" \
       --out "$out" --replay "$work/build/tools/gpubuddy-replay" "$@" ;;
   frameworks) exec python3 "$src/samples/torch/frameworks.py" --out "$out" "$@" ;;
-  *) echo "torch-dropin.sh: unknown phase '$phase' (matrix, caps, steps or frameworks)" >&2
+  *) echo "torch-dropin.sh: unknown phase '$phase' (matrix, base, caps, steps or frameworks)" >&2
      exit 2 ;;
 esac

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """workloads.py: one run of a real PyTorch workload under one allocator, as
-one JSON line on stdout. scripts/torch-memory.sh runs it many times, each
-in a fresh process, to compare allocators side by side on one GPU.
+one JSON line on stdout. scripts/torch-dropin.sh (base, caps, steps) runs
+it many times, each in a fresh process, to compare allocators side by side
+on one GPU.
 
     workloads.py WORKLOAD ALLOCATOR [--cap BYTES] [--steps N] [--trace PATH]
                  [--plan PATH]
