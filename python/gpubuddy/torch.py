@@ -205,8 +205,9 @@ def _allocator():
 
 def _patch_memory_stats():
     """torch.cuda.memory_stats() gains gpubuddy's figures under keys of
-    its own ("gpubuddy.largest_free_bytes" ...), for each device with a
-    pool; every other key is PyTorch's, from gpubuddy's numbers."""
+    its own ("gpubuddy.largest_free", "gpubuddy.held_bytes" ...), for
+    each device with a pool; every other key is PyTorch's, from gpubuddy's
+    numbers."""
     mem = _torch.cuda.memory
     orig = mem.memory_stats
     if getattr(orig, "_gpubuddy", False):
