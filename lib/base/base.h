@@ -125,6 +125,22 @@ static inline uint64_t gpb__hash64(uint64_t key) {
   return key;
 }
 
+/* ------------------------------------------------------------ arithmetic */
+
+/* The least k with 2^k >= n (0 for n <= 1): the order of the block a
+ * request of n units needs. */
+static inline uint32_t gpb__ceil_log2(uint64_t n) {
+  return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
+}
+
+/* Bytes to whole units of 2^shift bytes, rounding up; 0 when bytes is
+ * more than `limit` (the pool's managed bytes: such a request cannot be
+ * placed, and the sum could overflow). */
+static inline uint64_t gpb__units(uint64_t bytes, uint32_t shift,
+                                  uint64_t limit) {
+  return bytes > limit ? 0 : (bytes + (1ull << shift) - 1) >> shift;
+}
+
 /* The slot of `key` in a direct-mapped cache of 2^bits slots (0 < bits
  * < 64), one that may drop entries: Fibonacci hashing, one multiply whose
  * top bits depend on every bit of the key. Where a miss costs less than

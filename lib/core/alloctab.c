@@ -107,33 +107,30 @@ int gpb__atab_grow(gpb__atab_t *t) {
 
 int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
   gpb_assert(gpb__atab_find(t, unit) == NULL); /* one record per unit */
-  atab_migrate(t, ATAB_MOVE_PER_CALL);
+  if (GPB__UNLIKELY(t->old != NULL)) atab_migrate(t, ATAB_MOVE_PER_CALL);
   int rc = gpb__atab_room(t);
   if (rc) return rc;
-  gpb__arec_t r = *rec;
-  r.key = unit + 1;
-  atab_put(t, &r);
+  uint64_t mask = t->cap - 1, key = unit + 1;
+  uint64_t i = gpb__hash64(key) & mask;
+  while (t->cur[i].key != 0) i = (i + 1) & mask;
+  t->cur[i] = *rec;
+  t->cur[i].key = key;
+  t->used++;
   return 0;
 }
 
-void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
-  uint64_t key = unit + 1;
-  if (t->old) {
-    gpb__arec_t *r = atab_probe(t->old, t->old_cap, key);
-    if (r) {
-      r->key = ATAB_TOMB;
-      t->old_live--;
-      atab_migrate(t, ATAB_MOVE_PER_CALL);
-      return;
-    }
-  }
+/* Removes the record in the old table's slot r (a tombstone: the old
+ * table only drains). */
+static void atab_remove_old(gpb__atab_t *t, gpb__arec_t *r) {
+  r->key = ATAB_TOMB;
+  t->old_live--;
+  atab_migrate(t, ATAB_MOVE_PER_CALL);
+}
+
+/* Removes the record in the current table's slot i. Backward-shift
+ * deletion keeps probe chains unbroken without tombstones. */
+static void atab_remove_cur(gpb__atab_t *t, uint64_t i) {
   uint64_t mask = t->cap - 1;
-  uint64_t i = gpb__hash64(key) & mask;
-  while (t->cur[i].key != key) {
-    if (t->cur[i].key == 0) return;
-    i = (i + 1) & mask;
-  }
-  /* Backward-shift deletion keeps probe chains unbroken without tombstones. */
   uint64_t j = i;
   for (;;) {
     j = (j + 1) & mask;
@@ -146,7 +143,33 @@ void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
   }
   t->cur[i].key = 0;
   t->used--;
-  atab_migrate(t, ATAB_MOVE_PER_CALL);
+  if (GPB__UNLIKELY(t->old != NULL)) atab_migrate(t, ATAB_MOVE_PER_CALL);
+}
+
+void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
+  uint64_t key = unit + 1;
+  if (t->old) {
+    gpb__arec_t *r = atab_probe(t->old, t->old_cap, key);
+    if (r) {
+      atab_remove_old(t, r);
+      return;
+    }
+  }
+  uint64_t mask = t->cap - 1;
+  uint64_t i = gpb__hash64(key) & mask;
+  while (t->cur[i].key != key) {
+    if (t->cur[i].key == 0) return;
+    i = (i + 1) & mask;
+  }
+  atab_remove_cur(t, i);
+}
+
+void gpb__atab_remove_rec(gpb__atab_t *t, gpb__arec_t *r) {
+  uintptr_t a = (uintptr_t)r, c = (uintptr_t)t->cur;
+  if (a >= c && a < c + t->cap * sizeof *r)
+    atab_remove_cur(t, (uint64_t)(r - t->cur));
+  else
+    atab_remove_old(t, r);
 }
 
 int gpb__atab_reserve(gpb__atab_t *t, uint64_t n) {

@@ -121,7 +121,6 @@ static inline void clear_free(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   b->nfree[k]--;
 }
 
-static void buddy_set_roots(gpb__buddy_t *b);
 
 /* Caller guarantees (k, i) is a free block and k >= 1. */
 static void buddy_split(gpb__buddy_t *b, uint32_t k, uint64_t i, int emit) {
@@ -142,14 +141,20 @@ static void buddy_merge_up(gpb__buddy_t *b, uint32_t k, uint64_t i) {
     i >>= 1;
     gpb__emit_sm(b, GPB_EV_MERGE, k, i);
   }
-  set_free(b, k, i);
+  /* set_free, less its pair test: the loop just found no free buddy. */
+  gpb__bits_set(&b->freeb[k], i);
+  b->nfree[k]++;
 }
 
 /* Frees (k, i). When its buddy is free and the order has room for one
  * more pair, the two stay unmerged; the pair is listed in dq. */
 static void buddy_release_block(gpb__buddy_t *b, uint32_t k, uint64_t i) {
-  if (b->npairs[k] < b->defer_cap && has_buddy(b, k, i) &&
-      gpb__bits_test(&b->freeb[k], i ^ 1)) {
+  if (!has_buddy(b, k, i) || !gpb__bits_test(&b->freeb[k], i ^ 1)) {
+    gpb__bits_set(&b->freeb[k], i); /* no pair made, nothing to merge */
+    b->nfree[k]++;
+    return;
+  }
+  if (b->npairs[k] < b->defer_cap) {
     uint64_t parent = i >> 1;
     uint32_t n = 0, dup = 0;
     /* Drop entries whose pair an allocation has since broken. */
@@ -198,12 +203,9 @@ void gpb__buddy_coalesce(gpb__buddy_t *b) {
 /* Levels of the merged view that gpb__buddy_merged sorts on the stack. */
 #define BUDDY_MERGED_STACK 128
 
-size_t gpb__buddy_merged(const gpb__buddy_t *b, const uint64_t *xs, size_t nx,
-                         int64_t *d, uint64_t *top, size_t ntop) {
+size_t gpb__pow2_merged(const gpb__buddy_t *b, const uint64_t *xs, size_t nx,
+                        int64_t *d, uint64_t *top, size_t ntop) {
   size_t n = nx, ntopped = 0;
-  /* Best fit merges at once: its free blocks are coalesced already (and
-   * it keeps no per-order bitsets to look buddies up in). */
-  if (b->exts) return gpb__fit_merged(b, xs, nx, d);
   if (b->list_pairs) {
     n += b->nplist;
   } else {
@@ -271,114 +273,37 @@ size_t gpb__buddy_merged(const gpb__buddy_t *b, const uint64_t *xs, size_t nx,
   return ntopped;
 }
 
-int gpb__buddy_init(gpb__buddy_t *b, uint64_t nunits, uint32_t min_shift,
-                    gpb_policy_t policy) {
-  memset(b, 0, sizeof *b);
-  if (nunits == 0) return gpb__fail(GPB_EINVAL, "pool holds no whole block");
-  uint32_t top = 63u - (uint32_t)__builtin_clzll(nunits);
-  if (top >= GPB_MAX_ORDERS)
-    return gpb__fail(GPB_EINVAL, "pool needs %u orders; at most %d", top + 1,
-                     GPB_MAX_ORDERS);
-  b->nunits = nunits;
-  b->min_shift = min_shift;
-  b->norders = top + 1;
-  b->policy = policy;
-  b->defer_cap = GPB__DEFER_MAX;
-  b->cap = b->norders - 1;
-  /* A best-fit core keeps its free blocks as runs (fit.c), not bits. */
-  for (uint32_t k = 0; policy != GPB_POLICY_BESTFIT && k < b->norders; k++) {
-    int rc = gpb__bits_init(&b->freeb[k], nunits >> k);
-    if (rc) {
-      gpb__buddy_fini(b);
-      return gpb__fail(rc, "no host memory for the order-%u bitset", k);
-    }
+int gpb__pow2_init(gpb__buddy_t *b) {
+  for (uint32_t k = 0; k < b->norders; k++) {
+    int rc = gpb__bits_init(&b->freeb[k], b->nunits >> k);
+    if (rc) return gpb__fail(rc, "no host memory for the order-%u bitset", k);
   }
-  if (gpb__bits_init(&b->starts, nunits) || gpb__atab_init(&b->atab, 1024)) {
-    gpb__buddy_fini(b);
-    return gpb__fail(GPB_EHOSTMEM, "no host memory for the allocation table");
-  }
-  if (policy == GPB_POLICY_BESTFIT) {
-    b->exts = calloc(1, sizeof *b->exts);
-    if (!b->exts || gpb__exts_init(b->exts, 1)) {
-      free(b->exts);
-      b->exts = NULL;
-      gpb__buddy_fini(b);
-      return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
-    }
-    /* An eighth of the pool or more goes to the end of its run: such
-     * requests then stack down from the top of the pool, clear of where
-     * the small ones settle (docs/DESIGN.md, placement). */
-    if (nunits >= 8) b->exts->high = nunits >> 3;
-  }
-  /* calloc'ed bitsets are zero already; not touching them keeps creating
-   * even an 80 GiB pool's metadata to a few page faults. */
-  buddy_set_roots(b);
   return 0;
 }
 
-int gpb__buddy_init_arena(gpb__buddy_t *b, uint64_t nunits,
-                          uint32_t min_shift, gpb_policy_t policy,
-                          uint32_t cap) {
-  int rc = gpb__buddy_init(b, nunits, min_shift, policy);
-  if (rc) return rc;
-  if (b->exts) { /* best fit: no run until a superblock is adopted */
-    b->cap = cap < b->norders ? cap : b->norders - 1;
-    b->bounded = 1;
-    gpb__exts_fini(b->exts); /* again, with a tail slot per superblock */
-    if (gpb__exts_init(b->exts, ((nunits - 1) >> b->cap) + 1)) {
-      gpb__buddy_fini(b);
-      return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
-    }
-    return 0;
-  }
+void gpb__pow2_init_arena(gpb__buddy_t *b) {
   /* Drop the roots init set: an arena owns only what it is lent. */
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {
-    if (nunits & (1ull << k)) {
+    if (b->nunits & (1ull << k)) {
       clear_free(b, (uint32_t)k, start >> k);
       start += 1ull << k;
     }
   }
-  b->cap = cap < b->norders ? cap : b->norders - 1;
-  return 0;
 }
 
-int gpb__buddy_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
-  if (b->exts) return gpb__fit_adopt(b, i << k);
+void gpb__pow2_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   gpb_assert(node_valid(b, k, i) && !gpb__bits_test(&b->freeb[k], i));
   set_free(b, k, i);
-  return 0;
 }
 
-void gpb__buddy_disown(gpb__buddy_t *b, uint32_t k, uint64_t i) {
-  if (b->exts) {
-    gpb__fit_disown(b, i << k);
-    return;
-  }
+void gpb__pow2_disown(gpb__buddy_t *b, uint32_t k, uint64_t i) {
   gpb_assert(is_free(b, k, i));
   clear_free(b, k, i);
 }
 
-void gpb__buddy_fini(gpb__buddy_t *b) {
-  for (uint32_t k = 0; k < GPB_MAX_ORDERS; k++)
-    if (b->freeb[k].nlev) gpb__bits_fini(&b->freeb[k]);
-  if (b->starts.nlev) gpb__bits_fini(&b->starts);
-  gpb__atab_fini(&b->atab);
-  if (b->exts) {
-    gpb__exts_fini(b->exts);
-    free(b->exts);
-  }
-  free(b->plist);
-  gpb__plan_unbind(b->plan);
-  memset(b, 0, sizeof *b);
-}
-
 /* Marks the roots free. The bitsets must be all zero. */
-static void buddy_set_roots(gpb__buddy_t *b) {
-  if (b->exts) {
-    gpb__fit_roots(b); /* the roots are one run */
-    return;
-  }
+void gpb__pow2_set_roots(gpb__buddy_t *b) {
   gpb_assert_expensive(gpb__bits_first(&b->freeb[0]) == UINT64_MAX);
   uint64_t start = 0;
   for (int k = (int)b->norders - 1; k >= 0; k--) {
@@ -389,33 +314,6 @@ static void buddy_set_roots(gpb__buddy_t *b) {
   }
 }
 
-void gpb__buddy_reset(gpb__buddy_t *b) {
-  memset(b->fpend, 0, sizeof b->fpend); /* the counters are reset too */
-  b->fpending = 0;
-  b->fsync = 0;
-  for (uint32_t k = 0; k < b->norders; k++) {
-    if (b->freeb[k].nlev) gpb__bits_zero(&b->freeb[k]);
-    b->nfree[k] = 0;
-    b->npairs[k] = 0;
-    b->ndq[k] = 0;
-  }
-  b->nplist = 0;
-  b->plist_lost = 0;
-  gpb__atab_clear(&b->atab);
-  gpb__bits_zero(&b->starts);
-  if (b->exts) gpb__exts_clear(b->exts);
-  if (b->plan) gpb__plan_rewind(b->plan); /* followed from the start */
-  buddy_set_roots(b);
-}
-
-size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b) {
-  size_t n = sizeof *b + gpb__atab_bytes(&b->atab) + gpb__bits_bytes(&b->starts);
-  if (b->exts)
-    n += gpb__exts_bytes(b->exts);
-  for (uint32_t k = 0; k < b->norders; k++) n += gpb__bits_bytes(&b->freeb[k]);
-  return n;
-}
-
 void gpb__buddy_prefault(gpb__buddy_t *b) {
   for (uint32_t k = 0; k < b->norders; k++) gpb__bits_prefault(&b->freeb[k]);
   gpb__bits_prefault(&b->starts);
@@ -423,10 +321,6 @@ void gpb__buddy_prefault(gpb__buddy_t *b) {
 
 uint32_t gpb__buddy_num_roots(const gpb__buddy_t *b) {
   return (uint32_t)__builtin_popcountll(b->nunits);
-}
-
-static uint32_t ceil_log2(uint64_t n) {
-  return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
 }
 
 /* Splits the free block containing node (k, i) down until (k, i) is a free
@@ -484,8 +378,21 @@ static inline void buddy_split_left(gpb__buddy_t *b, uint32_t j, uint64_t i,
   set_free(b, j, i);
 }
 
-int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
-  if (b->exts) return gpb__fit_lend(b, k, unit);
+/* Splits the free block (j, i) down its left edge to order k and takes
+ * the block (k, i << (j - k)): as buddy_split_left, then clearing that
+ * block's free bit, without setting and clearing it. */
+static inline void buddy_take_left(gpb__buddy_t *b, uint32_t j, uint64_t i,
+                                   uint32_t k) {
+  clear_free(b, j, i);
+  while (j > k) {
+    gpb__emit_sm(b, GPB_EV_SPLIT, j, i);
+    j--;
+    i <<= 1;
+    set_free(b, j, i + 1);
+  }
+}
+
+int gpb__pow2_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
   uint32_t j = buddy_find(b, k);
   if (j == b->norders) return GPB_ENOMEM;
   uint64_t i = gpb__bits_first(&b->freeb[j]);
@@ -500,37 +407,25 @@ int gpb__buddy_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit) {
   return 0;
 }
 
-int gpb__buddy_unlend(gpb__buddy_t *b, uint64_t u) {
-  gpb__arec_t *r = u < b->nunits ? gpb__atab_find(&b->atab, u) : NULL;
-  if (!r || r->tag != GPB__TAG_LENT)
-    return gpb__fail(GPB_ECORRUPT, "unit %llu is not a lent superblock",
-                     (unsigned long long)u);
-  if (b->exts) return gpb__fit_unlend(b, u, r);
+void gpb__pow2_unlend(gpb__buddy_t *b, uint64_t u, const gpb__arec_t *r) {
   uint32_t k = (uint32_t)__builtin_ctzll(r->units);
   gpb__atab_remove(&b->atab, u);
   gpb__bits_clear(&b->starts, u);
   buddy_merge_up(b, k, u >> k);
-  return 0;
 }
 
-int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
-                     uint32_t tag, uint32_t site, uint64_t stream,
-                     uint64_t time_ns, uint64_t *unit) {
-  uint64_t managed = b->nunits << b->min_shift;
-  uint64_t units = requested > managed
-                       ? 0
-                       : (requested + (1ull << b->min_shift) - 1) >> b->min_shift;
-  if (units && b->exts) /* best fit sizes by units, not by order */
-    return gpb__fit_alloc(b, units, requested, align_order, tag, site, stream,
-                          time_ns, unit);
-  uint32_t k = units ? ceil_log2(units) : 0;
+int gpb__pow2_alloc(gpb__buddy_t *b, gpb__arec_t *rec, uint32_t align_order,
+                    uint64_t stream, uint64_t *unit) {
+  uint64_t units = rec->units, requested = rec->requested;
+  uint32_t tag = rec->tag, site = rec->site;
+  uint32_t k = units ? gpb__ceil_log2(units) : 0;
   if (align_order > k) k = align_order;
   if (units == 0 || k >= b->norders) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     if (units == 0)
       return gpb__fail(GPB_ETOOBIG, "%llu bytes asked of a %llu-byte pool",
                        (unsigned long long)requested,
-                       (unsigned long long)managed);
+                       (unsigned long long)(b->nunits << b->min_shift));
     return gpb__fail(GPB_ENOMEM,
                      "%llu bytes need a block of order %u; the largest "
                      "order in this pool is %u",
@@ -548,15 +443,21 @@ int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested, uint32_t align_order,
 
   /* Record first: it is the only step that can fail, and nothing has
    * changed yet. */
-  gpb__arec_t rec = {.units = n, .requested = requested, .time_ns = time_ns,
-                     .tag = (uint16_t)tag, .site = (uint16_t)site};
-  if (gpb__atab_insert(&b->atab, u0, &rec)) {
+  rec->units = n;
+  if (gpb__atab_insert(&b->atab, u0, rec)) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
   }
   /* A pool filling fresh space places the next block where this one
    * ends: fetch that slot now, so its insert finds it in cache. */
   gpb__atab_prefetch(&b->atab, u0 + n);
+  if (n == (1ull << k)) { /* one block: taken as it splits off */
+    buddy_take_left(b, j, i, k);
+    gpb__bits_set(&b->starts, u0);
+    gpb__emit(b, GPB_EV_ALLOC, u0, n, k, requested, tag, site, stream);
+    *unit = u0;
+    return 0;
+  }
   buddy_split_left(b, j, i, k);
   j = k;
   i = u0 >> k;
@@ -599,37 +500,35 @@ static gpb__arec_t *buddy_alloc_containing(const gpb__buddy_t *b, uint64_t u) {
   return r && s + r->units > u ? r : NULL;
 }
 
-int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
-  uint64_t u = off >> b->min_shift;
-  if (u >= b->nunits)
-    return gpb__fail(GPB_EFOREIGN, "offset %llu is past the managed range",
+int gpb__pow2_misuse(const gpb__buddy_t *b, uint64_t off) {
+  uint64_t u = off >> b->min_shift, idx;
+  if (buddy_free_containing(b, u, &idx) >= 0)
+    return gpb__fail(GPB_EDOUBLEFREE,
+                     "offset %llu lies in a free block (freed twice?)",
                      (unsigned long long)off);
-  gpb__arec_t *r = NULL;
-  if ((off & ((1ull << b->min_shift) - 1)) == 0) r = gpb__atab_find(&b->atab, u);
-  if (!r) {
-    uint64_t idx;
-    if (b->exts) return gpb__fit_misuse(b, off);
-    if (buddy_free_containing(b, u, &idx) >= 0)
-      return gpb__fail(GPB_EDOUBLEFREE,
-                       "offset %llu lies in a free block (freed twice?)",
-                       (unsigned long long)off);
-    gpb__arec_t *a = buddy_alloc_containing(b, u);
-    return gpb__fail(GPB_EINTERIOR,
-                     "offset %llu is inside the allocation at offset %llu",
-                     (unsigned long long)off,
-                     a ? (unsigned long long)((a->key - 1) << b->min_shift)
-                       : 0ull);
-  }
-  if (GPB__UNLIKELY(r->tag == GPB__TAG_LENT))
-    return gpb__fail(GPB_EFOREIGN, "offset %llu starts a superblock lent to "
-                     "an arena, not an allocation", (unsigned long long)off);
-  if (b->exts) return gpb__fit_free(b, u, r, stream);
+  gpb__arec_t *a = buddy_alloc_containing(b, u);
+  return gpb__fail(GPB_EINTERIOR,
+                   "offset %llu is inside the allocation at offset %llu",
+                   (unsigned long long)off,
+                   a ? (unsigned long long)((a->key - 1) << b->min_shift)
+                     : 0ull);
+}
+
+int gpb__pow2_free(gpb__buddy_t *b, uint64_t u, gpb__arec_t *r,
+                   uint64_t stream) {
   uint64_t n = r->units, requested = r->requested;
   uint32_t tag = r->tag, site = r->site;
-  gpb__atab_remove(&b->atab, u);
+  gpb__atab_remove_rec(&b->atab, r);
   gpb__bits_clear(&b->starts, u);
   gpb__emit(b, GPB_EV_FREE, u, n, gpb__canon_order(u, n), requested, tag,
              site, stream);
+  /* Only a single-block allocation is worth deferring: asked for again,
+   * it is taken back whole, while a run's pieces would need re-splitting. */
+  if (!(n & (n - 1)) && !(u & (n - 1))) {
+    uint32_t k = (uint32_t)__builtin_ctzll(n);
+    buddy_release_block(b, k, u >> k);
+    return 0;
+  }
   /* Release the canonical blocks last to first: each smaller block meets
    * its free buddy in the tail first, so the whole run coalesces. */
   uint64_t starts[64];
@@ -641,12 +540,6 @@ int gpb__buddy_free(gpb__buddy_t *b, uint64_t off, uint64_t stream) {
     orders[cnt++] = k;
     p += 1ull << k;
     m -= 1ull << k;
-  }
-  /* Only a single-block allocation is worth deferring: asked for again,
-   * it is taken back whole, while a run's pieces would need re-splitting. */
-  if (cnt == 1) {
-    buddy_release_block(b, orders[0], starts[0] >> orders[0]);
-    return 0;
   }
   while (cnt--) buddy_merge_up(b, orders[cnt], starts[cnt] >> orders[cnt]);
   return 0;
@@ -679,9 +572,8 @@ int gpb__buddy_visit_alloc(const gpb__buddy_t *b, const gpb__arec_t *r,
   return 0;
 }
 
-int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
-                           gpb_visit_fn fn, void *user) {
-  if (b->exts) return gpb__fit_visit_range(b, u0, u1, fn, user);
+int gpb__pow2_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
+                          gpb_visit_fn fn, void *user) {
   gpb_block_info_t bi;
   for (uint64_t u = u0; u < u1;) {
     const gpb__arec_t *r = gpb__atab_find(&b->atab, u);
@@ -703,9 +595,7 @@ int gpb__buddy_visit_range(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
   return 0;
 }
 
-int gpb__buddy_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) {
-  if (u >= b->nunits) return GPB_ENOTFOUND;
-  if (b->exts) return gpb__fit_lookup(b, u, out);
+int gpb__pow2_lookup(const gpb__buddy_t *b, uint64_t u, gpb_block_info_t *out) {
   uint64_t idx;
   int k = buddy_free_containing(b, u, &idx);
   if (k >= 0) {
@@ -806,31 +696,11 @@ static int buddy_check_walk(const gpb__buddy_t *b, uint64_t u0, uint64_t u1,
   return 0;
 }
 
-void gpb__buddy_nfree_in(const gpb__buddy_t *b, const uint64_t *sb,
-                         uint64_t nsb, uint64_t out[GPB_MAX_ORDERS]) {
-  if (!b->exts || gpb__fit_check(b, sb, nsb, out))
-    memcpy(out, b->nfree, GPB_MAX_ORDERS * sizeof *out);
-}
-
-void gpb__buddy_nfree(const gpb__buddy_t *b, uint64_t out[GPB_MAX_ORDERS]) {
-  gpb__buddy_nfree_in(b, NULL, 0, out);
-}
-
-int gpb__buddy_sb_free(const gpb__buddy_t *b, uint64_t sb) {
-  if (b->exts) return gpb__fit_sb_free(b, sb);
+int gpb__pow2_sb_free(const gpb__buddy_t *b, uint64_t sb) {
   return gpb__bits_test(&b->freeb[b->cap], sb);
 }
 
-int gpb__buddy_check(const gpb__buddy_t *b) {
-  return gpb__buddy_check_in(b, NULL, 0);
-}
-
-int gpb__buddy_check_in(const gpb__buddy_t *b, const uint64_t *sb,
-                        uint64_t nsb) {
-  if (b->exts) {
-    uint64_t nfree[GPB_MAX_ORDERS];
-    return gpb__fit_check(b, sb, nsb, nfree);
-  }
+int gpb__pow2_check(const gpb__buddy_t *b, const uint64_t *sb, uint64_t nsb) {
   buddy_seen_t w;
   memset(&w, 0, sizeof w);
   for (uint32_t k = 0; k < b->norders; k++) {

@@ -116,6 +116,9 @@ static inline int gpb__atab_room(gpb__atab_t *t) {
 GPB__HIDDEN int gpb__atab_insert(gpb__atab_t *t, uint64_t unit,
                                  const gpb__arec_t *rec);
 GPB__HIDDEN void gpb__atab_remove(gpb__atab_t *t, uint64_t unit);
+/* Removes the record r that gpb__atab_find returned, with no second
+ * lookup; r is invalid after. */
+GPB__HIDDEN void gpb__atab_remove_rec(gpb__atab_t *t, gpb__arec_t *r);
 /* Sizes an empty table for n entries at once (no growth while they
  * arrive); a table in use is left as it is. */
 GPB__HIDDEN int gpb__atab_reserve(gpb__atab_t *t, uint64_t n);
@@ -362,19 +365,10 @@ GPB__HIDDEN size_t gpb__buddy_meta_bytes(const gpb__buddy_t *b);
 GPB__HIDDEN void gpb__buddy_prefault(gpb__buddy_t *b);
 GPB__HIDDEN uint32_t gpb__buddy_num_roots(const gpb__buddy_t *b);
 
-/* Allocates `requested` bytes (> 0) aligned to 2^align_order units. On
- * success *unit is the first unit. Emits SPLITs then ALLOC, or FAIL.
- * `site` (a call site id, 0 unknown) is kept in the record and carried
- * by the ALLOC, FAIL and later FREE events. */
-GPB__HIDDEN int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested,
-                                 uint32_t align_order, uint32_t tag,
-                                 uint32_t site, uint64_t stream,
-                                 uint64_t time_ns, uint64_t *unit);
-/* Frees the allocation starting at byte offset `off`; classifies misuse
- * (GPB_EDOUBLEFREE, GPB_EINTERIOR, GPB_EFOREIGN) without changing state.
- * Emits FREE then MERGEs. */
-GPB__HIDDEN int gpb__buddy_free(gpb__buddy_t *b, uint64_t off,
-                                uint64_t stream);
+/* gpb__buddy_alloc and gpb__buddy_free (below, inline) choose the
+ * policy's implementation. The error for a free of `off`, which starts
+ * no allocation (core.c): GPB_EDOUBLEFREE, GPB_EINTERIOR, GPB_EFOREIGN. */
+GPB__HIDDEN int gpb__buddy_misuse(const gpb__buddy_t *b, uint64_t off);
 /* Merges every deferred pair (emitting MERGEs): the map becomes the fully
  * coalesced one. */
 GPB__HIDDEN void gpb__buddy_coalesce(gpb__buddy_t *b);
@@ -494,17 +488,52 @@ static inline void gpb__fill_free(const gpb__buddy_t *b, gpb_block_info_t *bi,
   bi->order = k;
 }
 
-/* ------------------------------------------------------- best-fit core */
+/* ------------------------------------------------- the two policy families */
 
-/* A best-fit core (b->exts set: fit.c) keeps no per-order bitsets; buddy.c
- * hands these its calls. Contracts as for the gpb__buddy_* they serve. */
+/* A power-of-two core (GPB_POLICY_BUDDY, TRIM: buddy.c) keeps a free
+ * bitset per order; a best-fit core (b->exts set: fit.c) keeps free runs
+ * and no per-order bitsets. core.c (and the two inline calls below)
+ * hands each its calls: contracts as for the gpb__buddy_* they serve.
+ * pow2_init and fit_init run after the common fields are set. */
+GPB__HIDDEN int gpb__pow2_init(gpb__buddy_t *b);
+GPB__HIDDEN void gpb__pow2_init_arena(gpb__buddy_t *b);
+GPB__HIDDEN void gpb__pow2_set_roots(gpb__buddy_t *b);
+/* rec: the request's record, its units the request's in units (0 when
+ * it is larger than the pool); the call may change it. Few arguments,
+ * all in registers: the hot path passes the record it keeps. */
+GPB__HIDDEN int gpb__pow2_alloc(gpb__buddy_t *b, gpb__arec_t *rec,
+                                uint32_t align_order, uint64_t stream,
+                                uint64_t *unit);
+GPB__HIDDEN int gpb__pow2_free(gpb__buddy_t *b, uint64_t u, gpb__arec_t *r,
+                               uint64_t stream);
+GPB__HIDDEN int gpb__pow2_misuse(const gpb__buddy_t *b, uint64_t off);
+GPB__HIDDEN size_t gpb__pow2_merged(const gpb__buddy_t *b, const uint64_t *xs,
+                                    size_t nx, int64_t *d, uint64_t *top,
+                                    size_t ntop);
+GPB__HIDDEN void gpb__pow2_adopt(gpb__buddy_t *b, uint32_t k, uint64_t i);
+GPB__HIDDEN void gpb__pow2_disown(gpb__buddy_t *b, uint32_t k, uint64_t i);
+GPB__HIDDEN int gpb__pow2_lend(gpb__buddy_t *b, uint32_t k, uint64_t *unit);
+GPB__HIDDEN void gpb__pow2_unlend(gpb__buddy_t *b, uint64_t u,
+                                  const gpb__arec_t *r);
+GPB__HIDDEN int gpb__pow2_visit_range(const gpb__buddy_t *b, uint64_t u0,
+                                      uint64_t u1, gpb_visit_fn fn,
+                                      void *user);
+GPB__HIDDEN int gpb__pow2_lookup(const gpb__buddy_t *b, uint64_t u,
+                                 gpb_block_info_t *out);
+GPB__HIDDEN int gpb__pow2_sb_free(const gpb__buddy_t *b, uint64_t sb);
+GPB__HIDDEN int gpb__pow2_check(const gpb__buddy_t *b, const uint64_t *sb,
+                                uint64_t nsb);
+
+GPB__HIDDEN int gpb__fit_init(gpb__buddy_t *b);
+/* An arena's best-fit core (b->cap set): bounded, no run until a
+ * superblock is adopted. */
+GPB__HIDDEN int gpb__fit_init_arena(gpb__buddy_t *b);
 /* Makes the whole core one free run (its record is the one made first,
  * which gpb__exts_init makes room for). */
 GPB__HIDDEN void gpb__fit_roots(gpb__buddy_t *b);
-GPB__HIDDEN int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units,
-                               uint64_t requested, uint32_t align_order,
-                               uint32_t tag, uint32_t site, uint64_t stream,
-                               uint64_t time_ns, uint64_t *unit);
+GPB__HIDDEN int gpb__fit_alloc(gpb__buddy_t *b, gpb__arec_t *rec,
+                               uint32_t align_order, uint64_t stream,
+                               uint64_t *unit);
 /* Frees the allocation at unit u, whose record the caller found. */
 GPB__HIDDEN int gpb__fit_free(gpb__buddy_t *b, uint64_t u,
                               const gpb__arec_t *rec, uint64_t stream);
@@ -612,9 +641,13 @@ static inline void gpb__stats_count_range(gpb_stats_t *s, int type,
                                           uint32_t shift, uint64_t requested,
                                           uint32_t tag) {
   uint64_t d = type == GPB_EV_ALLOC ? (uint64_t)-1 : 1, l, r;
-  gpb__canon_masks(u, n, &l, &r);
-  gpb__count_mask(s->free_blocks, l, d);
-  gpb__count_mask(s->free_blocks, r, d);
+  if (!(n & (n - 1)) && !(u & (n - 1))) { /* one block, the common case */
+    s->free_blocks[__builtin_ctzll(n)] += d;
+  } else {
+    gpb__canon_masks(u, n, &l, &r);
+    gpb__count_mask(s->free_blocks, l, d);
+    gpb__count_mask(s->free_blocks, r, d);
+  }
   gpb__stats_count_bytes(s, type, n << shift, requested, tag);
 }
 
@@ -727,6 +760,41 @@ static inline void gpb__emit_sm(gpb__buddy_t *b, int type, uint32_t k,
     return;
   }
   gpb__emit(b, type, i << k, 1ull << k, k, 0, 0, 0, 0);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+/* Allocates `requested` bytes (> 0) aligned to 2^align_order units. On
+ * success *unit is the first unit. Emits SPLITs then ALLOC, or FAIL.
+ * `site` (a call site id, 0 unknown) is kept in the record and carried
+ * by the ALLOC, FAIL and later FREE events. Inline: the policy's choice
+ * costs the hot path no call. */
+static inline int gpb__buddy_alloc(gpb__buddy_t *b, uint64_t requested,
+                                   uint32_t align_order, uint32_t tag,
+                                   uint32_t site, uint64_t stream,
+                                   uint64_t time_ns, uint64_t *unit) {
+  gpb__arec_t rec = {
+      .units = gpb__units(requested, b->min_shift, b->nunits << b->min_shift),
+      .requested = requested, .time_ns = time_ns, .tag = (uint16_t)tag,
+      .site = (uint16_t)site};
+  if (rec.units && b->exts) /* best fit sizes by units, not by order */
+    return gpb__fit_alloc(b, &rec, align_order, stream, unit);
+  return gpb__pow2_alloc(b, &rec, align_order, stream, unit);
+}
+
+/* Frees the allocation starting at byte offset `off`; classifies misuse
+ * (GPB_EDOUBLEFREE, GPB_EINTERIOR, GPB_EFOREIGN) without changing state.
+ * Emits FREE then MERGEs. */
+static inline int gpb__buddy_free(gpb__buddy_t *b, uint64_t off,
+                                  uint64_t stream) {
+  uint64_t u = off >> b->min_shift;
+  gpb__arec_t *r = NULL;
+  if (GPB__LIKELY(u < b->nunits && !(off & ((1ull << b->min_shift) - 1))))
+    r = gpb__atab_find(&b->atab, u);
+  if (GPB__UNLIKELY(!r || r->tag == GPB__TAG_LENT))
+    return gpb__buddy_misuse(b, off);
+  return b->exts ? gpb__fit_free(b, u, r, stream)
+                 : gpb__pow2_free(b, u, r, stream);
 }
 
 /* ------------------------------------------------------------------ model */

@@ -209,10 +209,6 @@ static GPB__INLINE void fit_event(gpb__buddy_t *b, int type, uint64_t u,
             stream);
 }
 
-static uint32_t fit_ceil_log2(uint64_t n) {
-  return n <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(n - 1);
-}
-
 /* The first unit past the superblock that holds u (bounded cores), or
  * the pool's end. */
 static inline uint64_t fit_limit(const gpb__buddy_t *b, uint64_t u) {
@@ -255,6 +251,29 @@ static inline void fit_set_ending(gpb__buddy_t *b, uint64_t u, gpb__arec_t *r,
     r->run = id;
   else
     *fit_tail(b, u) = id;
+}
+
+int gpb__fit_init(gpb__buddy_t *b) {
+  b->exts = calloc(1, sizeof *b->exts);
+  if (!b->exts || gpb__exts_init(b->exts, 1)) {
+    free(b->exts);
+    b->exts = NULL;
+    return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
+  }
+  /* An eighth of the pool or more goes to the end of its run: such
+   * requests then stack down from the top of the pool, clear of where
+   * the small ones settle (docs/DESIGN.md, placement). */
+  if (b->nunits >= 8) b->exts->high = b->nunits >> 3;
+  return 0;
+}
+
+int gpb__fit_init_arena(gpb__buddy_t *b) {
+  /* No run until a superblock is adopted, and a tail slot per one. */
+  b->bounded = 1;
+  gpb__exts_fini(b->exts);
+  if (gpb__exts_init(b->exts, ((b->nunits - 1) >> b->cap) + 1))
+    return gpb__fail(GPB_EHOSTMEM, "no host memory for the free runs");
+  return 0;
 }
 
 void gpb__fit_roots(gpb__buddy_t *b) {
@@ -366,25 +385,24 @@ static int fit_take_planned(gpb__buddy_t *b, uint64_t units,
   return 0;
 }
 
-int gpb__fit_alloc(gpb__buddy_t *b, uint64_t units, uint64_t requested,
-                   uint32_t align_order, uint32_t tag, uint32_t site,
-                   uint64_t stream, uint64_t time_ns, uint64_t *unit) {
-  gpb__arec_t rec = {.units = units, .requested = requested,
-                     .time_ns = time_ns, .tag = (uint16_t)tag,
-                     .site = (uint16_t)site};
+int gpb__fit_alloc(gpb__buddy_t *b, gpb__arec_t *rec, uint32_t align_order,
+                   uint64_t stream, uint64_t *unit) {
+  uint64_t units = rec->units;
   int rc = 1;
   if (GPB__UNLIKELY(b->plan != NULL))
-    rc = fit_take_planned(b, units, align_order, &rec, unit);
-  if (rc > 0) rc = fit_take(b, units, align_order, &rec, unit);
+    rc = fit_take_planned(b, units, align_order, rec, unit);
+  if (rc > 0) rc = fit_take(b, units, align_order, rec, unit);
   if (rc) {
-    gpb__emit(b, GPB_EV_FAIL, 0, 0, fit_ceil_log2(units), requested, tag, site,
-              stream);
+    gpb__emit(b, GPB_EV_FAIL, 0, 0, gpb__ceil_log2(units), rec->requested,
+              rec->tag, rec->site, stream);
     if (rc == GPB_EHOSTMEM)
       return gpb__fail(rc, "no host memory to record the allocation");
     return gpb__fail(GPB_ENOMEM, "no free run of %llu units for %llu bytes",
-                     (unsigned long long)units, (unsigned long long)requested);
+                     (unsigned long long)units,
+                     (unsigned long long)rec->requested);
   }
-  fit_event(b, GPB_EV_ALLOC, *unit, units, requested, tag, site, stream);
+  fit_event(b, GPB_EV_ALLOC, *unit, units, rec->requested, rec->tag,
+            rec->site, stream);
   return 0;
 }
 
@@ -432,7 +450,9 @@ static GPB__INLINE int fit_release(gpb__buddy_t *b, uint64_t u,
   if (gpb__exts_add(b->exts, u, n, l, rt, &s, &e, &id))
     return gpb__fail(GPB_EHOSTMEM, "no host memory to record the free run");
   if (!rt) fit_set_ending(b, end, next, id); /* before the table moves */
-  gpb__atab_remove(&b->atab, u);
+  /* r is the table's own slot (const only to this file's readers): no
+   * insert came between, so it is still there. */
+  gpb__atab_remove_rec(&b->atab, (gpb__arec_t *)r);
   gpb__bits_clear(&b->starts, u);
   fit_whole(b, s, e, 1);
   if (!quiet)

@@ -243,8 +243,8 @@ static int arena_try_pool(gpb_pool_t *p, uint64_t size, uint32_t align_order,
 int gpb__arenas_alloc(gpb_pool_t *p, uint64_t size, uint32_t align_order,
                       uint32_t tag, uint32_t site, void *stream,
                       uint64_t *unit) {
-  uint64_t units = (size + (1ull << p->core.min_shift) - 1) >> p->core.min_shift;
-  uint32_t k = units <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(units - 1);
+  uint64_t units = gpb__units(size, p->core.min_shift, p->info.managed_size);
+  uint32_t k = gpb__ceil_log2(units);
   if (align_order > k) k = align_order;
   int fits = size <= p->info.managed_size && k < p->sb_order;
   /* Up to a quarter superblock starts in the caller's arena. Up to half

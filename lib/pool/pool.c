@@ -351,7 +351,7 @@ static int pool_vmm_use(gpb_pool_t *p, uint64_t unit, void *stream) {
     gpb__pool_core_free(p, &p->core, p->gpu, unit << sh, stream, 1);
     /* The core placed the block, so its ALLOC and FREE went out; the
      * request failed all the same, and consumers and stats must see it. */
-    uint32_t order = a.units > 1 ? 64u - (uint32_t)__builtin_clzll(a.units - 1) : 0;
+    uint32_t order = gpb__ceil_log2(a.units);
     gpb__emit(&p->core, GPB_EV_FAIL, 0, 0, order, a.requested, a.tag, a.site,
               (uint64_t)(uintptr_t)stream);
   }
@@ -451,16 +451,14 @@ static int pool_offset(const gpb_pool_t *p, const void *ptr, uint64_t *off) {
   return 0;
 }
 
-int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core, gpb__gpu_t *gpu,
-                        uint64_t off, void *stream, int async) {
-  if (p->debug >= 1 && pool_host_visible(p) && !async &&
+void gpb__pool_fill_freed(gpb_pool_t *p, gpb__buddy_t *core, gpb__gpu_t *gpu,
+                          uint64_t off) {
+  if (pool_host_visible(p) &&
       !(gpu && gpb__gpu_pending(gpu, off >> core->min_shift))) {
     const gpb__arec_t *r = gpb__atab_find(&core->atab, off >> core->min_shift);
     if (r && r->tag != GPB__TAG_LENT && (off & (p->info.min_block - 1)) == 0)
       memset(p->base + off, 0xDD, r->units << core->min_shift);
   }
-  return gpu ? gpb__gpu_free(gpu, core, off, stream, async)
-             : gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
 }
 
 static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {

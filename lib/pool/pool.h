@@ -144,9 +144,18 @@ static inline int gpb__pool_core_alloc(gpb__buddy_t *core, gpb__gpu_t *gpu,
              : gpb__buddy_alloc(core, size, align_order, tag, site,
                                 (uint64_t)(uintptr_t)stream, now, unit);
 }
-GPB__HIDDEN int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core,
-                                    gpb__gpu_t *gpu, uint64_t off,
-                                    void *stream, int async);
+/* Debug mode: fills the allocation at off, unless a stream still uses
+ * it, before a synchronous free (pool.c). */
+GPB__HIDDEN void gpb__pool_fill_freed(gpb_pool_t *p, gpb__buddy_t *core,
+                                      gpb__gpu_t *gpu, uint64_t off);
+static inline int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core,
+                                      gpb__gpu_t *gpu, uint64_t off,
+                                      void *stream, int async) {
+  if (GPB__UNLIKELY(p->debug >= 1) && !async)
+    gpb__pool_fill_freed(p, core, gpu, off);
+  return gpu ? gpb__gpu_free(gpu, core, off, stream, async)
+             : gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
+}
 
 /* arena.c. Open chooses the superblock size; with a pool too small for
  * superblocks (or n <= 1) it leaves narenas at 1 and does nothing. */
