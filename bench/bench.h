@@ -239,7 +239,7 @@ typedef struct bench_contender {
   gpb_policy_t policy;
   uint32_t arenas; /* gpb_config_t.arenas; 0 here means 1 */
   int plan; /* trace replays only: follows the trace's own plan
-               (tools/common/planner.h), rewound before every pass */
+               (gpb_plan_make), rewound before every pass */
   char name[48];
 } bench_contender_t;
 

@@ -19,7 +19,6 @@
  */
 #include "bench.h"
 #include "minpool.h"
-#include "planner.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -380,7 +379,7 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
   for (int i = 0; i < c->ncont && !plan; i++) {
     if (!c->cont[i].plan) continue;
     gpbt_minpool_t mp;
-    int prc = gpbt_plan_make(q, mb, NULL, NULL, &plan);
+    int prc = gpb_plan_make(q->ops, q->n, q->nslots, mb, NULL, NULL, &plan);
     if (!prc)
       prc = gpbt_minpool_find_plan(q, mb, GPB_POLICY_BESTFIT, plan, 0, NULL,
                                    NULL, &mp);

@@ -524,11 +524,43 @@ GPB_API size_t gpb_plan_count(const gpb_plan_t *plan);
 GPB_API const gpb_plan_entry_t *gpb_plan_entries(const gpb_plan_t *plan);
 /* The end of the highest planned range: the pool the plan fits in. */
 GPB_API uint64_t gpb_plan_extent(const gpb_plan_t *plan);
-/* Plan files are text (docs/TRACE_FORMAT.md, "Plan files"). Load fails
- * with GPB_EFORMAT and a message naming the line; save writes path.part
- * and renames it, so a failed save leaves no partial plan. */
+/* Plan files are text (docs/TRACE_FORMAT.md, "Plan files"). Load reads
+ * regular files only (GPB_EIO for a FIFO, a device or a directory) and
+ * fails with GPB_EFORMAT and a message naming the line (a last line with
+ * no end of line too: a cut file). Save writes a fresh temporary file in
+ * path's directory (O_EXCL: never through a planted link, never shared
+ * by two savers) and renames it, so a reader sees the old plan or the
+ * new one, and a failed save leaves no partial plan. */
 GPB_API int gpb_plan_load(const char *path, gpb_plan_t **out);
 GPB_API int gpb_plan_save(const gpb_plan_t *plan, const char *path);
+/* One operation of a recorded run, for the planner: an allocation of
+ * `size` bytes (> 0) into `slot`, or (alloc 0) the free of what `slot`
+ * holds. Slots are below nslots; a slot is allocated at most once. */
+typedef struct gpb_plan_op {
+  uint64_t size;  /* alloc: bytes */
+  uint32_t slot;  /* which allocation */
+  uint32_t alloc; /* 1 alloc, 0 free */
+} gpb_plan_op_t;
+/* Called every 4,096 allocations placed (may be NULL): done of total. A
+ * positive return stops the planner, which then returns that value. */
+typedef int (*gpb_plan_progress_fn)(void *user, uint64_t done,
+                                    uint64_t total);
+/* Lays a recorded run out offline, knowing every lifetime, for a pool of
+ * min_block-byte units: one entry per alloc op, in order, and the run's
+ * repeating step, when it has one, as the periodic part (docs/DESIGN.md,
+ * "Plans"). 0 with *out set; GPB_EINVAL (min_block not a power of two, a
+ * slot out of range), GPB_EHOSTMEM, or the progress function's code. */
+GPB_API int gpb_plan_make(const gpb_plan_op_t *ops, size_t nops,
+                          size_t nslots, size_t min_block,
+                          gpb_plan_progress_fn progress, void *user,
+                          gpb_plan_t **out);
+/* gpb_plan_make for the run a trace recorded (any format gpb_trace_open
+ * reads; in libgpubuddy-read), as gpubuddy-replay --plan-out reads it:
+ * requests that failed when recorded are kept, zero-size requests,
+ * frees of unknown ids and allocations of live ids are skipped.
+ * *peak_live (may be NULL) gets the most requested bytes live at once. */
+GPB_API int gpb_plan_make_trace(const char *trace_path, size_t min_block,
+                                gpb_plan_t **out, uint64_t *peak_live);
 /* Follow `plan` from the next allocation on, starting at its first entry
  * (NULL: stop following). The pool keeps its own copy. GPB_EINVAL unless
  * the pool's policy is best fit, it has no arenas, and every offset is a

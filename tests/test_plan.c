@@ -23,8 +23,9 @@
 #include "testutil.h"
 #include "minpool.h"
 #include "opseq.h"
-#include "planner.h"
 
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MB 256u
@@ -211,7 +212,7 @@ static void random_run(uint64_t seed, int clean) {
   for (size_t i = 0; i < q.n; i++) nalloc += q.ops[i].alloc;
   seq_head(&q, head ? head : nalloc, &h);
   gpb_plan_t *made;
-  ASSERT_OK(gpbt_plan_make(&h, MB, NULL, NULL, &made));
+  ASSERT_OK(gpb_plan_make(h.ops, h.n, h.nslots, MB, NULL, NULL, &made));
   size_t n = gpb_plan_count(made), rep_from = gpb_plan_repeat_from(made);
   /* How far the plan strays: not at all in every fourth run; else
    * entries of other sizes, offsets moved (some past the pool). */
@@ -392,7 +393,7 @@ static void planner_run(uint64_t seed) {
   }
   ASSERT_OK(gpbt_seq_peak(&q));
   gpb_plan_t *plan;
-  ASSERT_OK(gpbt_plan_make(&q, MB, NULL, NULL, &plan));
+  ASSERT_OK(gpb_plan_make(q.ops, q.n, q.nslots, MB, NULL, NULL, &plan));
   ASSERT_U64_EQ(gpb_plan_count(plan), q.allocs);
   const gpb_plan_entry_t *e = gpb_plan_entries(plan);
   /* Lifetimes, independently: [t0, t1) in ops. */
@@ -477,7 +478,7 @@ static void setup_like_step(size_t head, uint64_t lag, int *periodic) {
   ASSERT_OK(gpbt_seq_peak(&q));
   seq_head(&q, PRE + PER * head, &h);
   gpb_plan_t *plan;
-  ASSERT_OK(gpbt_plan_make(&h, MB, NULL, NULL, &plan));
+  ASSERT_OK(gpb_plan_make(h.ops, h.n, h.nslots, MB, NULL, NULL, &plan));
   *periodic = gpb_plan_repeat_from(plan) < gpb_plan_count(plan);
   uint64_t ext = (gpb_plan_extent(plan) + MB - 1) / MB * MB;
   gpb_pool_t *p = planned_pool(ext, plan);
@@ -681,9 +682,21 @@ static void misuse_and_env(void) {
   gpb_pool_info(p, &info);
   ASSERT((char *)x - (char *)info.base == 8 * MB);
   gpb_pool_destroy(p);
+  /* A plan implies best fit without arenas (issue 38, item 7): a buddy
+   * program with GPB_PLAN starts, and follows it. */
   cfg.policy = GPB_POLICY_BUDDY;
-  ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EINVAL);
-  ASSERT(strstr(gpb_last_error_detail(), "GPB_PLAN: "));
+  cfg.arenas = 4;
+  cfg.pool_size = 256ull << 20;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  gpb_pool_info(p, &info);
+  ASSERT(info.policy == GPB_POLICY_BESTFIT && info.num_arenas == 1);
+  ASSERT_OK(gpb_pool_plan_info(p, &pi));
+  ASSERT_U64_EQ(pi.entries, 2);
+  ASSERT_OK(gpb_alloc(p, 100, &x));
+  ASSERT((char *)x - (char *)info.base == 8 * MB);
+  gpb_pool_destroy(p);
+  cfg.arenas = 1;
+  cfg.pool_size = 64 * MB;
   cfg.policy = GPB_POLICY_BESTFIT;
   write_file(path, "gpubuddy-plan 1\nbroken\n");
   ASSERT_ERR(gpb_pool_create(&cfg, &p), GPB_EFORMAT);
@@ -691,6 +704,126 @@ static void misuse_and_env(void) {
   unsetenv("GPB_PLAN");
   unlink(path);
   gpb_plan_destroy(plan);
+}
+
+/* Issue 38, items 3, 4 and 12: saves are atomic and follow no planted
+ * link, named files that are not regular are refused at once, and a cut
+ * last line is refused. */
+static void files_hostile(void) {
+  char dir[] = "/tmp/gpb-plan-XXXXXX";
+  ASSERT(mkdtemp(dir));
+  char path[512], part[600], victim[600];
+  load_fails(dir, "gpubuddy-plan 1\n512 0", GPB_EFORMAT,
+             ":2: the last line has no end of line");
+  load_fails(dir, "gpubuddy-plan 1", GPB_EFORMAT, ":1: the last line");
+  /* A FIFO would block the open with no writer: refused, not waited on. */
+  snprintf(path, sizeof path, "%s/fifo.plan", dir);
+  ASSERT(mkfifo(path, 0600) == 0);
+  gpb_plan_t *a, *b;
+  alarm(10); /* a hang fails the test */
+  ASSERT_ERR(gpb_plan_load(path, &b), GPB_EIO);
+  ASSERT(strstr(gpb_last_error_detail(), "not a regular file"));
+  ASSERT_ERR(gpb_plan_load(dir, &b), GPB_EIO); /* a directory */
+  ASSERT(strstr(gpb_last_error_detail(), "not a regular file"));
+  alarm(0);
+  /* A link planted where the old save wrote (PATH.part) is left alone. */
+  snprintf(path, sizeof path, "%s/p.plan", dir);
+  snprintf(part, sizeof part, "%s.part", path);
+  snprintf(victim, sizeof victim, "%s/victim", dir);
+  write_file(victim, "precious\n");
+  ASSERT(symlink(victim, part) == 0);
+  gpb_plan_entry_t ea[1] = {{MB, 0}}, eb[3] = {{MB, 0}, {MB, MB}, {MB, 2 * MB}};
+  ASSERT_OK(gpb_plan_create(ea, 1, &a));
+  ASSERT_OK(gpb_plan_create(eb, 3, &b));
+  ASSERT_OK(gpb_plan_save(a, path));
+  FILE *f = fopen(victim, "r");
+  char line[64] = "";
+  ASSERT(f && fgets(line, sizeof line, f));
+  fclose(f);
+  ASSERT(!strcmp(line, "precious\n"));
+  /* Two processes saving one path while a third loads it: every load is
+   * one whole plan or the other, and every save succeeds. */
+  pid_t kid[2];
+  for (int k = 0; k < 2; k++) {
+    if ((kid[k] = fork()) == 0) {
+      for (int i = 0; i < 100; i++)
+        if (gpb_plan_save(k ? b : a, path)) _exit(1);
+      _exit(0);
+    }
+    ASSERT(kid[k] > 0);
+  }
+  for (int i = 0; i < 200; i++) {
+    gpb_plan_t *c;
+    ASSERT_OK(gpb_plan_load(path, &c));
+    size_t n = gpb_plan_count(c);
+    ASSERT(n == 1 || n == 3);
+    ASSERT(!memcmp(gpb_plan_entries(c), n == 1 ? ea : eb, n * sizeof *ea));
+    gpb_plan_destroy(c);
+  }
+  for (int k = 0; k < 2; k++) {
+    int st;
+    ASSERT(waitpid(kid[k], &st, 0) == kid[k]);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  gpb_plan_destroy(a);
+  gpb_plan_destroy(b);
+  /* No temporary file left behind. */
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "test -z \"$(ls %s | grep -Ev "
+           "'^(bad|fifo|p)\\.plan$|^p\\.plan\\.part$|^victim$')\"", dir);
+  ASSERT(system(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  ASSERT(system(cmd) == 0);
+}
+
+/* gpb_plan_make_trace reads a trace as gpubuddy-replay does (opseq.c)
+ * and lays it out as gpb_plan_make does: the same plan, entry for entry,
+ * with a free of an unknown id and allocations of live ids in it. */
+static void plan_of_trace(uint64_t seed) {
+  uint64_t rng = seed;
+  gpbt_seq_t q;
+  memset(&q, 0, sizeof q);
+  make_random(&q, &rng, 64, 400);
+  char path[] = "/tmp/gpb-plan-trace-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  close(fd);
+  gpb_trace_writer_t *w;
+  ASSERT_OK(gpb_trace_writer_open(path, &w));
+  uint64_t t = 0;
+  gpb_trace_op_t junk = {.op = GPB_OP_FREE, .id = 999999};
+  ASSERT_OK(gpb_trace_write(w, &junk)); /* allocated before the trace */
+  for (size_t i = 0; i < q.n; i++) {
+    gpb_trace_op_t op = {.seq = ++t, .time_ns = t, .id = 0x1000 + q.ops[i].slot,
+                         .size = q.ops[i].size,
+                         .op = q.ops[i].alloc ? GPB_OP_ALLOC : GPB_OP_FREE};
+    ASSERT_OK(gpb_trace_write(w, &op));
+    if (i % 7 == 0 && q.ops[i].alloc) { /* the id again, live: skipped */
+      op.seq = ++t;
+      op.size = 4096;
+      ASSERT_OK(gpb_trace_write(w, &op));
+    }
+  }
+  ASSERT_OK(gpb_trace_writer_close(w));
+  gpbt_seq_t r;
+  char err[256];
+  ASSERT_OK(gpbt_seq_load(path, 1, &r, err, sizeof err));
+  gpb_plan_t *a, *b;
+  uint64_t peak = 0;
+  ASSERT_OK(gpb_plan_make(r.ops, r.n, r.nslots, MB, NULL, NULL, &a));
+  ASSERT_OK(gpb_plan_make_trace(path, MB, &b, &peak));
+  ASSERT_U64_EQ(peak, r.peak_live);
+  ASSERT(gpb_plan_count(a) == gpb_plan_count(b));
+  ASSERT(gpb_plan_repeat_from(a) == gpb_plan_repeat_from(b));
+  ASSERT(!memcmp(gpb_plan_entries(a), gpb_plan_entries(b),
+                 gpb_plan_count(a) * sizeof(gpb_plan_entry_t)));
+  ASSERT_ERR(gpb_plan_make_trace("/nonexistent/t.trace", MB, &b, NULL),
+             GPB_ENOTFOUND);
+  ASSERT(strstr(gpb_last_error_detail(), "/nonexistent/t.trace"));
+  gpb_plan_destroy(a);
+  gpbt_seq_free(&r);
+  gpbt_seq_free(&q);
+  unlink(path);
 }
 
 int main(void) {
@@ -709,6 +842,8 @@ int main(void) {
     }
   ASSERT(found > 0);
   files();
+  files_hostile();
+  for (int i = 0; i < 4; i++) plan_of_trace(seed + (uint64_t)i);
   misuse_and_env();
   printf("test_plan: %d random runs (%" PRIu64 " of %" PRIu64 " requests "
          "placed as planned, %" PRIu64 " plans given up, %" PRIu64 " periodic, "

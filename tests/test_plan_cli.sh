@@ -31,11 +31,12 @@ $replay --plan-out "$tmp/gpt.plan" "$gpt" > "$tmp/out.txt" 2> "$tmp/err.txt" ||
   fail "--plan-out exited $?: $(cat "$tmp/err.txt")"
 head -1 "$tmp/gpt.plan" | grep -qx 'gpubuddy-plan 1' || fail "no plan header"
 grep -q '^repeat 574$' "$tmp/gpt.plan" || fail "gpt's plan has no period from entry 574"
-grep -q '^periodic: entries 575 to 1408 repeat' "$tmp/out.txt" ||
+# Numbered as the file numbers them (issue 38, item 13).
+grep -q '^periodic: entries 574 to 1407 repeat (counted from 0, as the file.s "repeat 574"' "$tmp/out.txt" ||
   fail "--plan-out does not report the period: $(cat "$tmp/out.txt")"
 grep -q '^extent: .*(1426018564 bytes, 1.000x' "$tmp/out.txt" ||
   fail "extent: $(grep extent "$tmp/out.txt")"
-[ ! -e "$tmp/gpt.plan.part" ] || fail "a .part file was left"
+[ -z "$(ls "$tmp" | grep '^gpt\.plan\.')" ] || fail "a temporary file was left: $(ls "$tmp")"
 $replay --quiet --plan "$tmp/gpt.plan" --find-min-pool "$gpt" > "$tmp/f.txt" ||
   fail "--plan --find-min-pool exited $?"
 r=$(ratio "$tmp/f.txt")
@@ -133,6 +134,27 @@ grep -q 'not a multiple' "$tmp/e.txt" || fail "off grid: $(cat "$tmp/e.txt")"
 err 1 "--plan-out to a missing directory" --plan-out "$tmp/no/such.plan" "$gpt"
 [ ! -e "$tmp/no" ] || fail "a failed --plan-out left something"
 $replay --help | grep -q -- '--plan-out' || fail "--help does not list --plan-out"
+
+# 6. Issue 38: a FIFO named as a plan or a trace is refused at once, not
+# waited on; a plan cut short is refused; a plan past the pool is warned of.
+mkfifo "$tmp/fifo.plan" "$tmp/fifo.trace"
+timeout 10 $replay --plan "$tmp/fifo.plan" "$gpt" > /dev/null 2> "$tmp/e.txt"
+rc=$?
+[ $rc = 1 ] || fail "--plan FIFO: exit $rc (124: it waited)"
+grep -q 'fifo.plan: not a regular file' "$tmp/e.txt" || fail "--plan FIFO: $(cat "$tmp/e.txt")"
+GPB_TRACE=$tmp/fifo.trace timeout 10 ./samples/gpubuddy-sample-churn --steps 10 \
+  > /dev/null 2> "$tmp/e.txt"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] || fail "GPB_TRACE FIFO: exit $rc (124: it waited)"
+grep -q 'GPB_TRACE=.*fifo.trace: not a regular file' "$tmp/e.txt" ||
+  fail "GPB_TRACE FIFO: $(cat "$tmp/e.txt")"
+printf 'gpubuddy-plan 1\n512 0' > "$tmp/cut.plan"
+err 1 "a plan with no end of line" --plan "$tmp/cut.plan" "$gpt"
+grep -q 'cut.plan:2: the last line has no end of line' "$tmp/e.txt" ||
+  fail "a cut plan: $(cat "$tmp/e.txt")"
+$replay --pool-size 64M --plan "$tmp/gpt.plan" "$gpt" > /dev/null 2> "$tmp/e.txt"
+grep -q "gpt.plan reaches 1426018564 bytes, past the 67108864-byte pool" "$tmp/e.txt" ||
+  fail "a plan past the pool: no warning: $(cat "$tmp/e.txt")"
 
 if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo ok

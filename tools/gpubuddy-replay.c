@@ -29,7 +29,6 @@
 #include "gpubuddy.h"
 #include "json.h"
 #include "minpool.h"
-#include "planner.h"
 #include "idmap.h"
 #include "oom.h"
 #include "pages.h"
@@ -722,6 +721,10 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
     gpb_pool_destroy(pool);
     return -1;
   }
+  if (o->plan && !o->quiet && gpb_plan_extent(o->plan) > pool_size)
+    fprintf(stderr, "%s: warning: %s reaches %" PRIu64 " bytes, past the "
+            "%zu-byte pool: requests planned beyond it go by best fit\n",
+            prog, o->plan_path, gpb_plan_extent(o->plan), pool_size);
   gpb_pool_info_t info;
   gpb_pool_info(pool, &info);
   /* Recorded streams are handles of another process: only the backends
@@ -1005,7 +1008,8 @@ static int plan_out(const opts_t *o) {
     return 1;
   }
   gpb_plan_t *plan = NULL;
-  rc = gpbt_plan_make(&q, o->min_block, plan_progress, (void *)o, &plan);
+  rc = gpb_plan_make(q.ops, q.n, q.nslots, o->min_block, plan_progress,
+                     (void *)o, &plan);
   if (!o->quiet && isatty(2)) fprintf(stderr, "\r%60s\r", "");
   if (rc > 0) {
     fprintf(stderr, "%s: interrupted by signal %d while planning\n", prog,
@@ -1051,9 +1055,10 @@ static int plan_out(const opts_t *o) {
     printf("plan: %zu entries for %" PRIu64 " allocations, laid out offline, "
            "min_block %zu\n", pn, q.allocs + q.failed, o->min_block);
     if (rf < pn)
-      printf("periodic: entries %zu to %zu repeat (a period of %zu "
-             "allocations), so a longer run of the same program follows it "
-             "too\n", rf + 1, pn, pn - rf);
+      printf("periodic: entries %zu to %zu repeat (counted from 0, as the "
+             "file's \"repeat %zu\"; a period of %zu allocations), so a "
+             "longer run of the same program follows it too\n", rf, pn - 1,
+             rf, pn - rf);
     else
       printf("periodic: no (the run ends in no repeating step); a longer "
              "run follows the plan to its end, then best fit\n");
@@ -1072,7 +1077,8 @@ static int plan_out(const opts_t *o) {
 static int own_plan_min(const opts_t *o, const gpbt_seq_t *q,
                         gpbt_minpool_t *out) {
   gpb_plan_t *plan = NULL;
-  int rc = gpbt_plan_make(q, o->min_block, plan_progress, (void *)o, &plan);
+  int rc = gpb_plan_make(q->ops, q->n, q->nslots, o->min_block,
+                         plan_progress, (void *)o, &plan);
   if (!rc) {
     min_probe_ctx_t mc = {"bestfit, own plan", o->quiet};
     rc = gpbt_minpool_find_plan(q, o->min_block, GPB_POLICY_BESTFIT, plan,

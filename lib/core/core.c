@@ -12,6 +12,7 @@
  * buddy.c.
  */
 #include "core/core.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>

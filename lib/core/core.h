@@ -246,35 +246,8 @@ typedef struct gpb__sink {
   void *emit_ctx;
 } gpb__sink_t;
 
-/* ------------------------------------------------------------------ plans */
-
-/* A plan bound to a core (plan.c): entries in units, and how far the core
- * has followed them. The core's owner (pool, simulator) owns it. */
-typedef struct gpb__plan {
-  uint64_t *units, *at; /* per entry: its size and offset in units */
-  uint64_t n, repeat;   /* the periodic part is [repeat, n); n: none */
-  uint64_t pos;         /* the next entry to match */
-  uint64_t next;        /* entries consumed, every lap counted */
-  uint64_t placed, busy, unmatched, requests;
-  uint64_t recent;      /* a bit per recent request, 1: it departed */
-  uint64_t stopped_at;  /* the request the plan was given up at; 0 */
-} gpb__plan_t;
-
-/* Binds `plan` for a core of 2^min_shift-byte units over nunits units:
- * *out is NULL for a NULL plan. GPB_EINVAL for an offset off the unit
- * grid, GPB_EHOSTMEM. */
-GPB__HIDDEN int gpb__plan_bind(const gpb_plan_t *plan, uint32_t min_shift,
-                               gpb__plan_t **out);
-GPB__HIDDEN void gpb__plan_unbind(gpb__plan_t *pl);
-/* Makes best-fit core b follow `plan` from its first entry (NULL: none),
- * replacing any plan it had; the core owns the binding. GPB_EINVAL for a
- * core of another policy or an arena's (bounded) core. */
-struct gpb__buddy;
-GPB__HIDDEN int gpb__buddy_set_plan(struct gpb__buddy *b,
-                                    const gpb_plan_t *plan);
-GPB__HIDDEN void gpb__plan_info(const gpb__plan_t *pl, gpb_plan_info_t *out);
-/* Back to the first entry, counts zeroed (a reset core). */
-GPB__HIDDEN void gpb__plan_rewind(gpb__plan_t *pl);
+/* Plans (lib/plan/plan.h) bind to a core: a best-fit core follows one. */
+struct gpb__plan;
 
 /* ------------------------------------------------------------- buddy core */
 

@@ -35,6 +35,7 @@
  * the previous allocation ends and ends where the next one starts.
  */
 #include "core/core.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -319,60 +320,35 @@ static GPB__INLINE int fit_take(gpb__buddy_t *b, uint64_t units,
   return 0;
 }
 
-/* The entry after i: past the last, the periodic part's first, or n. */
-static inline uint64_t plan_after(const gpb__plan_t *pl, uint64_t i) {
-  return ++i == pl->n ? pl->repeat : i;
-}
-
-/* A request the plan did not place: counted, and once more than
- * GPB_PLAN_DEPART_MAX of the last 64 departed (or the plan has ended)
- * the plan is given up, so that a run unlike the planned one falls back
- * to plain best fit instead of following scraps of a layout. Returns 1. */
-static int plan_depart(gpb__plan_t *pl, uint64_t *count) {
-  (*count)++;
-  pl->recent = pl->recent << 1 | 1;
-  if (pl->pos >= pl->n ||
-      __builtin_popcountll(pl->recent) > GPB_PLAN_DEPART_MAX)
-    pl->stopped_at = pl->requests;
-  return 1;
-}
-
-/* Places the request where the core's plan says, when the plan's next
- * entries hold its size and that range is free: 0, or 1 to fall back to
- * best fit (the plan says nothing, or the run has departed from it), or
- * GPB_EHOSTMEM. The look ahead lets a run skip a few planned requests it
- * does not make; one of another size does not move the plan on. */
+/* Places the request where the core's plan says (lib/plan/follow.c
+ * chooses the entry), when that range is free: 0, or 1 to fall back to
+ * best fit (the plan says nothing, or the range is taken), or
+ * GPB_EHOSTMEM. */
 static int fit_take_planned(gpb__buddy_t *b, uint64_t units,
                             uint32_t align_order, gpb__arec_t *rec,
                             uint64_t *unit) {
   gpb__plan_t *pl = b->plan;
-  if (pl->stopped_at) return 1;
-  pl->requests++;
-  uint64_t i = pl->pos, k = 0;
-  while (k < GPB_PLAN_LOOKAHEAD && i < pl->n && pl->units[i] != units) {
-    i = plan_after(pl, i);
-    k++;
-  }
-  if (k == GPB_PLAN_LOOKAHEAD || i >= pl->n)
-    return plan_depart(pl, &pl->unmatched);
-  pl->pos = plan_after(pl, i);
-  pl->next += k + 1;
+  uint64_t p, s, e;
+  if (gpb__plan_match(pl, units, &p)) return 1;
   /* [p, p+units) is free when a run starts at p and is long enough (the
    * cache of runs by start says, usually: a layout packs its blocks), or
    * else when no allocation starts in it and the run ending where the
    * next one starts (or the pool ends) begins at p or before: one bitset
    * search and one table lookup. */
-  uint64_t p = pl->at[i], s, e;
   if ((p & ((1ull << align_order) - 1)) || p >= b->nunits ||
-      units > b->nunits - p)
-    return plan_depart(pl, &pl->busy);
+      units > b->nunits - p) {
+    gpb__plan_busy(pl);
+    return 1;
+  }
   uint32_t id = gpb__exts_starting(b->exts, p);
   if (!id || gpb__exts_rec(b->exts, id)->len < units) {
     e = gpb__bits_next(&b->starts, p);
     if (e > b->nunits) e = b->nunits;
     id = units <= e - p ? fit_ending(b, e, NULL) : 0;
-    if (!id || gpb__exts_rec(b->exts, id)->start > p)
-      return plan_depart(pl, &pl->busy);
+    if (!id || gpb__exts_rec(b->exts, id)->start > p) {
+      gpb__plan_busy(pl);
+      return 1;
+    }
   }
   if (GPB__UNLIKELY(!b->fsync || b->exts->count > FIT_RUNS_EAGER))
     fit_mode(b);
@@ -380,8 +356,7 @@ static int fit_take_planned(gpb__buddy_t *b, uint64_t units,
   int rc = gpb__exts_cut(b->exts, id, units, p, unit, &s, &e, &rec->run);
   if (rc) return rc;
   fit_record(b, units, p, s, e, rec);
-  pl->placed++;
-  pl->recent <<= 1;
+  gpb__plan_placed(pl);
   return 0;
 }
 

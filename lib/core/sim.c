@@ -10,6 +10,7 @@
  * lookup, check), and nothing can apply events to it.
  */
 #include "core/core.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 

@@ -16,26 +16,12 @@
  * consumer wants times).
  */
 #include "pool/pool.h"
+#include "plan/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Pools that took a name or a trace path from the environment so far. */
-static _Atomic unsigned pool_env_count;
-
-/* PATH for the k-th pool: .k before the first dot of the file name, so
- * the extensions (.gz: compressed) are kept; k = 0: PATH itself. */
-static int pool_env_path(const char *path, unsigned k, char *out, size_t n) {
-  if (k == 0) return snprintf(out, n, "%s", path) >= (int)n;
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  const char *dot = strchr(base, '.');
-  if (!dot || dot == base) return snprintf(out, n, "%s.%u", path, k) >= (int)n;
-  int m = snprintf(out, n, "%.*s.%u%s", (int)(dot - path), path, k, dot);
-  return m < 0 || (size_t)m >= n;
-}
 
 /* Caller holds the lock. */
 void gpb__pool_emit(void *ctx, gpb_event_t *ev) {
@@ -149,66 +135,10 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     gpb_config_init(&defaults);
     cfg_in = &defaults;
   }
-  gpb_config_t cfg = *cfg_in;
-  if (cfg.min_block < 16 || (cfg.min_block & (cfg.min_block - 1)))
-    return gpb__fail(GPB_EINVAL, "min_block %zu is not a power of two >= 16",
-                     cfg.min_block);
-  if (cfg.pool_size < cfg.min_block)
-    return gpb__fail(GPB_EINVAL, "pool_size %zu is smaller than min_block %zu",
-                     cfg.pool_size, cfg.min_block);
-  if ((unsigned)cfg.policy >= GPB_NUM_POLICIES)
-    return gpb__fail(GPB_EINVAL, "unknown policy %d", (int)cfg.policy);
-  if ((unsigned)cfg.backend > GPB_BACKEND_VIRTUAL)
-    return gpb__fail(GPB_EINVAL, "unknown backend %d", (int)cfg.backend);
-  char env_name[GPB_NAME_MAX], env_path[4096];
-  int trace_from_env = 0;
-  if (!(cfg.flags & GPB_CFG_NO_ENV)) {
-    const char *pe = getenv("GPB_PUBLISH"), *te = getenv("GPB_TRACE");
-    int want_name = !cfg.name && pe && *pe;
-    int want_path = !cfg.trace_path && te && *te;
-    /* One environment serves every pool of the process: the first takes
-     * NAME and PATH as they are, the k-th NAME.k and PATH with .k before
-     * the first dot of its file name (run.trace.gz: run.1.trace.gz). */
-    unsigned k = want_name || want_path
-                     ? atomic_fetch_add(&pool_env_count, 1) : 0;
-    if (want_name) {
-      int n = k ? snprintf(env_name, sizeof env_name, "%s.%u", pe, k)
-                : snprintf(env_name, sizeof env_name, "%s", pe);
-      if (n < 0 || (size_t)n >= sizeof env_name)
-        return gpb__fail(GPB_EINVAL, "GPB_PUBLISH=%s: pool %u's name %s.%u "
-                         "is too long", pe, k, pe, k);
-      cfg.name = env_name;
-    }
-    if (want_path) {
-      if (pool_env_path(te, k, env_path, sizeof env_path))
-        return gpb__fail(GPB_EINVAL, "GPB_TRACE=%s is too long", te);
-      cfg.trace_path = env_path;
-      trace_from_env = 1;
-    }
-    const char *e;
-    e = getenv("GPB_ARENAS");
-    int rc;
-    if (cfg.arenas == 1 && e && *e &&
-        (rc = gpb__parse_arenas("GPB_ARENAS", e, &cfg.arenas)))
-      return rc;
-    /* The environment asks for arenas where they can be had; only a
-     * program that asks itself gets an error for a VMM pool. */
-    if ((cfg.flags & GPB_CFG_VMM) && cfg_in->arenas == 1) cfg.arenas = 1;
-    uint32_t depth;
-    e = getenv("GPB_CALLSITES");
-    if (!(cfg.flags & GPB_CFG_CALLSITES) && e && *e) {
-      if ((rc = gpb__parse_env_u32("GPB_CALLSITES", e, GPB_SITE_DEPTH_MAX,
-                                   "0 (off) to 64 frames", &depth)))
-        return rc;
-      if (depth) cfg.flags |= GPB_CFG_CALLSITES_DEPTH(depth);
-    }
-  }
-  if (cfg.arenas > 64)
-    return gpb__fail(GPB_EINVAL, "arenas %u: at most 64", cfg.arenas);
-  if (cfg.name && (strlen(cfg.name) == 0 || strlen(cfg.name) >= GPB_NAME_MAX))
-    return gpb__fail(GPB_EINVAL, "name must be 1 to %d characters",
-                     GPB_NAME_MAX - 1);
-
+  gpb_config_t cfg;
+  gpb__options_t env;
+  int rc = gpb__options_pool(cfg_in, &cfg, &env);
+  if (rc) return rc;
   if (cfg.backend == GPB_BACKEND_AUTO)
     cfg.backend = gpb__cuda_usable(cfg.device) ? GPB_BACKEND_DEVICE
                                                : GPB_BACKEND_HOST;
@@ -240,7 +170,7 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   if (cfg.name) strcpy(p->info.name, cfg.name);
   p->debug = cfg.debug;
 
-  int rc = gpb__buddy_init(&p->core, cfg.pool_size >> shift, shift, cfg.policy);
+  rc = gpb__buddy_init(&p->core, cfg.pool_size >> shift, shift, cfg.policy);
   if (rc) {
     free(p);
     return rc;
@@ -290,7 +220,7 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     }
   }
 
-  if (trace_from_env)
+  if (env.trace_from_env)
     snprintf(p->env_trace, sizeof p->env_trace, "%s", cfg.trace_path);
   if (cfg.trace_path && (rc = gpb_pool_trace_start(p, cfg.trace_path))) {
     gpb_pool_destroy(p);
@@ -309,8 +239,8 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     r->counters = pool_counters_src;
     r->site_text = pool_site_src;
   }
-  const char *pf = cfg.flags & GPB_CFG_NO_ENV ? NULL : getenv("GPB_PLAN");
-  if (pf && *pf && (rc = gpb_pool_set_plan_file(p, pf))) {
+  const char *pf = env.plan;
+  if (pf && (rc = gpb_pool_set_plan_file(p, pf))) {
     char why[300];
     snprintf(why, sizeof why, "%s", gpb_last_error_detail());
     gpb_pool_destroy(p);
@@ -671,6 +601,13 @@ int gpb_pool_set_plan_file(gpb_pool_t *p, const char *path) {
   gpb_plan_t *plan;
   int rc = gpb_plan_load(path, &plan);
   if (!rc) rc = gpb_pool_set_plan(p, plan);
+  /* Entries past the pool's end go by best fit: the plan was made for a
+   * larger pool (GPB_PLAN, GPB_TORCH_PLAN), which the user should hear. */
+  if (!rc && gpb_plan_extent(plan) > p->info.managed_size)
+    fprintf(stderr, "gpubuddy: warning: %s reaches %llu bytes, past this "
+            "pool's %llu: requests planned beyond it go by best fit\n", path,
+            (unsigned long long)gpb_plan_extent(plan),
+            (unsigned long long)p->info.managed_size);
   if (!rc) gpb_plan_destroy(plan);
   else if (plan) { /* set_plan said why; name the file too */
     char why[256];

@@ -157,6 +157,25 @@ static inline int gpb__pool_core_free(gpb_pool_t *p, gpb__buddy_t *core,
              : gpb__buddy_free(core, off, (uint64_t)(uintptr_t)stream);
 }
 
+/* options.c: a pool's config, checked and completed from the environment
+ * (unless GPB_CFG_NO_ENV), into cfg; o holds what cfg points into. */
+typedef struct gpb__options {
+  char name[GPB_NAME_MAX]; /* GPB_PUBLISH's, for this pool */
+  char trace[4096];        /* GPB_TRACE's, for this pool */
+  int trace_from_env;
+  const char *plan;        /* GPB_PLAN, or NULL */
+} gpb__options_t;
+GPB__HIDDEN int gpb__options_pool(const gpb_config_t *in, gpb_config_t *cfg,
+                                  gpb__options_t *o);
+/* A size ("512M", "2G", bytes) into *bytes, or a percentage in (0, 100]
+ * ("90%") into *share (0 to 1, *bytes 0): GPB_TORCH_POOL_SIZE's form.
+ * GPB_EINVAL naming var=s. */
+GPB__HIDDEN int gpb__options_size(const char *var, const char *s,
+                                  double *share, size_t *bytes);
+/* GPB_EINVAL when path (an output: trace) names something that is not a
+ * regular file, "-" or a character device (a FIFO would block). */
+GPB__HIDDEN int gpb__options_output(const char *var, const char *path);
+
 /* arena.c. Open chooses the superblock size; with a pool too small for
  * superblocks (or n <= 1) it leaves narenas at 1 and does nothing. */
 GPB__HIDDEN int gpb__arenas_open(gpb_pool_t *p, uint32_t n);

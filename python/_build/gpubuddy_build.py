@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 """PEP 517 build backend of the gpubuddy Python package.
 
-build_wheel compiles every C source of the library (../lib/*/*.c) into
-one shared object with the system C compiler, as libgpubuddy.so inside
-the package, and, at the same time, gpubuddy-replay (../tools) with the
-library linked in, as _bin/gpubuddy-replay: the package's plans
-(gpubuddy.make_plan, `python -m gpubuddy replay`) need its planner. It
+build_wheel compiles every C source of the library (../lib/*/*.c) once,
+into one shared object with the system C compiler, as libgpubuddy.so
+inside the package, then gpubuddy-replay (../tools) linked against that
+object (rpath $ORIGIN/../_lib), as _bin/gpubuddy-replay, for `python -m
+gpubuddy replay`; gpubuddy.make_plan calls the library's planner. It
 writes the wheel (a zip with METADATA, WHEEL and RECORD) itself. The
 CUDA runtime is used when its header and library are found (CUDA_HOME,
 then /usr/local/cuda); NVTX when its headers are there too; zlib is
@@ -80,29 +80,25 @@ def _compile(out_so, out_replay):
     else:
         _say("no CUDA runtime found (CUDA_HOME, /usr/local/cuda): host "
              "backends only")
-    # The tool gets its own copy of the library, so that it runs with no
-    # search path and sees the library's internals as the tools do.
+    # The tool links the library just built, as the tools link the
+    # installed one: the package's _bin/ and _lib/ sit side by side.
     common = os.path.join(ROOT, "tools", "common")
+    lib_dir = os.path.dirname(out_so)
     jobs = [("libgpubuddy", [cc, "-fPIC", "-shared", "-fvisibility=hidden"] +
              flags + srcs + ["-o", out_so] + libs),
             ("gpubuddy-replay", [cc] + flags + ["-I" + common,
              os.path.join(ROOT, "tools", "gpubuddy-replay.c")] +
-             sources(os.path.join("tools", "common")) + srcs +
-             ["-o", out_replay] + libs)]
-    _say("compiling %d sources with %s, and gpubuddy-replay" % (len(srcs), cc))
-    running = [(name, subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT,
-                                       universal_newlines=True))
-               for name, cmd in jobs]
-    failed = None
-    for name, p in running:
-        out = p.communicate()[0]
-        if p.returncode != 0 and not failed:
-            sys.stderr.write(out)
-            failed = name
-    if failed:
-        raise RuntimeError("gpubuddy: compiling %s failed (%s); the compiler's "
-                           "output is above" % (failed, cc))
+             sources(os.path.join("tools", "common")) +
+             ["-o", out_replay, "-L" + lib_dir, "-lgpubuddy",
+              "-Wl,-rpath,$ORIGIN/../_lib"] + libs)]
+    _say("compiling %d sources with %s, then gpubuddy-replay" % (len(srcs), cc))
+    for name, cmd in jobs:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        if p.returncode != 0:
+            sys.stderr.write(p.stdout)
+            raise RuntimeError("gpubuddy: compiling %s failed (%s); the "
+                               "compiler's output is above" % (name, cc))
 
 
 def _tag():

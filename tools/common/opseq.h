@@ -12,11 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gpbt_op {
-  uint64_t size;  /* alloc: bytes */
-  uint32_t slot;  /* which allocation */
-  uint32_t alloc; /* 1 alloc, 0 free */
-} gpbt_op_t;
+#include "gpubuddy.h"
+
+/* The planner's op (gpb_plan_make takes q->ops as they are). */
+typedef gpb_plan_op_t gpbt_op_t;
 
 typedef struct gpbt_seq {
   gpbt_op_t *ops;

@@ -1,25 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plan.c: placement plans. A plan is a list of (size, offset) in the
- * order a run allocates; this file holds the object, its text file, and
- * its binding to a core in units. Following one is fit.c's
- * (fit_take_planned); making one is the planner's (tools/common/planner.c).
+ * file.c: the plan object and its text file (plan.h): "gpubuddy-plan 1",
+ * then "SIZE OFFSET" per entry in bytes, and at most one "repeat FROM".
+ * Loading reads a regular file only, a line at a time with a bounded
+ * line, and refuses a last line with no end of line (a cut file). Saving
+ * writes a fresh temporary file beside the target (mkstemp: O_EXCL, so
+ * no planted link is followed and no two savers share one) and renames
+ * it over the target, so a reader sees the old plan or the new one.
  */
-#include "core/core.h"
+#include "plan/plan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PLAN_MAGIC "gpubuddy-plan 1"
 #define PLAN_LINE_MAX 256 /* bytes, with its end of line */
-
-struct gpb_plan {
-  gpb_plan_entry_t *e;
-  size_t n, repeat; /* entries [repeat, n) repeat; n: none */
-  uint64_t extent;
-};
 
 /* Why an entry cannot be planned, or NULL. */
 static const char *plan_bad(const gpb_plan_entry_t *e) {
@@ -115,18 +115,38 @@ static long plan_line(FILE *f, char *buf) {
   return (long)n;
 }
 
+/* Opens path for reading when it is a regular file: a FIFO would block
+ * the open, or the read, with no end (O_NONBLOCK keeps the open from
+ * waiting for a writer), and a device or directory is no plan. */
+static int plan_open(const char *path, FILE **out) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return gpb__fail(GPB_EIO, "%s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return gpb__fail(GPB_EIO, "%s: not a regular file", path);
+  }
+  /* Back to blocking reads (a regular file never blocks anyway). */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  if (!(*out = fdopen(fd, "r"))) {
+    close(fd);
+    return gpb__fail(GPB_EHOSTMEM, "%s: no memory to read it", path);
+  }
+  return 0;
+}
+
 int gpb_plan_load(const char *path, gpb_plan_t **out) {
   if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
   *out = NULL;
   if (!path) return gpb__fail(GPB_EINVAL, "path is NULL");
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return gpb__fail(GPB_EIO, "%s: %s", path, strerror(errno));
+  FILE *f;
+  int rc = plan_open(path, &f);
+  if (rc) return rc;
   gpb_plan_entry_t *e = NULL;
   size_t n = 0, cap = 0, line = 0, repeat = SIZE_MAX;
   char buf[PLAN_LINE_MAX + 1];
   long got;
-  int rc = 0;
   while ((got = plan_line(f, buf)) != 0) {
     line++;
     size_t len = (size_t)got;
@@ -135,7 +155,12 @@ int gpb_plan_load(const char *path, gpb_plan_t **out) {
                      got == -1 ? "line too long" : "NUL byte");
       break;
     }
-    if (len && buf[len - 1] == '\n') buf[--len] = 0;
+    if (!len || buf[len - 1] != '\n') {
+      rc = gpb__fail(GPB_EFORMAT, "%s:%zu: the last line has no end of line "
+                     "(a cut file?)", path, line);
+      break;
+    }
+    buf[--len] = 0;
     if (len && buf[len - 1] == '\r') buf[--len] = 0;
     if (line == 1) {
       if (strcmp(buf, PLAN_MAGIC)) {
@@ -196,19 +221,8 @@ int gpb_plan_load(const char *path, gpb_plan_t **out) {
   return rc;
 }
 
-int gpb_plan_save(const gpb_plan_t *plan, const char *path) {
-  if (!plan || !path) return gpb__fail(GPB_EINVAL, "plan or path is NULL");
-  size_t len = strlen(path);
-  char *tmp = malloc(len + 6);
-  if (!tmp) return gpb__fail(GPB_EHOSTMEM, "no host memory");
-  memcpy(tmp, path, len);
-  memcpy(tmp + len, ".part", 6);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    int rc = gpb__fail(GPB_EIO, "%s: %s", tmp, strerror(errno));
-    free(tmp);
-    return rc;
-  }
+/* Writes the plan's text to f: nonzero on a write error. */
+static int plan_write(const gpb_plan_t *plan, FILE *f) {
   int bad = fprintf(f, PLAN_MAGIC "\n# size offset, in bytes, in allocation "
                     "order; %zu entries, extent %llu\n", plan->n,
                     (unsigned long long)plan->extent) < 0;
@@ -218,87 +232,38 @@ int gpb_plan_save(const gpb_plan_t *plan, const char *path) {
   for (size_t i = 0; i < plan->n && !bad; i++)
     bad = fprintf(f, "%llu %llu\n", (unsigned long long)plan->e[i].size,
                   (unsigned long long)plan->e[i].offset) < 0;
-  if (fclose(f)) bad = 1;
+  return bad;
+}
+
+int gpb_plan_save(const gpb_plan_t *plan, const char *path) {
+  if (!plan || !path) return gpb__fail(GPB_EINVAL, "plan or path is NULL");
+  /* A fresh name beside the target: mkstemp creates it with O_EXCL, so a
+   * link planted at any name is never followed, and two savers of one
+   * path never share a file; the rename replaces the target at once. */
+  size_t len = strlen(path);
+  char *tmp = malloc(len + 8);
+  if (!tmp) return gpb__fail(GPB_EHOSTMEM, "no host memory");
+  memcpy(tmp, path, len);
+  memcpy(tmp + len, ".XXXXXX", 8);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int rc = gpb__fail(GPB_EIO, "%s: %s", tmp, strerror(errno));
+    free(tmp);
+    return rc;
+  }
+  /* mkstemp makes it 0600; a plan is for others to read, as a file made
+   * with the usual umask is (reading the umask would race other threads). */
+  FILE *f = fdopen(fd, "w");
+  int bad = !f || fchmod(fd, 0644) || plan_write(plan, f);
+  int err = errno;
+  if (f ? fclose(f) : close(fd)) bad = 1, err = errno;
   if (bad || rename(tmp, path)) {
     int rc = gpb__fail(GPB_EIO, "%s: %s", bad ? tmp : path,
-                       strerror(errno ? errno : EIO));
-    remove(tmp);
+                       strerror(bad ? (err ? err : EIO) : errno));
+    unlink(tmp);
     free(tmp);
     return rc;
   }
   free(tmp);
-  return 0;
-}
-
-int gpb__plan_bind(const gpb_plan_t *plan, uint32_t min_shift,
-                   gpb__plan_t **out) {
-  *out = NULL;
-  if (!plan) return 0;
-  gpb__plan_t *pl = calloc(1, sizeof *pl);
-  size_t n = plan->n ? plan->n : 1;
-  if (pl) {
-    pl->units = malloc(n * sizeof *pl->units);
-    pl->at = malloc(n * sizeof *pl->at);
-  }
-  if (!pl || !pl->units || !pl->at) {
-    gpb__plan_unbind(pl);
-    return gpb__fail(GPB_EHOSTMEM, "no host memory for a plan of %zu "
-                     "entries", plan->n);
-  }
-  uint64_t mask = (1ull << min_shift) - 1;
-  for (size_t i = 0; i < plan->n; i++) {
-    const gpb_plan_entry_t *e = &plan->e[i];
-    if (e->offset & mask) {
-      gpb__plan_unbind(pl);
-      return gpb__fail(GPB_EINVAL, "plan entry %zu: offset %llu is not a "
-                       "multiple of the pool's min_block (%llu)", i + 1,
-                       (unsigned long long)e->offset,
-                       (unsigned long long)(mask + 1));
-    }
-    /* As the core rounds a request: sizes match in units. */
-    pl->units[i] = (e->size >> min_shift) + ((e->size & mask) != 0);
-    pl->at[i] = e->offset >> min_shift;
-  }
-  pl->n = plan->n;
-  pl->repeat = plan->repeat;
-  *out = pl;
-  return 0;
-}
-
-void gpb__plan_unbind(gpb__plan_t *pl) {
-  if (!pl) return;
-  free(pl->units);
-  free(pl->at);
-  free(pl);
-}
-
-void gpb__plan_info(const gpb__plan_t *pl, gpb_plan_info_t *out) {
-  memset(out, 0, sizeof *out);
-  if (!pl) return;
-  out->entries = pl->n;
-  out->next = pl->next;
-  out->placed = pl->placed;
-  out->busy = pl->busy;
-  out->unmatched = pl->unmatched;
-  out->repeat_from = pl->repeat;
-  out->requests = pl->requests;
-  out->stopped_at = pl->stopped_at;
-}
-
-void gpb__plan_rewind(gpb__plan_t *pl) {
-  pl->pos = pl->next = 0;
-  pl->placed = pl->busy = pl->unmatched = pl->requests = 0;
-  pl->recent = pl->stopped_at = 0;
-}
-
-int gpb__buddy_set_plan(gpb__buddy_t *b, const gpb_plan_t *plan) {
-  if (plan && (!b->exts || b->bounded))
-    return gpb__fail(GPB_EINVAL, "only a best-fit pool without arenas can "
-                     "follow a plan (policy %s)", gpb_policy_name(b->policy));
-  gpb__plan_t *pl;
-  int rc = gpb__plan_bind(plan, b->min_shift, &pl);
-  if (rc) return rc;
-  gpb__plan_unbind(b->plan);
-  b->plan = pl;
   return 0;
 }

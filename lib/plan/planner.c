@@ -1,8 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * planner.c: the offline layout of a recorded run (planner.h).
+ * planner.c: lays out a recorded run offline, for a pool to follow the
+ * next time the program runs (gpb_plan_make; gpubuddy-replay --plan-out,
+ * gpubuddy.make_plan).
+ *
+ * Online, best fit cannot know how long a block will live, and on some
+ * streams that costs a few percent of memory (docs/DESIGN.md). Offline
+ * every lifetime is known: allocations are placed largest first (ties:
+ * the earlier), each at the lowest offset, in min_block units, clear of
+ * every allocation already placed that is alive at the same time. This is
+ * the greedy-by-size layout of static memory planners; it is not optimal,
+ * but on the sample traces it needs 1.000 to 1.010 times peak live bytes.
+ * A time index finds what each allocation meets, so it costs O(n log T)
+ * plus, per allocation, a sort of the k it meets: 0.5 s for the 19,734
+ * allocations of the recorded GPT-2 inference stream, 14 s for 200,266
+ * with up to 1,024 live (gpubuddy-sample-churn --steps 400000), on a
+ * 2-core VM.
  */
-#include "planner.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -231,11 +246,23 @@ static void find_period(const plan_item_t *it, size_t m, size_t *l,
   *p0 = bp0;
 }
 
-int gpbt_plan_make(const gpbt_seq_t *q, size_t min_block,
-                   gpbt_plan_progress_fn progress, void *user,
-                   gpb_plan_t **out) {
+int gpb_plan_make(const gpb_plan_op_t *ops, size_t nops, size_t nslots,
+                  size_t min_block, gpb_plan_progress_fn progress, void *user,
+                  gpb_plan_t **out) {
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
   *out = NULL;
-  if (!min_block || (min_block & (min_block - 1))) return GPB_EINVAL;
+  if (!min_block || (min_block & (min_block - 1)))
+    return gpb__fail(GPB_EINVAL, "min_block %zu is not a power of two",
+                     min_block);
+  if (nops && !ops) return gpb__fail(GPB_EINVAL, "ops is NULL");
+  for (size_t i = 0; i < nops; i++)
+    if (ops[i].slot >= nslots)
+      return gpb__fail(GPB_EINVAL, "op %zu: slot %u, not below %zu", i + 1,
+                       ops[i].slot, nslots);
+  const struct {
+    const gpb_plan_op_t *ops;
+    size_t n, nslots;
+  } qq = {ops, nops, nslots}, *q = &qq;
   uint32_t shift = (uint32_t)__builtin_ctzll(min_block);
   size_t n = 0, m = 0;
   for (size_t i = 0; i < q->n; i++) n += q->ops[i].alloc != 0;
@@ -254,7 +281,7 @@ int gpbt_plan_make(const gpbt_seq_t *q, size_t min_block,
   if (!it || !g || !ivs || !sp || !live || !pe) goto out;
   memset(live, 0xff, (q->nslots ? q->nslots : 1) * sizeof *live);
   for (size_t i = 0; i < q->n; i++) {
-    const gpbt_op_t *op = &q->ops[i];
+    const gpb_plan_op_t *op = &q->ops[i];
     if (op->alloc) {
       it[m].units = (op->size >> shift) + ((op->size & (min_block - 1)) != 0);
       it[m].t0 = m;
