@@ -40,6 +40,11 @@ echo "building fuzz_trace in $tmp"
   "$top/lib/trace/sitetab.c" \
   "$top/lib/base/error.c" $zlib -o "$tmp/fuzz_trace"
 
+echo "building fuzz_plan in $tmp"
+"$cc" $flags -I"$top/include" -I"$top/lib" \
+  "$top/tests/fuzz/fuzz_plan.c" "$top/lib/plan/file.c" "$top/lib/base/error.c" \
+  -o "$tmp/fuzz_plan"
+
 # Seed corpus.
 echo "building fuzz_shm in $tmp"
 "$cc" $flags $zdef -I"$top/include" -I"$top/lib" -DGPB_BUILDING_LIBRARY \
@@ -56,13 +61,18 @@ cp "$top/tests/data/churn_small.trace.gz" "$tmp/corpus/blocked.trace.gz"
 printf '# gpubuddy-trace v1\n1 0 fail 0 4096 0 0x7\n2 5 free 0x10 0 0 0\n' \
   > "$tmp/corpus/fail.trace"
 printf '# gpubuddy-trace v2\n' > "$tmp/corpus/v2.trace"
+mkdir -p "$tmp/corpus-plan"
+printf 'gpubuddy-plan 1\n# c\n512 0\n1024 512\nrepeat 1\n512 4096\n' \
+  > "$tmp/corpus-plan/periodic.plan"
+printf 'gpubuddy-plan 1\r\n\r\n18446744073709551614 1\r\n' > "$tmp/corpus-plan/crlf.plan"
 
 status=0
-for t in fuzz_trace fuzz_shm; do
+for t in fuzz_trace fuzz_plan fuzz_shm; do
   echo "running $t for ${secs}s"
   corpus=corpus/
   extra=
   [ $t = fuzz_shm ] && corpus=corpus-shm/ extra=-max_len=16384
+  [ $t = fuzz_plan ] && corpus=corpus-plan/
   if ! (cd "$tmp" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         "./$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 $extra \
         -print_final_stats=1 $corpus > "$t.log" 2>&1); then

@@ -246,6 +246,165 @@ static void find_period(const plan_item_t *it, size_t m, size_t *l,
   *p0 = bp0;
 }
 
+/* The planner's working set: one allocation per item, each placed as
+ * part of a group (itself, or every copy of a periodic entry). */
+typedef struct plan_work {
+  plan_item_t *it;
+  plan_group_t *g;
+  plan_iv_t *ivs;
+  plan_span_t *sp;       /* spans, then room to sort them */
+  uint64_t *live;        /* per slot: its item while live, else all ones */
+  gpb_plan_entry_t *pe;  /* the plan's entries */
+  plan_tix_t tix;
+  uint32_t *found;
+  size_t n, m;           /* allocations; items made */
+  size_t l, per, per0;   /* the periodic part (find_period) */
+  size_t ng, niv;
+} plan_work_t;
+
+static void plan_work_free(plan_work_t *w) {
+  free(w->it);
+  free(w->g);
+  free(w->ivs);
+  free(w->sp);
+  free(w->live);
+  free(w->pe);
+  free(w->found);
+  free(w->tix.cover);
+  free(w->tix.start);
+  free(w->tix.grp);
+  free(w->tix.next);
+  free(w->tix.stamp);
+}
+
+/* One item per allocation of the run, its lifetime counted in
+ * allocations. GPB_EHOSTMEM. */
+static int plan_items(plan_work_t *w, const gpb_plan_op_t *ops, size_t nops,
+                      size_t nslots, uint32_t shift) {
+  for (size_t i = 0; i < nops; i++) w->n += ops[i].alloc != 0;
+  size_t cap = w->n ? w->n : 1;
+  if (w->n > UINT32_MAX - 1) return GPB_EHOSTMEM; /* 32-bit group numbers */
+  w->it = calloc(cap, sizeof *w->it);
+  w->g = calloc(cap, sizeof *w->g);
+  w->ivs = calloc(cap + cap * PLAN_EXTRA_PERIODS, sizeof *w->ivs);
+  w->sp = calloc(2 * cap, sizeof *w->sp);
+  w->live = malloc((nslots ? nslots : 1) * sizeof *w->live);
+  w->pe = calloc(cap, sizeof *w->pe);
+  if (!w->it || !w->g || !w->ivs || !w->sp || !w->live || !w->pe)
+    return GPB_EHOSTMEM;
+  memset(w->live, 0xff, (nslots ? nslots : 1) * sizeof *w->live);
+  uint64_t mask = (1ull << shift) - 1;
+  for (size_t i = 0; i < nops; i++) {
+    const gpb_plan_op_t *op = &ops[i];
+    if (op->alloc) {
+      plan_item_t *x = &w->it[w->m];
+      x->units = (op->size >> shift) + ((op->size & mask) != 0);
+      x->t0 = w->m;
+      x->t1 = w->n; /* open until freed */
+      w->pe[w->m].size = op->size;
+      w->live[op->slot] = w->m++;
+    } else if (w->live[op->slot] != UINT64_MAX) {
+      w->it[w->live[op->slot]].t1 = w->m;
+      w->live[op->slot] = UINT64_MAX;
+    }
+  }
+  return 0;
+}
+
+/* The lifetimes of group k's copies of a periodic entry: the copies in
+ * the run, then PLAN_EXTRA_PERIODS more a period apart, each living as
+ * long as the longest-lived copy freed of the same entry of any
+ * P-period: a following run goes on past the end of this one, and what
+ * its next periods allocate must clear what the last one still holds.
+ * An open copy lives to the end and, in a run that goes on, that long
+ * too. */
+static void plan_copies(plan_work_t *w, size_t k) {
+  const plan_item_t *it = w->it;
+  size_t m = w->m, per = w->per, c = (m - k + per - 1) / per;
+  uint64_t life = 0, any = 0;
+  for (size_t i = w->l + (k - w->l) % w->per0; i < m; i += w->per0)
+    if (it[i].t1 < m) {
+      if (it[i].t1 - it[i].t0 > life) life = it[i].t1 - it[i].t0;
+      any = 1;
+    }
+  if (!any) life = UINT64_MAX / 4; /* never freed in the run */
+  for (size_t i = 0; i < c + PLAN_EXTRA_PERIODS; i++) {
+    uint64_t t = k + i * per;
+    uint64_t e = i < c ? it[t].t1 : t + life;
+    if (i < c && e == m && t + life > e) e = t + life;
+    w->ivs[w->niv++] = (plan_iv_t){t, e};
+  }
+}
+
+/* The groups, with their copies' lifetimes, largest first. */
+static void plan_groups(plan_work_t *w) {
+  find_period(w->it, w->m, &w->l, &w->per, &w->per0);
+  w->ng = w->per ? w->l + w->per : w->m;
+  for (size_t k = 0; k < w->ng; k++) {
+    plan_group_t *x = &w->g[k];
+    x->first = k;
+    x->units = w->it[k].units;
+    x->iv = w->niv;
+    if (k < w->l || !w->per) {
+      /* Open before the periodic part: alive for good (weights). */
+      uint64_t e = w->it[k].t1 == w->m && w->per ? UINT64_MAX : w->it[k].t1;
+      w->ivs[w->niv++] = (plan_iv_t){w->it[k].t0, e};
+    } else {
+      plan_copies(w, k);
+    }
+    x->niv = w->niv - x->iv;
+    x->t0 = w->ivs[x->iv].t0;
+  }
+  qsort(w->g, w->ng, sizeof *w->g, by_size);
+}
+
+/* The time index: starts are below tmax, so ends past it change no
+ * answer and are cut there. GPB_EHOSTMEM. */
+static int plan_index(plan_work_t *w) {
+  uint64_t tmax = 1;
+  for (size_t i = 0; i < w->niv; i++)
+    if (w->ivs[i].t0 + 1 > tmax) tmax = w->ivs[i].t0 + 1;
+  size_t leaves = 1;
+  while (leaves < tmax) leaves <<= 1;
+  size_t ng = w->ng ? w->ng : 1;
+  w->tix.leaves = leaves;
+  w->tix.cover = calloc(2 * leaves, sizeof *w->tix.cover);
+  w->tix.start = calloc(2 * leaves, sizeof *w->tix.start);
+  w->tix.stamp = calloc(ng, sizeof *w->tix.stamp);
+  w->found = calloc(ng, sizeof *w->found);
+  if (!w->tix.cover || !w->tix.start || !w->tix.stamp || !w->found)
+    return GPB_EHOSTMEM;
+  return 0;
+}
+
+/* Places each group, largest first, at the lowest offset clear of every
+ * placed group it meets in time. 0, GPB_EHOSTMEM, or progress's code. */
+static int plan_place(plan_work_t *w, gpb_plan_progress_fn progress,
+                      void *user) {
+  plan_group_t *g = w->g;
+  const plan_iv_t *ivs = w->ivs;
+  int rc;
+  for (size_t j = 0; j < w->ng; j++) {
+    size_t k = 0;
+    w->tix.query = (uint32_t)j + 1;
+    for (size_t i = g[j].iv; i < g[j].iv + g[j].niv; i++)
+      tix_query(&w->tix, ivs[i].t0, ivs[i].t1, w->found, &k);
+    for (size_t i = 0; i < k; i++) {
+      const plan_group_t *f = &g[w->found[i]];
+      w->sp[i] = (plan_span_t){f->at, f->at + f->units};
+    }
+    sort_spans(w->sp, w->sp + (w->ng ? w->ng : 1), k);
+    g[j].at = lowest_gap(w->sp, k, g[j].units);
+    for (size_t i = g[j].iv; i < g[j].iv + g[j].niv; i++)
+      if ((rc = tix_insert(&w->tix, (uint32_t)j, ivs[i].t0, ivs[i].t1)))
+        return rc;
+    if (progress && (j + 1) % 4096 == 0 &&
+        (rc = progress(user, j + 1, w->ng)) > 0)
+      return rc;
+  }
+  return 0;
+}
+
 int gpb_plan_make(const gpb_plan_op_t *ops, size_t nops, size_t nslots,
                   size_t min_block, gpb_plan_progress_fn progress, void *user,
                   gpb_plan_t **out) {
@@ -259,121 +418,22 @@ int gpb_plan_make(const gpb_plan_op_t *ops, size_t nops, size_t nslots,
     if (ops[i].slot >= nslots)
       return gpb__fail(GPB_EINVAL, "op %zu: slot %u, not below %zu", i + 1,
                        ops[i].slot, nslots);
-  const struct {
-    const gpb_plan_op_t *ops;
-    size_t n, nslots;
-  } qq = {ops, nops, nslots}, *q = &qq;
   uint32_t shift = (uint32_t)__builtin_ctzll(min_block);
-  size_t n = 0, m = 0;
-  for (size_t i = 0; i < q->n; i++) n += q->ops[i].alloc != 0;
-  size_t cap = n ? n : 1;
-  plan_item_t *it = calloc(cap, sizeof *it);
-  plan_group_t *g = calloc(cap, sizeof *g);
-  plan_iv_t *ivs = calloc(cap + cap * PLAN_EXTRA_PERIODS, sizeof *ivs);
-  plan_span_t *sp = calloc(2 * cap, sizeof *sp); /* spans, then sort room */
-  uint64_t *live = malloc((q->nslots ? q->nslots : 1) * sizeof *live);
-  gpb_plan_entry_t *pe = calloc(cap, sizeof *pe);
-  plan_tix_t tix;
-  memset(&tix, 0, sizeof tix);
-  uint32_t *found = NULL;
-  int rc = GPB_EHOSTMEM;
-  if (n > UINT32_MAX - 1) goto out; /* groups are numbered in 32 bits */
-  if (!it || !g || !ivs || !sp || !live || !pe) goto out;
-  memset(live, 0xff, (q->nslots ? q->nslots : 1) * sizeof *live);
-  for (size_t i = 0; i < q->n; i++) {
-    const gpb_plan_op_t *op = &q->ops[i];
-    if (op->alloc) {
-      it[m].units = (op->size >> shift) + ((op->size & (min_block - 1)) != 0);
-      it[m].t0 = m;
-      it[m].t1 = n; /* open until freed */
-      pe[m].size = op->size;
-      live[op->slot] = m++;
-    } else if (live[op->slot] != UINT64_MAX) {
-      it[live[op->slot]].t1 = m;
-      live[op->slot] = UINT64_MAX;
-    }
+  plan_work_t w;
+  memset(&w, 0, sizeof w);
+  int rc = plan_items(&w, ops, nops, nslots, shift);
+  if (!rc) {
+    plan_groups(&w);
+    rc = plan_index(&w);
   }
-  size_t l, per, per0, ng, niv = 0;
-  find_period(it, m, &l, &per, &per0);
-  ng = per ? l + per : m;
-  for (size_t k = 0; k < ng; k++) {
-    plan_group_t *x = &g[k];
-    x->first = k;
-    x->units = it[k].units;
-    x->iv = niv;
-    if (k < l || !per) {
-      /* Open before the periodic part: alive for good (weights). */
-      uint64_t e = it[k].t1 == m && per ? UINT64_MAX : it[k].t1;
-      ivs[niv++] = (plan_iv_t){it[k].t0, e};
-    } else {
-      /* The copies in the run, then PLAN_EXTRA_PERIODS more a period
-       * apart, each living as long as the longest-lived copy freed of the
-       * same entry of any P-period: a following run goes on past the end
-       * of this one, and what its next periods allocate must clear what
-       * the last one still holds. An open copy lives to the end and, in
-       * a run that goes on, that long too. */
-      size_t c = (m - k + per - 1) / per;
-      uint64_t life = 0, any = 0;
-      for (size_t i = l + (k - l) % per0; i < m; i += per0)
-        if (it[i].t1 < m) {
-          if (it[i].t1 - it[i].t0 > life) life = it[i].t1 - it[i].t0;
-          any = 1;
-        }
-      if (!any) life = UINT64_MAX / 4; /* never freed in the run */
-      for (size_t i = 0; i < c + PLAN_EXTRA_PERIODS; i++) {
-        uint64_t t = k + i * per;
-        uint64_t e = i < c ? it[t].t1 : t + life;
-        if (i < c && e == m && t + life > e) e = t + life;
-        ivs[niv++] = (plan_iv_t){t, e};
-      }
-    }
-    x->niv = niv - x->iv;
-    x->t0 = ivs[x->iv].t0;
+  if (!rc) rc = plan_place(&w, progress, user);
+  if (!rc) {
+    for (size_t j = 0; j < w.ng; j++)
+      w.pe[w.g[j].first].offset = w.g[j].at << shift;
+    rc = gpb_plan_create_periodic(w.pe, w.ng, w.per ? w.l : w.ng, out);
+  } else if (rc == GPB_EHOSTMEM) {
+    rc = gpb__fail(rc, "no host memory to plan %zu allocations", w.n);
   }
-  qsort(g, ng, sizeof *g, by_size);
-  /* The time index: starts are below tmax, so ends past it change no
-   * answer and are cut there. */
-  uint64_t tmax = 1;
-  for (size_t i = 0; i < niv; i++)
-    if (ivs[i].t0 + 1 > tmax) tmax = ivs[i].t0 + 1;
-  size_t leaves = 1;
-  while (leaves < tmax) leaves <<= 1;
-  tix.leaves = leaves;
-  tix.cover = calloc(2 * leaves, sizeof *tix.cover);
-  tix.start = calloc(2 * leaves, sizeof *tix.start);
-  tix.stamp = calloc(ng ? ng : 1, sizeof *tix.stamp);
-  found = calloc(ng ? ng : 1, sizeof *found);
-  rc = GPB_EHOSTMEM;
-  if (!tix.cover || !tix.start || !tix.stamp || !found) goto out;
-  for (size_t j = 0; j < ng; j++) {
-    size_t k = 0;
-    tix.query = (uint32_t)j + 1;
-    for (size_t i = g[j].iv; i < g[j].iv + g[j].niv; i++)
-      tix_query(&tix, ivs[i].t0, ivs[i].t1, found, &k);
-    for (size_t i = 0; i < k; i++)
-      sp[i] = (plan_span_t){g[found[i]].at, g[found[i]].at + g[found[i]].units};
-    sort_spans(sp, sp + (ng ? ng : 1), k);
-    g[j].at = lowest_gap(sp, k, g[j].units);
-    for (size_t i = g[j].iv; i < g[j].iv + g[j].niv; i++)
-      if ((rc = tix_insert(&tix, (uint32_t)j, ivs[i].t0, ivs[i].t1))) goto out;
-    if (progress && (j + 1) % 4096 == 0 &&
-        (rc = progress(user, j + 1, ng)) > 0)
-      goto out;
-  }
-  for (size_t j = 0; j < ng; j++) pe[g[j].first].offset = g[j].at << shift;
-  rc = gpb_plan_create_periodic(pe, ng, per ? l : ng, out);
-out:
-  free(it);
-  free(g);
-  free(ivs);
-  free(sp);
-  free(live);
-  free(pe);
-  free(found);
-  free(tix.cover);
-  free(tix.start);
-  free(tix.grp);
-  free(tix.next);
-  free(tix.stamp);
+  plan_work_free(&w);
   return rc;
 }

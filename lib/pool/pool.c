@@ -127,64 +127,53 @@ static void pool_release(gpb_pool_t *p) {
   p->base = NULL;
 }
 
-int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
-  gpb_config_t defaults;
-  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
-  *out = NULL;
-  if (!cfg_in) {
-    gpb_config_init(&defaults);
-    cfg_in = &defaults;
-  }
-  gpb_config_t cfg;
-  gpb__options_t env;
-  int rc = gpb__options_pool(cfg_in, &cfg, &env);
-  if (rc) return rc;
-  if (cfg.backend == GPB_BACKEND_AUTO)
-    cfg.backend = gpb__cuda_usable(cfg.device) ? GPB_BACKEND_DEVICE
-                                               : GPB_BACKEND_HOST;
-  size_t vmm_limit = 0;
-  if (cfg.flags & GPB_CFG_VMM) {
-    if (cfg.backend != GPB_BACKEND_DEVICE)
-      return gpb__fail(GPB_EINVAL, "GPB_CFG_VMM needs the device backend");
-    if (cfg.arenas != 1)
-      return gpb__fail(GPB_EINVAL, "GPB_CFG_VMM pools have no arenas");
-    if (cfg.pool_size > SIZE_MAX / GPB__VMM_SPAN)
-      return gpb__fail(GPB_EINVAL, "pool_size %zu is too large", cfg.pool_size);
-    /* pool_size is the physical budget; blocks are placed in an address
-     * range GPB__VMM_SPAN times larger, whole granules of 2 MiB. */
-    vmm_limit = cfg.pool_size;
-    cfg.pool_size = (cfg.pool_size * GPB__VMM_SPAN + (2u << 20) - 1) &
-                    ~(size_t)((2u << 20) - 1);
-  }
+/* VMM pools: pool_size is the physical budget (*limit); blocks are
+ * placed in an address range GPB__VMM_SPAN times larger, whole granules
+ * of 2 MiB. */
+static int pool_vmm_config(gpb_config_t *cfg, size_t *limit) {
+  *limit = 0;
+  if (!(cfg->flags & GPB_CFG_VMM)) return 0;
+  if (cfg->backend != GPB_BACKEND_DEVICE)
+    return gpb__fail(GPB_EINVAL, "GPB_CFG_VMM needs the device backend");
+  if (cfg->arenas != 1)
+    return gpb__fail(GPB_EINVAL, "GPB_CFG_VMM pools have no arenas");
+  if (cfg->pool_size > SIZE_MAX / GPB__VMM_SPAN)
+    return gpb__fail(GPB_EINVAL, "pool_size %zu is too large", cfg->pool_size);
+  *limit = cfg->pool_size;
+  cfg->pool_size = (cfg->pool_size * GPB__VMM_SPAN + (2u << 20) - 1) &
+                   ~(size_t)((2u << 20) - 1);
+  return 0;
+}
 
+/* The pool, its core and its reservation, with nothing listening yet. */
+static int pool_new(const gpb_config_t *cfg, size_t vmm_limit,
+                    gpb_pool_t **out) {
   gpb_pool_t *p = calloc(1, sizeof *p);
   if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the pool");
   p->vmm_limit = vmm_limit;
-  uint32_t shift = (uint32_t)__builtin_ctzll(cfg.min_block);
-  p->info.pool_size = cfg.pool_size;
-  p->info.min_block = cfg.min_block;
-  p->info.managed_size = (cfg.pool_size >> shift) << shift;
-  p->info.backend = cfg.backend;
-  p->info.policy = cfg.policy;
-  p->info.device = cfg.device;
-  if (cfg.name) strcpy(p->info.name, cfg.name);
-  p->debug = cfg.debug;
-
-  rc = gpb__buddy_init(&p->core, cfg.pool_size >> shift, shift, cfg.policy);
+  uint32_t shift = (uint32_t)__builtin_ctzll(cfg->min_block);
+  p->info.pool_size = cfg->pool_size;
+  p->info.min_block = cfg->min_block;
+  p->info.managed_size = (cfg->pool_size >> shift) << shift;
+  p->info.backend = cfg->backend;
+  p->info.policy = cfg->policy;
+  p->info.device = cfg->device;
+  if (cfg->name) strcpy(p->info.name, cfg->name);
+  p->debug = cfg->debug;
+  int rc = gpb__buddy_init(&p->core, cfg->pool_size >> shift, shift,
+                           cfg->policy);
   if (rc) {
     free(p);
     return rc;
   }
-  if (cfg.flags & GPB_CFG_EAGER_MERGE) p->core.defer_cap = 0;
+  if (cfg->flags & GPB_CFG_EAGER_MERGE) p->core.defer_cap = 0;
   p->core.sink.emit = gpb__pool_emit;
   p->core.sink.emit_ctx = p;
   p->info.num_orders = p->core.norders;
   p->info.num_roots = gpb__buddy_num_roots(&p->core);
-  gpb__stats_init(&p->stats, p->info.managed_size, cfg.min_block,
+  gpb__stats_init(&p->stats, p->info.managed_size, cfg->min_block,
                   p->core.norders);
-
-  rc = pool_reserve(p, &cfg);
-  if (rc) {
+  if ((rc = pool_reserve(p, cfg))) {
     gpb__buddy_fini(&p->core);
     free(p);
     return rc;
@@ -192,45 +181,49 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
   p->info.base = p->base;
   /* A first-touch page fault costs microseconds: take them all now, once
    * the memory is ours (a simulated pool may be far larger than RAM). */
-  if (!(cfg.flags & GPB_CFG_LAZY_META) && cfg.backend != GPB_BACKEND_VIRTUAL)
+  if (!(cfg->flags & GPB_CFG_LAZY_META) && cfg->backend != GPB_BACKEND_VIRTUAL)
     gpb__buddy_prefault(&p->core);
   uintptr_t b = (uintptr_t)p->base;
   p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
   pthread_mutex_init(&p->lock, NULL);
   p->narenas = 1;
+  *out = p;
+  return 0;
+}
+
+/* The GPU state, the arenas and the call-site table. */
+static int pool_open_parts(gpb_pool_t *p, const gpb_config_t *cfg) {
+  int rc;
   if ((rc = gpb__gpu_open(p->info.backend, p->info.device, p->base,
                           p->vmm ? 0 : (size_t)p->info.pool_size,
                           &p->gpu)) ||
-      (rc = gpb__arenas_open(p, cfg.arenas))) {
-    gpb_pool_destroy(p);
+      (rc = gpb__arenas_open(p, cfg->arenas)))
     return rc;
-  }
   /* Arenas have pending frees of their own: a fence on one stream of
    * the pool would not cover blocks another arena returned at once. */
-  if ((cfg.flags & GPB_CFG_SOLO_STREAM) && p->narenas == 1)
+  if ((cfg->flags & GPB_CFG_SOLO_STREAM) && p->narenas == 1)
     gpb__gpu_set_solo(p->gpu);
   p->info.num_arenas = p->narenas;
-  if ((cfg.flags & GPB_CFG_ARENAS_EAGER) && p->narenas > 1)
+  if ((cfg->flags & GPB_CFG_ARENAS_EAGER) && p->narenas > 1)
     atomic_store_explicit(&p->arenas_on, 1, memory_order_relaxed);
-  if (cfg.flags & GPB_CFG_CALLSITES) {
-    uint32_t depth = (cfg.flags >> 24) & 0xffu;
-    if ((rc = gpb__sites_open(depth ? depth : 1, &p->sites))) {
-      gpb_pool_destroy(p);
-      return rc;
-    }
+  if (cfg->flags & GPB_CFG_CALLSITES) {
+    uint32_t depth = (cfg->flags >> 24) & 0xffu;
+    if ((rc = gpb__sites_open(depth ? depth : 1, &p->sites))) return rc;
   }
+  return 0;
+}
 
-  if (env.trace_from_env)
-    snprintf(p->env_trace, sizeof p->env_trace, "%s", cfg.trace_path);
-  if (cfg.trace_path && (rc = gpb_pool_trace_start(p, cfg.trace_path))) {
-    gpb_pool_destroy(p);
+/* The trace, the live publisher and the plan the config names. */
+static int pool_open_consumers(gpb_pool_t *p, const gpb_config_t *cfg,
+                               const gpb__options_t *env) {
+  int rc;
+  if (env->trace_from_env)
+    snprintf(p->env_trace, sizeof p->env_trace, "%s", cfg->trace_path);
+  if (cfg->trace_path && (rc = gpb_pool_trace_start(p, cfg->trace_path)))
     return rc;
-  }
-  if (cfg.name &&
-      (rc = gpb__pub_open(cfg.name, &p->info, p->sites != NULL, &p->pub))) {
-    gpb_pool_destroy(p);
+  if (cfg->name &&
+      (rc = gpb__pub_open(cfg->name, &p->info, p->sites != NULL, &p->pub)))
     return rc;
-  }
   if (p->pub) {
     gpb__ring_t *r = gpb__pub_ring(p->pub);
     r->now = &p->now;
@@ -239,12 +232,37 @@ int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
     r->counters = pool_counters_src;
     r->site_text = pool_site_src;
   }
-  const char *pf = env.plan;
-  if (pf && (rc = gpb_pool_set_plan_file(p, pf))) {
+  if (env->plan && (rc = gpb_pool_set_plan_file(p, env->plan))) {
     char why[300];
     snprintf(why, sizeof why, "%s", gpb_last_error_detail());
-    gpb_pool_destroy(p);
     return gpb__fail(rc, "GPB_PLAN: %s", why);
+  }
+  return 0;
+}
+
+int gpb_pool_create(const gpb_config_t *cfg_in, gpb_pool_t **out) {
+  gpb_config_t defaults, cfg;
+  gpb__options_t env;
+  size_t vmm_limit;
+  if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!cfg_in) {
+    gpb_config_init(&defaults);
+    cfg_in = &defaults;
+  }
+  int rc = gpb__options_pool(cfg_in, &cfg, &env);
+  if (rc) return rc;
+  if (cfg.backend == GPB_BACKEND_AUTO)
+    cfg.backend = gpb__cuda_usable(cfg.device) ? GPB_BACKEND_DEVICE
+                                               : GPB_BACKEND_HOST;
+  gpb_pool_t *p = NULL;
+  if ((rc = pool_vmm_config(&cfg, &vmm_limit)) ||
+      (rc = pool_new(&cfg, vmm_limit, &p)))
+    return rc;
+  if ((rc = pool_open_parts(p, &cfg)) ||
+      (rc = pool_open_consumers(p, &cfg, &env))) {
+    gpb_pool_destroy(p);
+    return rc;
   }
   pool_update_want_time(p);
   *out = p;
@@ -638,7 +656,9 @@ int gpb_pool_visit(const gpb_pool_t *cp, gpb_visit_fn fn, void *user) {
 int gpb_pool_trace_start(gpb_pool_t *p, const char *path) {
   if (!p || !path) return gpb__fail(GPB_EINVAL, "NULL argument");
   gpb_trace_writer_t *w;
-  int rc = gpb_trace_writer_open(path, &w);
+  int rc = gpb__options_output(NULL, path); /* no FIFO: it would block */
+  if (rc) return rc;
+  rc = gpb_trace_writer_open(path, &w);
   if (rc) return rc;
   gpb__pool_lock_all(p);
   gpb_trace_writer_t *old = p->trace;
