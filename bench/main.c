@@ -621,246 +621,251 @@ static int path_writable(const char *path) {
 
 /* ----------------------------------------------------------------- main */
 
-int main(int argc, char **argv) {
-  bench_opts_t o;
-  memset(&o, 0, sizeof o);
-  o.seed = 42;
-  o.trace_min_block = 512;
-  o.max_threads = 16;
-  size_t pairs = 0, churn_ops = 0, churn_live = 0, meta_reps = 0,
-         trace_rounds = 0;
-  double thr_secs = 0;
-  const char *save_path = NULL, *contenders = NULL;
-  const char **traces = calloc((size_t)argc + 1, sizeof *traces);
-  if (!traces) return 2;
-  traces_g = traces;
-  atexit(main_cleanup);
+/* What the options say beyond bench_opts_t: counts given explicitly (0:
+ * the mode's default), and the options that end the program early. */
+typedef struct main_args {
+  uint64_t pairs, churn_ops, churn_live, meta_reps, trace_rounds;
+  uint64_t threads, seed, device, synth_steps;
+  double thr_secs;
+  const char *save_path, *contenders;
+  const char **traces;
+} main_args_t;
 
-  enum { O_HOST = 256, O_GPU, O_QUICK, O_OUT, O_JSON, O_TRACE, O_SYNTH,
-         O_ONLY, O_SKIP, O_PAIRS, O_CHOPS, O_CHLIVE, O_THREADS, O_TSECS,
-         O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS, O_TROUNDS,
-         O_CONT };
-  static const struct option lo[] = {
-      {"host", no_argument, 0, O_HOST},
-      {"gpu", no_argument, 0, O_GPU},
-      {"quick", no_argument, 0, O_QUICK},
-      {"out", required_argument, 0, O_OUT},
-      {"json", required_argument, 0, O_JSON},
-      {"trace", required_argument, 0, O_TRACE},
-      {"synthetic", no_argument, 0, O_SYNTH},
-      {"save-synthetic", required_argument, 0, O_SAVE},
-      {"synthetic-steps", required_argument, 0, O_SSTEPS},
-      {"only", required_argument, 0, O_ONLY},
-      {"skip", required_argument, 0, O_SKIP},
-      {"pairs", required_argument, 0, O_PAIRS},
-      {"churn-ops", required_argument, 0, O_CHOPS},
-      {"churn-live", required_argument, 0, O_CHLIVE},
-      {"threads", required_argument, 0, O_THREADS},
-      {"thread-seconds", required_argument, 0, O_TSECS},
-      {"min-block", required_argument, 0, O_MINB},
-      {"meta-reps", required_argument, 0, O_MREPS},
-      {"trace-rounds", required_argument, 0, O_TROUNDS},
-      {"contenders", required_argument, 0, O_CONT},
-      {"seed", required_argument, 0, O_SEED},
-      {"device", required_argument, 0, O_DEV},
-      {"help", no_argument, 0, 'h'},
-      {"version", no_argument, 0, 'V'},
-      {0, 0, 0, 0}};
-  int ch;
-  uint64_t v;
-  opterr = 0; /* one line of our own instead of getopt's and the usage */
-  while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-    switch (ch) {
-    case O_HOST: o.host = 1; break;
-    case O_GPU: o.gpu = 1; break;
-    case O_QUICK: o.quick = 1; break;
-    case O_OUT: o.out_dir = optarg; break;
-    case O_JSON: o.json_path = optarg; break;
-    case O_TRACE: traces[o.ntraces++] = optarg; break;
-    case O_SYNTH: o.synthetic = 1; break;
-    case O_SAVE: save_path = optarg; break;
-    case O_SSTEPS:
-      if (parse_u64("--synthetic-steps", optarg, 1, 100000, &v)) return 2;
-      o.synth_steps = (int)v;
-      break;
-    case O_ONLY:
-    case O_SKIP:
-      if (parse_suites(&o, optarg, ch == O_ONLY)) return 2;
-      break;
-    case O_PAIRS:
-      if (parse_u64("--pairs", optarg, 1, 100000000, &v)) return 2;
-      pairs = (size_t)v;
-      break;
-    case O_CHOPS:
-      if (parse_u64("--churn-ops", optarg, 1, 100000000, &v)) return 2;
-      churn_ops = (size_t)v;
-      break;
-    case O_CHLIVE:
-      if (parse_u64("--churn-live", optarg, 1, 1000000, &v)) return 2;
-      churn_live = (size_t)v;
-      break;
-    case O_THREADS:
-      if (parse_u64("--threads", optarg, 1, 64, &v)) return 2;
-      o.max_threads = (int)v;
-      break;
-    case O_TSECS: {
-      char *end;
-      thr_secs = strtod(optarg, &end);
-      if (*end || !(thr_secs > 0 && thr_secs <= 60)) {
-        fprintf(stderr, "gpubuddy-bench: --thread-seconds wants 0 < S <= 60\n");
-        return 2;
-      }
-      break;
+enum { O_HOST = 256, O_GPU, O_QUICK, O_OUT, O_JSON, O_TRACE, O_SYNTH,
+       O_ONLY, O_SKIP, O_PAIRS, O_CHOPS, O_CHLIVE, O_THREADS, O_TSECS,
+       O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS, O_TROUNDS,
+       O_CONT };
+
+static const struct option main_longopts[] = {
+    {"host", no_argument, 0, O_HOST},
+    {"gpu", no_argument, 0, O_GPU},
+    {"quick", no_argument, 0, O_QUICK},
+    {"out", required_argument, 0, O_OUT},
+    {"json", required_argument, 0, O_JSON},
+    {"trace", required_argument, 0, O_TRACE},
+    {"synthetic", no_argument, 0, O_SYNTH},
+    {"save-synthetic", required_argument, 0, O_SAVE},
+    {"synthetic-steps", required_argument, 0, O_SSTEPS},
+    {"only", required_argument, 0, O_ONLY},
+    {"skip", required_argument, 0, O_SKIP},
+    {"pairs", required_argument, 0, O_PAIRS},
+    {"churn-ops", required_argument, 0, O_CHOPS},
+    {"churn-live", required_argument, 0, O_CHLIVE},
+    {"threads", required_argument, 0, O_THREADS},
+    {"thread-seconds", required_argument, 0, O_TSECS},
+    {"min-block", required_argument, 0, O_MINB},
+    {"meta-reps", required_argument, 0, O_MREPS},
+    {"trace-rounds", required_argument, 0, O_TROUNDS},
+    {"contenders", required_argument, 0, O_CONT},
+    {"seed", required_argument, 0, O_SEED},
+    {"device", required_argument, 0, O_DEV},
+    {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, 'V'},
+    {0, 0, 0, 0}};
+
+/* The numeric options: where each goes and its range. */
+static int main_number(int ch, const char *arg, main_args_t *a) {
+  static const struct {
+    int ch;
+    const char *name;
+    uint64_t lo, hi;
+    size_t at; /* offset of its field in main_args_t */
+  } tab[] = {
+      {O_SSTEPS, "--synthetic-steps", 1, 100000, offsetof(main_args_t, synth_steps)},
+      {O_PAIRS, "--pairs", 1, 100000000, offsetof(main_args_t, pairs)},
+      {O_CHOPS, "--churn-ops", 1, 100000000, offsetof(main_args_t, churn_ops)},
+      {O_CHLIVE, "--churn-live", 1, 1000000, offsetof(main_args_t, churn_live)},
+      {O_THREADS, "--threads", 1, 64, offsetof(main_args_t, threads)},
+      {O_TROUNDS, "--trace-rounds", 1, 1000, offsetof(main_args_t, trace_rounds)},
+      {O_MREPS, "--meta-reps", 1, 64, offsetof(main_args_t, meta_reps)},
+      {O_SEED, "--seed", 0, UINT64_MAX, offsetof(main_args_t, seed)},
+      {O_DEV, "--device", 0, 1024, offsetof(main_args_t, device)},
+  };
+  for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
+    if (tab[i].ch == ch)
+      return parse_u64(tab[i].name, arg, tab[i].lo, tab[i].hi,
+                       (uint64_t *)((char *)a + tab[i].at)) ? 2 : 0;
+  return -1;
+}
+
+/* One option: 0, or the exit code (2 for a bad value, 0 after --help). */
+static int main_option(int ch, const char *arg, bench_opts_t *o,
+                       main_args_t *a, int *done) {
+  int rc = main_number(ch, arg, a);
+  if (rc >= 0) return rc;
+  switch (ch) {
+  case O_HOST: o->host = 1; return 0;
+  case O_GPU: o->gpu = 1; return 0;
+  case O_QUICK: o->quick = 1; return 0;
+  case O_OUT: o->out_dir = arg; return 0;
+  case O_JSON: o->json_path = arg; return 0;
+  case O_TRACE: a->traces[o->ntraces++] = arg; return 0;
+  case O_SYNTH: o->synthetic = 1; return 0;
+  case O_SAVE: a->save_path = arg; return 0;
+  case O_CONT: a->contenders = arg; return 0;
+  case O_ONLY:
+  case O_SKIP: return parse_suites(o, arg, ch == O_ONLY) ? 2 : 0;
+  case O_TSECS: {
+    char *end;
+    a->thr_secs = strtod(arg, &end);
+    if (*end || !(a->thr_secs > 0 && a->thr_secs <= 60)) {
+      fprintf(stderr, "gpubuddy-bench: --thread-seconds wants 0 < S <= 60\n");
+      return 2;
     }
-    case O_MINB: {
-      size_t mb;
-      if (gpb_size_parse(optarg, &mb) || mb < 16 || (mb & (mb - 1)) ||
-          mb > GPBT_MINPOOL_MAX) {
-        fprintf(stderr, "gpubuddy-bench: --min-block wants a power of two "
-                "from 16 to 64 TiB, not '%s'\n", optarg);
-        return 2;
-      }
-      o.trace_min_block = mb;
-      break;
+    return 0;
+  }
+  case O_MINB: {
+    size_t mb;
+    if (gpb_size_parse(arg, &mb) || mb < 16 || (mb & (mb - 1)) ||
+        mb > GPBT_MINPOOL_MAX) {
+      fprintf(stderr, "gpubuddy-bench: --min-block wants a power of two "
+              "from 16 to 64 TiB, not '%s'\n", arg);
+      return 2;
     }
-    case O_TROUNDS:
-      if (parse_u64("--trace-rounds", optarg, 1, 1000, &v)) return 2;
-      trace_rounds = (size_t)v;
-      break;
-    case O_CONT:
-      contenders = optarg;
-      break;
-    case O_MREPS:
-      if (parse_u64("--meta-reps", optarg, 1, 64, &v)) return 2;
-      meta_reps = (size_t)v;
-      break;
-    case O_SEED:
-      if (parse_u64("--seed", optarg, 0, UINT64_MAX, &v)) return 2;
-      o.seed = v;
-      break;
-    case O_DEV:
-      if (parse_u64("--device", optarg, 0, 1024, &v)) return 2;
-      o.device = (int)v;
-      break;
-    case 'h':
-      usage(stdout);
+    o->trace_min_block = mb;
+    return 0;
+  }
+  case 'h':
+    usage(stdout);
 #ifdef GPB_HAVE_CUDA
-      printf("\nthis build: CUDA (--gpu available), plots PNG\n");
+    printf("\nthis build: CUDA (--gpu available), plots PNG\n");
 #else
-      printf("\nthis build: no CUDA (--host only), plots PNG\n");
+    printf("\nthis build: no CUDA (--host only), plots PNG\n");
 #endif
-      return 0;
-    case 'V': printf("gpubuddy-bench %s\n", gpb_version()); return 0;
-    case ':':
+    *done = 1;
+    return 0;
+  case 'V':
+    printf("gpubuddy-bench %s\n", gpb_version());
+    *done = 1;
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+/* Parses the command line: 0 to run, else *code is the exit code. */
+static int main_parse(int argc, char **argv, bench_opts_t *o, main_args_t *a,
+                      int *code) {
+  int ch, done = 0;
+  opterr = 0; /* one line of our own instead of getopt's and the usage */
+  while ((ch = getopt_long(argc, argv, ":h", main_longopts, NULL)) != -1) {
+    int rc = ch == ':' ? -2 : main_option(ch, optarg, o, a, &done);
+    if (rc == -2) {
       fprintf(stderr, "gpubuddy-bench: %s needs a value (see --help)\n",
               argv[optind - 1]);
-      return 2;
-    default:
+      rc = 2;
+    } else if (rc < 0) {
       if (optopt > 0 && optopt < 256)
         fprintf(stderr, "gpubuddy-bench: unknown option '-%c' (see --help)\n",
                 optopt);
       else
         fprintf(stderr, "gpubuddy-bench: unknown option '%s' (see --help)\n",
                 argv[optind - 1]);
-      return 2;
+      rc = 2;
     }
+    if (rc || done) return *code = rc, 1;
   }
   if (optind < argc) {
     fprintf(stderr, "gpubuddy-bench: unexpected argument '%s' (see --help)\n",
             argv[optind]);
-    return 2;
+    return *code = 2, 1;
   }
-  if (save_path)
-    return bench_save_synthetic(save_path, o.seed,
-                                o.synth_steps ? o.synth_steps
-                                              : BENCH_SYNTH_STEPS(o.quick))
-               ? 1 : 0;
-  if (o.host && o.gpu) {
+  return 0;
+}
+
+/* Checks the options together and fills the defaults: 0 to run, else
+ * the exit code. */
+static int main_settle(bench_opts_t *o, const main_args_t *a) {
+  if (o->host && o->gpu) {
     fprintf(stderr, "gpubuddy-bench: choose --host or --gpu, not both\n");
     return 2;
   }
-  if (o.skip_fixed && o.skip_churn && o.skip_threads && o.skip_traces &&
-      o.skip_meta) {
+  if (o->skip_fixed && o->skip_churn && o->skip_threads && o->skip_traces &&
+      o->skip_meta) {
     fprintf(stderr, "gpubuddy-bench: --only and --skip leave no suite to "
             "run\n");
     return 2;
   }
-  if (o.json_path && !path_writable(o.json_path)) {
+  if (o->json_path && !path_writable(o->json_path)) {
     fprintf(stderr, "gpubuddy-bench: cannot write --json %s: %s\n",
-            o.json_path, strerror(errno));
+            o->json_path, strerror(errno));
     return 1;
   }
-  if (!o.gpu) o.host = 1;
+  if (!o->gpu) o->host = 1;
 #ifndef GPB_HAVE_CUDA
-  if (o.gpu) {
+  if (o->gpu) {
     fprintf(stderr, "gpubuddy-bench: --gpu needs a build with CUDA "
             "(configure --with-cuda)\n");
     return 2;
   }
 #endif
-  o.pairs = pairs ? pairs : o.quick ? 200 : 2000;
-  o.churn_ops = churn_ops ? churn_ops : o.quick ? 1000 : 8000;
-  o.churn_live = churn_live ? churn_live : o.quick ? 128 : 1024;
-  o.thr_seconds = thr_secs > 0 ? thr_secs : o.quick ? 0.04 : 0.5;
-  o.meta_reps = meta_reps ? (int)meta_reps : o.quick ? 1 : 7;
-  o.trace_rounds = trace_rounds ? (int)trace_rounds : o.quick ? 2 : 20;
+  o->pairs = a->pairs ? a->pairs : o->quick ? 200 : 2000;
+  o->churn_ops = a->churn_ops ? a->churn_ops : o->quick ? 1000 : 8000;
+  o->churn_live = a->churn_live ? a->churn_live : o->quick ? 128 : 1024;
+  o->thr_seconds = a->thr_secs > 0 ? a->thr_secs : o->quick ? 0.04 : 0.5;
+  o->meta_reps = a->meta_reps ? (int)a->meta_reps : o->quick ? 1 : 7;
+  o->trace_rounds = a->trace_rounds ? (int)a->trace_rounds
+                                    : o->quick ? 2 : 20;
+  if (o->out_dir) {
+    if (mkdir_p(o->out_dir)) {
+      fprintf(stderr, "gpubuddy-bench: cannot create %s: %s\n", o->out_dir,
+              strerror(errno));
+      return 1;
+    }
+    out_dir_g = o->out_dir;
+  }
+  return 0;
+}
 
-  /* Default traces: every .gz in samples/traces; none means a synthetic one. */
-  if (o.ntraces == 0 && !o.skip_traces) {
+/* Default traces: every .gz in samples/traces; none means a synthetic
+ * one. 0, or 2 without memory. */
+static int main_default_traces(bench_opts_t *o, main_args_t *a) {
+  if (o->ntraces == 0 && !o->skip_traces) {
     const char *dir = getenv("GPB_SAMPLES_DIR");
     char pat[4096];
     snprintf(pat, sizeof pat, "%s/*.gz", dir && *dir ? dir : BENCH_SAMPLES_DIR);
     if (glob(pat, 0, NULL, &glob_g) == 0) {
       have_glob_g = 1;
       for (size_t i = 0; i < glob_g.gl_pathc; i++) {
-        const char **t = realloc(traces, (o.ntraces + 2) * sizeof *t);
+        const char **t = realloc(a->traces, (o->ntraces + 2) * sizeof *t);
         if (!t) return 2;
-        traces = traces_g = t;
-        traces[o.ntraces++] = glob_g.gl_pathv[i];
+        a->traces = traces_g = t;
+        a->traces[o->ntraces++] = glob_g.gl_pathv[i];
       }
     }
-    if (o.ntraces == 0) o.synthetic = 1;
+    if (o->ntraces == 0) o->synthetic = 1;
   }
-  o.traces = traces;
+  o->traces = a->traces;
+  return 0;
+}
 
-  if (o.out_dir) {
-    if (mkdir_p(o.out_dir)) {
-      fprintf(stderr, "gpubuddy-bench: cannot create %s: %s\n", o.out_dir,
-              strerror(errno));
-      return 1;
-    }
-    out_dir_g = o.out_dir;
-  }
-
-  bench_report_t rep;
-  memset(&rep, 0, sizeof rep);
-  bench_ctx_t c;
-  memset(&c, 0, sizeof c);
-  c.o = &o;
-  c.rep = &rep;
-  snprintf(rep.mode, sizeof rep.mode, "%s", o.gpu ? "gpu" : "host");
-  rep.quick = o.quick;
-  rep.seed = o.seed;
-  describe_host(rep.host, sizeof rep.host);
+/* The report's header: mode, host, date and the command line. */
+static void main_report_init(bench_report_t *rep, const bench_opts_t *o,
+                             int argc, char **argv) {
+  snprintf(rep->mode, sizeof rep->mode, "%s", o->gpu ? "gpu" : "host");
+  rep->quick = o->quick;
+  rep->seed = o->seed;
+  describe_host(rep->host, sizeof rep->host);
   time_t now = time(NULL);
   struct tm tmv;
   gmtime_r(&now, &tmv);
-  strftime(rep.date, sizeof rep.date, "%Y-%m-%d %H:%M UTC", &tmv);
+  strftime(rep->date, sizeof rep->date, "%Y-%m-%d %H:%M UTC", &tmv);
   size_t pos = 0;
-  for (int i = 0; i < argc && pos + 2 < sizeof rep.command; i++) {
-    const char *a = i == 0 ? "gpubuddy-bench" : argv[i];
-    int w = snprintf(rep.command + pos, sizeof rep.command - pos, "%s%s",
-                     i ? " " : "", a);
+  for (int i = 0; i < argc && pos + 2 < sizeof rep->command; i++) {
+    const char *arg = i == 0 ? "gpubuddy-bench" : argv[i];
+    int w = snprintf(rep->command + pos, sizeof rep->command - pos, "%s%s",
+                     i ? " " : "", arg);
     if (w < 0) break;
     pos += (size_t)w;
   }
-  if (pos >= sizeof rep.command) pos = sizeof rep.command - 1;
+}
 
-  /* Contenders: gpubuddy with every policy the header defines, then the
-   * allocators it replaces. */
-  c.backend = o.gpu ? GPB_BACKEND_DEVICE : GPB_BACKEND_HOST;
+/* Contenders: gpubuddy with every policy the header defines, then the
+ * allocators it replaces, then the floor. */
+static void main_contenders(bench_ctx_t *c) {
+  const bench_opts_t *o = c->o;
   for (int p = 0; p < GPB_NUM_POLICIES; p++) {
-    bench_contender_t *k = &c.cont[c.ncont++];
+    bench_contender_t *k = &c->cont[c->ncont++];
     k->kind = BENCH_GPUBUDDY;
     k->policy = (gpb_policy_t)p;
     if (p == GPB_POLICY_BUDDY) snprintf(k->name, sizeof k->name, "gpubuddy");
@@ -869,96 +874,143 @@ int main(int argc, char **argv) {
   /* The buddy and bestfit policies with one arena per thread of the
    * throughput suite: what a multi-threaded program would configure. */
   for (int p = 0; p < 2; p++) {
-    bench_contender_t *k = &c.cont[c.ncont++];
+    bench_contender_t *k = &c->cont[c->ncont++];
     k->kind = BENCH_GPUBUDDY;
     k->policy = p ? GPB_POLICY_BESTFIT : GPB_POLICY_BUDDY;
-    k->arenas = (uint32_t)(o.max_threads < 2 ? 2 : o.max_threads);
+    k->arenas = (uint32_t)(o->max_threads < 2 ? 2 : o->max_threads);
     snprintf(k->name, sizeof k->name, "gpubuddy%s-arenas",
              p ? "-bestfit" : "");
   }
   /* Best fit following a plan made from the trace: trace replays only,
    * for what following a plan costs per call. */
-  {
-    bench_contender_t *k = &c.cont[c.ncont++];
-    k->kind = BENCH_GPUBUDDY;
-    k->policy = GPB_POLICY_BESTFIT;
-    k->plan = 1;
-    snprintf(k->name, sizeof k->name, "gpubuddy-bestfit-plan");
-  }
+  bench_contender_t *k = &c->cont[c->ncont++];
+  k->kind = BENCH_GPUBUDDY;
+  k->policy = GPB_POLICY_BESTFIT;
+  k->plan = 1;
+  snprintf(k->name, sizeof k->name, "gpubuddy-bestfit-plan");
   bench_kind_t others[2] = {BENCH_MALLOC, BENCH_MALLOC};
   int nothers = 1;
-  if (o.gpu) {
+  if (o->gpu) {
     others[0] = BENCH_CUDAMALLOC;
     others[1] = BENCH_CUDAASYNC;
     nothers = 2;
   }
   for (int i = 0; i < nothers; i++) {
-    bench_contender_t *k = &c.cont[c.ncont++];
+    k = &c->cont[c->ncont++];
     k->kind = others[i];
     snprintf(k->name, sizeof k->name, "%s", bench_kind_name(others[i]));
   }
   /* Last, the floor: a tail it shares is the host's, not an allocator's. */
-  c.cont[c.ncont].kind = BENCH_EMPTY;
-  snprintf(c.cont[c.ncont].name, sizeof c.cont[c.ncont].name, "%s",
+  c->cont[c->ncont].kind = BENCH_EMPTY;
+  snprintf(c->cont[c->ncont].name, sizeof c->cont[c->ncont].name, "%s",
            bench_kind_name(BENCH_EMPTY));
-  c.ncont++;
-  if (contenders && keep_contenders(&c, contenders)) return 2;
+  c->ncont++;
+}
+
+/* The device line, results.txt, and the timer and stall figures every
+ * table depends on. 0, or 1 without a usable device. */
+static int main_preamble(bench_ctx_t *c) {
+  const bench_opts_t *o = c->o;
+  bench_report_t *rep = c->rep;
 #ifdef GPB_HAVE_CUDA
-  if (o.gpu) {
-    if (bench_cuda_free_mem(o.device) == 0) {
-      fprintf(stderr, "gpubuddy-bench: no usable CUDA device %d\n", o.device);
+  if (o->gpu) {
+    if (bench_cuda_free_mem(o->device) == 0) {
+      fprintf(stderr, "gpubuddy-bench: no usable CUDA device %d\n", o->device);
       return 1;
     }
-    bench_cuda_describe(o.device, rep.device, sizeof rep.device);
+    bench_cuda_describe(o->device, rep->device, sizeof rep->device);
   }
 #endif
-  if (!o.gpu)
-    snprintf(rep.device, sizeof rep.device, "host memory (gpubuddy host "
+  if (!o->gpu)
+    snprintf(rep->device, sizeof rep->device, "host memory (gpubuddy host "
              "backend vs glibc malloc)");
-
-  if (o.out_dir) {
-    char *p = bench_out_path(&c, "results.txt");
-    c.txt = p ? fopen(p, "w") : NULL;
-    if (!c.txt) fprintf(stderr, "gpubuddy-bench: cannot write %s\n", p ? p : "");
+  if (o->out_dir) {
+    char *p = bench_out_path(c, "results.txt");
+    c->txt = p ? fopen(p, "w") : NULL;
+    if (!c->txt) fprintf(stderr, "gpubuddy-bench: cannot write %s\n", p ? p : "");
     free(p);
   }
-
-  rep.timer_ns = timer_overhead();
-  host_stalls(o.quick ? 0.05 : 0.5, &rep.stalls_per_s, &rep.stall_max_ns);
-  bench_out(&c, "gpubuddy-bench %s (gpubuddy %s), %s mode%s\n", PACKAGE_VERSION,
-            gpb_version(), rep.mode, o.quick ? ", QUICK (small counts: checks the harness, "
+  rep->timer_ns = timer_overhead();
+  host_stalls(o->quick ? 0.05 : 0.5, &rep->stalls_per_s, &rep->stall_max_ns);
+  bench_out(c, "gpubuddy-bench %s (gpubuddy %s), %s mode%s\n", PACKAGE_VERSION,
+            gpb_version(), rep->mode, o->quick ? ", QUICK (small counts: checks the harness, "
             "not the figures)" : "");
-  bench_out(&c, "device: %s\nhost:   %s\ndate:   %s\ncommand: %s\n", rep.device,
-            rep.host, rep.date, rep.command);
-  bench_out(&c, "timer: two clock_gettime calls cost %.0f ns (median); it is "
-            "included in every per-call figure, not subtracted\n", rep.timer_ns);
+  bench_out(c, "device: %s\nhost:   %s\ndate:   %s\ncommand: %s\n", rep->device,
+            rep->host, rep->date, rep->command);
+  bench_out(c, "timer: two clock_gettime calls cost %.0f ns (median); it is "
+            "included in every per-call figure, not subtracted\n", rep->timer_ns);
   char sb[24];
-  bench_out(&c, "stalls: the host paused a loop reading the clock for over %d us "
+  bench_out(c, "stalls: the host paused a loop reading the clock for over %d us "
             "%.0f times a second, at most %s: a call of 100 ns meets such a "
             "pause about once in %.0f calls\n\n", BENCH_STALL_NS / 1000,
-            rep.stalls_per_s, bench_fmt_ns(rep.stall_max_ns, sb, sizeof sb),
-            rep.stalls_per_s > 0 ? 1e7 / rep.stalls_per_s : 0.0);
+            rep->stalls_per_s, bench_fmt_ns(rep->stall_max_ns, sb, sizeof sb),
+            rep->stalls_per_s > 0 ? 1e7 / rep->stalls_per_s : 0.0);
+  return 0;
+}
 
+/* The suites, the targets, and the files: 0, or 1 when some could not
+ * run or be written. */
+static int main_run(bench_ctx_t *c) {
+  const bench_opts_t *o = c->o;
   int fails = 0;
-  if (!o.skip_fixed) fails |= bench_run_fixed(&c) != 0;
-  if (!o.skip_churn) fails |= bench_run_churn(&c) != 0;
-  if (!o.skip_threads) fails |= bench_run_threads(&c) != 0;
-  if (!o.skip_traces) fails |= bench_run_traces(&c) != 0;
-  if (!o.skip_meta) fails |= bench_run_meta(&c) != 0;
-  targets(&c);
-
-  if (o.json_path && bench_report_json(&rep, o.json_path)) fails = 1;
-  if (o.out_dir) {
-    char *p = bench_out_path(&c, "results.json");
-    if (!p || bench_report_json(&rep, p)) fails = 1;
+  if (!o->skip_fixed) fails |= bench_run_fixed(c) != 0;
+  if (!o->skip_churn) fails |= bench_run_churn(c) != 0;
+  if (!o->skip_threads) fails |= bench_run_threads(c) != 0;
+  if (!o->skip_traces) fails |= bench_run_traces(c) != 0;
+  if (!o->skip_meta) fails |= bench_run_meta(c) != 0;
+  targets(c);
+  if (o->json_path && bench_report_json(c->rep, o->json_path)) fails = 1;
+  if (o->out_dir) {
+    char *p = bench_out_path(c, "results.json");
+    if (!p || bench_report_json(c->rep, p)) fails = 1;
     free(p);
-    p = bench_out_path(&c, "summary.md");
-    if (!p || write_summary(&c, p)) fails = 1;
+    p = bench_out_path(c, "summary.md");
+    if (!p || write_summary(c, p)) fails = 1;
     else bench_progress("wrote %s", p);
     free(p);
   }
-  if (c.txt) fclose(c.txt);
   if (fails) fprintf(stderr, "gpubuddy-bench: some suites could not run (see above)\n");
+  return fails;
+}
+
+int main(int argc, char **argv) {
+  bench_opts_t o;
+  main_args_t a;
+  memset(&o, 0, sizeof o);
+  memset(&a, 0, sizeof a);
+  o.trace_min_block = 512;
+  a.seed = 42;
+  a.threads = 16;
+  a.traces = calloc((size_t)argc + 1, sizeof *a.traces);
+  if (!a.traces) return 2;
+  traces_g = a.traces;
+  atexit(main_cleanup);
+  int code = 0;
+  if (main_parse(argc, argv, &o, &a, &code)) return code;
+  o.seed = a.seed;
+  o.device = (int)a.device;
+  o.max_threads = (int)a.threads;
+  o.synth_steps = (int)a.synth_steps;
+  if (a.save_path)
+    return bench_save_synthetic(a.save_path, o.seed,
+                                o.synth_steps ? o.synth_steps
+                                              : BENCH_SYNTH_STEPS(o.quick))
+               ? 1 : 0;
+  if ((code = main_settle(&o, &a)) || (code = main_default_traces(&o, &a)))
+    return code;
+  bench_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  bench_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.o = &o;
+  c.rep = &rep;
+  main_report_init(&rep, &o, argc, argv);
+  c.backend = o.gpu ? GPB_BACKEND_DEVICE : GPB_BACKEND_HOST;
+  main_contenders(&c);
+  if (a.contenders && keep_contenders(&c, a.contenders)) return 2;
+  if (main_preamble(&c)) return 1;
+  int fails = main_run(&c);
+  if (c.txt) fclose(c.txt);
   bench_report_free(&rep);
   return fails ? 1 : 0;
 }

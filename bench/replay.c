@@ -293,11 +293,312 @@ static void replay_rewind(const bench_ctx_t *c, int i, bench_alloc_t *a,
             gpb_err_name(rc), gpb_last_error_detail());
 }
 
+/* One trace's run through the suite's three parts. */
+typedef struct replay_job {
+  bench_ctx_t *c;
+  replay_trace_t *t;
+  void **ptrs;                  /* one per slot, shared by every replay */
+  gpb_policy_t pols[REPLAY_MAXPOL];
+  size_t minp[REPLAY_MAXPOL];   /* each policy's smallest pool, 0: none */
+  int npol;
+  double anchor;
+  gpb_plan_t *plan;             /* with a plan contender */
+  /* per-op latency, per contender */
+  bench_samples_t al[BENCH_MAXCONT], fr[BENCH_MAXCONT];
+  bench_alloc_t a[BENCH_MAXCONT];
+  int open[BENCH_MAXCONT];
+  int rounds;
+} replay_job_t;
+
+/* A row of the smallest-pool table in the report. */
+static bench_trace_row_t *replay_row(replay_job_t *j, const char *policy,
+                                     uint64_t pool, int replays) {
+  const bench_seq_t *q = &j->t->q;
+  bench_trace_row_t *r = bench_report_trace(j->c->rep);
+  snprintf(r->trace, sizeof r->trace, "%s", j->t->name);
+  snprintf(r->policy, sizeof r->policy, "%s", policy);
+  r->ops = q->n;
+  r->peak_live = q->peak_live;
+  r->min_pool = pool;
+  r->ratio = pool ? (double)pool / (double)q->peak_live : 0;
+  r->anchor = j->anchor;
+  r->replays = replays;
+  return r;
+}
+
+/* 1. The smallest pool of each policy. 0 or -1 after an error. */
+static int replay_minpools(replay_job_t *j) {
+  bench_ctx_t *c = j->c;
+  const bench_seq_t *q = &j->t->q;
+  size_t mb = c->o->trace_min_block;
+  char b1[24], an[24] = "n/a";
+  int err = 0;
+  if (j->anchor > 0) snprintf(an, sizeof an, "%.2f", j->anchor);
+  bench_out(c, "smallest pool (virtual backend, %zu B min block, every size "
+            "from the peak up in steps of %s):\n", mb,
+            bench_fmt_bytes(gpbt_minpool_step(q->peak_live, mb), b1,
+                            sizeof b1));
+  bench_out(c, "%-10s %14s %10s %8s %16s\n", "policy", "smallest pool",
+            "x peak", "replays", "PyTorch cap x");
+  for (int p = 0; j->npol < REPLAY_MAXPOL &&
+                  strcmp(gpb_policy_name((gpb_policy_t)p), "?"); p++) {
+    gpb_policy_t pol = (gpb_policy_t)p;
+    const char *pn = gpb_policy_name(pol);
+    bench_progress("trace %s: smallest pool, policy %s", j->t->name, pn);
+    uint64_t t0 = bench_now();
+    gpbt_minpool_t mp;
+    int frc = gpbt_minpool_find(q, mb, pol, 0, NULL, NULL, &mp);
+    size_t m = frc ? 0 : (size_t)mp.size;
+    double secs = (double)(bench_now() - t0) / 1e9;
+    if (frc && frc != GPB_ENOMEM) { /* not "none fits": no row to report */
+      fprintf(stderr, "gpubuddy-bench: trace %s: smallest pool, policy %s: "
+              "%s: %s\n", j->t->name, pn, gpb_err_name(frc),
+              gpb_last_error_detail());
+      bench_out(c, "%-10s %14s\n", pn, "error");
+      err = -1;
+      continue;
+    }
+    j->pols[j->npol] = pol;
+    j->minp[j->npol++] = m;
+    bench_trace_row_t *r = replay_row(j, pn, m, (int)mp.probes);
+    if (m)
+      bench_out(c, "%-10s %14s %9.3fx %8d %16s   (%.1f s)\n", pn,
+                bench_fmt_bytes(m, b1, sizeof b1), r->ratio, r->replays, an,
+                secs);
+    else
+      bench_out(c, "%-10s %14s %10s %8d %16s\n", pn, "> 64 TiB", "-",
+                r->replays, an);
+  }
+  return err;
+}
+
+/* With a plan contender: the trace laid out offline, and the smallest
+ * pool that follows it (a row of its own, after the policies'). */
+static int replay_plan(replay_job_t *j) {
+  bench_ctx_t *c = j->c;
+  const bench_seq_t *q = &j->t->q;
+  size_t mb = c->o->trace_min_block;
+  for (int i = 0; i < c->ncont && !j->plan; i++) {
+    if (!c->cont[i].plan) continue;
+    gpbt_minpool_t mp;
+    int prc = gpb_plan_make(q->ops, q->n, q->nslots, mb, NULL, NULL, &j->plan);
+    if (!prc)
+      prc = gpbt_minpool_find_plan(q, mb, GPB_POLICY_BESTFIT, j->plan, 0,
+                                   NULL, NULL, &mp);
+    if (prc) {
+      fprintf(stderr, "gpubuddy-bench: trace %s: the plan: %s: %s\n",
+              j->t->name, gpb_err_name(prc), gpb_last_error_detail());
+      return -1;
+    }
+    char b[24];
+    bench_trace_row_t *r = replay_row(j, "bestfit-plan", mp.size,
+                                      (int)mp.probes);
+    bench_out(c, "%-10s %14s %9.3fx %8d %16s   (following the trace's own "
+              "plan, %zu entries)\n", "plan", bench_fmt_bytes(mp.size, b,
+              sizeof b), r->ratio, r->replays, "", gpb_plan_count(j->plan));
+  }
+  return 0;
+}
+
+/* The fragmentation plot's title and lines: peak live, and up to three
+ * policies' smallest pools. hl holds their labels. */
+static void replay_frag_axes(const replay_job_t *j, size_t common,
+                             bench_plot_t *pl, char *title, size_t tlen,
+                             char hl[][48]) {
+  char b[24];
+  memset(pl, 0, sizeof *pl);
+  snprintf(title, tlen, "%s: POOL %s", j->t->name,
+           bench_fmt_bytes(common, b, sizeof b));
+  for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
+  pl->title = title;
+  pl->xlabel = "OPERATION";
+  pl->ylabel = "BYTES";
+  pl->ybytes = 1;
+  pl->hline[0] = (double)j->t->q.peak_live;
+  pl->hlabel[0] = "PEAK LIVE";
+  for (int i = 0; i < j->npol && i < 3; i++) {
+    if (!j->minp[i]) continue;
+    snprintf(hl[i], 48, "SMALLEST POOL %s", gpb_policy_name(j->pols[i]));
+    for (char *s = hl[i]; *s; s++) *s = (char)toupper((unsigned char)*s);
+    pl->hline[i + 1] = (double)j->minp[i];
+    pl->hlabel[i + 1] = hl[i];
+  }
+}
+
+/* 2. Fragmentation over time, at a size every policy fits, as a plot
+ * (only with --out). */
+static void replay_frag_plot(replay_job_t *j) {
+  bench_ctx_t *c = j->c;
+  const bench_seq_t *q = &j->t->q;
+  size_t mb = c->o->trace_min_block, common = 0, pts = 2000, nser = 0;
+  char *path = bench_out_path(c, NULL);
+  if (!path) return;
+  free(path);
+  for (int i = 0; i < j->npol; i++)
+    if (j->minp[i] > common) common = j->minp[i];
+  if (common == 0) common = replay_round(q->peak_live * 2, mb);
+  double *req = malloc(q->n * sizeof *req), *blk = malloc(q->n * sizeof *blk);
+  double *ft = malloc(q->n * sizeof *ft);
+  double *xs = malloc((size_t)(2 * j->npol + 1) * pts * sizeof *xs);
+  double *ys = malloc((size_t)(2 * j->npol + 1) * pts * sizeof *ys);
+  bench_series_t ser[2 * REPLAY_MAXPOL + 1];
+  char labels[2 * REPLAY_MAXPOL][48];
+  int ok = req && blk && ft && xs && ys;
+  for (int i = 0; ok && i < j->npol; i++) {
+    bench_progress("trace %s: fragmentation, policy %s", j->t->name,
+                   gpb_policy_name(j->pols[i]));
+    if (replay_frag(q, j->ptrs, common, mb, j->pols[i], i == 0 ? req : NULL,
+                    blk, ft)) {
+      ok = 0;
+      break;
+    }
+    const double *src[2] = {blk, ft};
+    for (int k = 0; k < 2; k++) {
+      double *x = xs + (nser * pts), *y = ys + (nser * pts);
+      size_t n = replay_downsample(src[k], q->n, x, y, pts);
+      snprintf(labels[2 * i + k], 48, "%s %s", k ? "FOOTPRINT" : "IN BLOCKS",
+               gpb_policy_name(j->pols[i]));
+      ser[nser++] = (bench_series_t){labels[2 * i + k], x, y, n,
+                                     bench_colors[(i + 1) % 8], k};
+    }
+  }
+  if (ok) { /* requested last, so it is drawn on top */
+    double *x = xs + (nser * pts), *y = ys + (nser * pts);
+    size_t n = replay_downsample(req, q->n, x, y, pts);
+    ser[nser++] = (bench_series_t){"REQUESTED LIVE", x, y, n, 0x000000, 0};
+    char file[160], title[160], hl[REPLAY_MAXPOL][48];
+    bench_plot_t pl;
+    replay_frag_axes(j, common, &pl, title, sizeof title, hl);
+    snprintf(file, sizeof file, "frag-%s.png", j->t->name);
+    path = bench_out_path(c, file);
+    if (path && bench_plot_write(path, &pl, ser, nser) == 0)
+      bench_progress("wrote %s", path);
+    free(path);
+  }
+  free(req);
+  free(blk);
+  free(ft);
+  free(xs);
+  free(ys);
+}
+
+/* Every sample buffer first, then every pool (one untimed pass each).
+ * On a GPU each pool gets at most an equal share of 80% of the memory
+ * free before the first is made: shares taken from what each left would
+ * shrink down the list and fail the last pools' requests. -1 without
+ * memory for the samples. */
+static int replay_lat_open(replay_job_t *j) {
+  bench_ctx_t *c = j->c;
+  const bench_seq_t *q = &j->t->q;
+  size_t mb = c->o->trace_min_block, share = 0;
+  for (int i = 0; i < c->ncont; i++)
+    if (bench_samples_init(&j->al[i], q->n * (size_t)j->rounds) ||
+        bench_samples_init(&j->fr[i], q->n * (size_t)j->rounds))
+      return -1;
+#ifdef GPB_HAVE_CUDA
+  if (c->backend == GPB_BACKEND_DEVICE) {
+    size_t npools = 0;
+    for (int i = 0; i < c->ncont; i++) npools += c->cont[i].kind == BENCH_GPUBUDDY;
+    share = bench_cuda_free_mem(c->o->device) / 10 * 8 / (npools ? npools : 1);
+  }
+#endif
+  for (int i = 0; i < c->ncont; i++) {
+    size_t pool = replay_round(q->peak_live * 2, mb);
+    for (int p = 0; p < j->npol; p++)
+      if (j->pols[p] == c->cont[i].policy && j->minp[p] + j->minp[p] / 4 > pool)
+        pool = replay_round(j->minp[p] + j->minp[p] / 4, mb);
+    if (share > mb && pool > share) pool = replay_round(share - mb, mb);
+    if (c->cont[i].plan && !j->plan) continue;
+    if (bench_open_contender(c, i, pool, mb, &j->a[i])) continue;
+    j->open[i] = 1;
+    replay_rewind(c, i, &j->a[i], j->plan);
+    bench_seq_run(&j->a[i], q, j->ptrs, NULL, NULL);
+  }
+  return 0;
+}
+
+/* The latency rows of the report, per contender: alloc and free. */
+static void replay_lat_rows(replay_job_t *j, const char *group) {
+  bench_ctx_t *c = j->c;
+  for (int i = 0; i < c->ncont; i++) {
+    if (!j->open[i]) continue;
+    bench_alloc_close(&j->a[i]);
+    for (int k = 0; k < 2; k++) {
+      bench_samples_t *sm = k ? &j->fr[i] : &j->al[i];
+      bench_lat_row_t *r = bench_report_lat(c->rep);
+      snprintf(r->group, sizeof r->group, "%s", group);
+      snprintf(r->label, sizeof r->label, "replay");
+      snprintf(r->alloc, sizeof r->alloc, "%s", c->cont[i].name);
+      snprintf(r->op, sizeof r->op, "%s", k ? "free" : "alloc");
+      double wb = bench_samples_worst_best(sm, j->rounds);
+      r->s = bench_summarize(sm);
+      r->s.worst_best = wb;
+    }
+  }
+}
+
+/* The latency CDF plot (only with --out). */
+static void replay_lat_plot(replay_job_t *j) {
+  bench_ctx_t *c = j->c;
+  char *path = bench_out_path(c, NULL);
+  if (!path) return;
+  free(path);
+  char file[160], title[160];
+  snprintf(file, sizeof file, "latency-trace-%s.png", j->t->name);
+  snprintf(title, sizeof title, "LATENCY CDF, TRACE %s", j->t->name);
+  for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
+  path = bench_out_path(c, file);
+  const char *names[BENCH_MAXCONT];
+  bench_samples_t *pa[BENCH_MAXCONT], *pf[BENCH_MAXCONT];
+  for (int i = 0; i < c->ncont; i++) {
+    names[i] = c->cont[i].name;
+    pa[i] = &j->al[i];
+    pf[i] = &j->fr[i];
+  }
+  if (path && bench_plot_cdf(path, title, names, pa, pf, c->ncont) == 0)
+    bench_progress("wrote %s", path);
+  free(path);
+}
+
+/* 3. Per-op latency of every contender on the same ops: all open at
+ * once, one untimed pass each, then timed passes taken in turns, so that
+ * a slow spell of the host falls on every contender alike. */
+static int replay_latency(replay_job_t *j) {
+  bench_ctx_t *c = j->c;
+  char group[128];
+  snprintf(group, sizeof group, "trace:%s", j->t->name);
+  j->rounds = c->o->trace_rounds > 0 ? c->o->trace_rounds : 1;
+  int rc = replay_lat_open(j);
+  for (int r = 0; !rc && r < j->rounds; r++) {
+    bench_progress("trace %s: latency, round %d of %d", j->t->name, r + 1,
+                   j->rounds);
+    for (int i = 0; i < c->ncont; i++)
+      if (j->open[i]) {
+        replay_rewind(c, i, &j->a[i], j->plan);
+        bench_seq_run(&j->a[i], &j->t->q, j->ptrs, &j->al[i], &j->fr[i]);
+      }
+  }
+  if (!rc) {
+    replay_lat_rows(j, group);
+    bench_out(c, "per-op latency (one untimed pass, then %d timed passes per "
+              "allocator in turns; gpubuddy pools at 2 x peak live or 1.25 x "
+              "the smallest pool, whichever is larger):\n", j->rounds);
+    bench_print_lat_group(c, group);
+    replay_lat_plot(j);
+  } else {
+    for (int i = 0; i < c->ncont; i++)
+      if (j->open[i]) bench_alloc_close(&j->a[i]);
+  }
+  for (int i = 0; i < c->ncont; i++) {
+    bench_samples_free(&j->al[i]);
+    bench_samples_free(&j->fr[i]);
+  }
+  return rc;
+}
+
 static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
-  const bench_opts_t *o = c->o;
   bench_seq_t *q = &t->q;
-  size_t mb = o->trace_min_block;
-  char b1[24], b2[24];
+  char b1[24];
   bench_out(c, "== Trace %s: %zu ops (%llu allocs, %llu frees, %llu frees of "
             "blocks from before the trace, %llu re-used ids), peak live %s ==\n",
             t->name, q->n, (unsigned long long)q->allocs,
@@ -317,269 +618,21 @@ static int replay_one(bench_ctx_t *c, replay_trace_t *t) {
             t->name, (unsigned long long)need);
     return -1;
   }
-  void **ptrs = calloc(q->nslots, sizeof *ptrs);
-  if (!ptrs) return -1;
-  int err = 0;
-
-  /* 1. Smallest pool per policy. */
-  gpb_policy_t pols[REPLAY_MAXPOL];
-  size_t minp[REPLAY_MAXPOL];
-  int npol = 0;
-  double anchor = replay_anchor(t->name);
-  bench_out(c, "smallest pool (virtual backend, %zu B min block, every size "
-            "from the peak up in steps of %s):\n", mb,
-            bench_fmt_bytes(gpbt_minpool_step(q->peak_live, mb), b1,
-                            sizeof b1));
-  bench_out(c, "%-10s %14s %10s %8s %16s\n", "policy", "smallest pool",
-            "x peak", "replays", "PyTorch cap x");
-  for (int p = 0; npol < REPLAY_MAXPOL && strcmp(gpb_policy_name((gpb_policy_t)p), "?");
-       p++) {
-    gpb_policy_t pol = (gpb_policy_t)p;
-    bench_progress("trace %s: smallest pool, policy %s", t->name,
-                   gpb_policy_name(pol));
-    uint64_t t0 = bench_now();
-    gpbt_minpool_t mp;
-    int frc = gpbt_minpool_find(q, mb, pol, 0, NULL, NULL, &mp);
-    size_t m = frc ? 0 : (size_t)mp.size;
-    int tries = (int)mp.probes;
-    double secs = (double)(bench_now() - t0) / 1e9;
-    if (frc && frc != GPB_ENOMEM) { /* not "none fits": no row to report */
-      fprintf(stderr, "gpubuddy-bench: trace %s: smallest pool, policy %s: "
-              "%s: %s\n", t->name, gpb_policy_name(pol), gpb_err_name(frc),
-              gpb_last_error_detail());
-      bench_out(c, "%-10s %14s\n", gpb_policy_name(pol), "error");
-      err = -1;
-      continue;
-    }
-    pols[npol] = pol;
-    minp[npol++] = m;
-    bench_trace_row_t *r = bench_report_trace(c->rep);
-    snprintf(r->trace, sizeof r->trace, "%s", t->name);
-    snprintf(r->policy, sizeof r->policy, "%s", gpb_policy_name(pol));
-    r->ops = q->n;
-    r->peak_live = q->peak_live;
-    r->min_pool = m;
-    r->ratio = m ? (double)m / (double)q->peak_live : 0;
-    r->anchor = anchor;
-    r->replays = tries;
-    char an[24] = "n/a";
-    if (anchor > 0) snprintf(an, sizeof an, "%.2f", anchor);
-    if (m)
-      bench_out(c, "%-10s %14s %9.3fx %8d %16s   (%.1f s)\n",
-                gpb_policy_name(pol), bench_fmt_bytes(m, b2, sizeof b2),
-                r->ratio, tries, an, secs);
-    else
-      bench_out(c, "%-10s %14s %10s %8d %16s\n", gpb_policy_name(pol),
-                "> 64 TiB", "-", tries, an);
+  replay_job_t *j = calloc(1, sizeof *j); /* zeroed: freeable before init */
+  if (!j || !(j->ptrs = calloc(q->nslots, sizeof *j->ptrs))) {
+    free(j);
+    return -1;
   }
-
-  /* With a plan contender: the trace laid out offline, and the smallest
-   * pool that follows it (a row of its own, after the policies'). */
-  gpb_plan_t *plan = NULL;
-  for (int i = 0; i < c->ncont && !plan; i++) {
-    if (!c->cont[i].plan) continue;
-    gpbt_minpool_t mp;
-    int prc = gpb_plan_make(q->ops, q->n, q->nslots, mb, NULL, NULL, &plan);
-    if (!prc)
-      prc = gpbt_minpool_find_plan(q, mb, GPB_POLICY_BESTFIT, plan, 0, NULL,
-                                   NULL, &mp);
-    if (prc) {
-      fprintf(stderr, "gpubuddy-bench: trace %s: the plan: %s: %s\n",
-              t->name, gpb_err_name(prc), gpb_last_error_detail());
-      err = -1;
-      break;
-    }
-    bench_trace_row_t *r = bench_report_trace(c->rep);
-    snprintf(r->trace, sizeof r->trace, "%s", t->name);
-    snprintf(r->policy, sizeof r->policy, "bestfit-plan");
-    r->ops = q->n;
-    r->peak_live = q->peak_live;
-    r->min_pool = mp.size;
-    r->ratio = (double)mp.size / (double)q->peak_live;
-    r->anchor = anchor;
-    r->replays = (int)mp.probes;
-    bench_out(c, "%-10s %14s %9.3fx %8d %16s   (following the trace's own "
-              "plan, %zu entries)\n", "plan", bench_fmt_bytes(mp.size, b2,
-              sizeof b2), r->ratio, r->replays, "", gpb_plan_count(plan));
-  }
-
-  /* 2. Fragmentation over time, at a size every policy fits. */
-  size_t common = 0;
-  for (int i = 0; i < npol; i++)
-    if (minp[i] > common) common = minp[i];
-  if (common == 0) common = replay_round(q->peak_live * 2, mb);
-  char *path = bench_out_path(c, NULL);
-  if (path) {
-    free(path);
-    size_t pts = 2000;
-    double *req = malloc(q->n * sizeof *req);
-    double *blk = malloc(q->n * sizeof *blk);
-    double *ft = malloc(q->n * sizeof *ft);
-    double *xs = malloc((size_t)(2 * npol + 1) * pts * sizeof *xs);
-    double *ys = malloc((size_t)(2 * npol + 1) * pts * sizeof *ys);
-    bench_series_t ser[2 * REPLAY_MAXPOL + 1];
-    char labels[2 * REPLAY_MAXPOL][48];
-    size_t nser = 0;
-    int ok = req && blk && ft && xs && ys;
-    for (int i = 0; ok && i < npol; i++) {
-      bench_progress("trace %s: fragmentation, policy %s", t->name,
-                     gpb_policy_name(pols[i]));
-      if (replay_frag(q, ptrs, common, mb, pols[i], i == 0 ? req : NULL, blk,
-                      ft)) {
-        ok = 0;
-        break;
-      }
-      const double *src[2] = {blk, ft};
-      for (int j = 0; j < 2; j++) {
-        double *x = xs + (nser * pts), *y = ys + (nser * pts);
-        size_t k = replay_downsample(src[j], q->n, x, y, pts);
-        snprintf(labels[2 * i + j], 48, "%s %s",
-                 j ? "FOOTPRINT" : "IN BLOCKS", gpb_policy_name(pols[i]));
-        ser[nser++] = (bench_series_t){labels[2 * i + j], x, y, k,
-                                       bench_colors[(i + 1) % 8], j};
-      }
-    }
-    if (ok) { /* requested last, so it is drawn on top */
-      double *x = xs + (nser * pts), *y = ys + (nser * pts);
-      size_t k = replay_downsample(req, q->n, x, y, pts);
-      ser[nser++] = (bench_series_t){"REQUESTED LIVE", x, y, k, 0x000000, 0};
-    }
-    if (ok) {
-      char file[160], title[160], hl[REPLAY_MAXPOL][48];
-      bench_plot_t pl;
-      memset(&pl, 0, sizeof pl);
-      snprintf(title, sizeof title, "%s: POOL %s", t->name,
-               bench_fmt_bytes(common, b1, sizeof b1));
-      for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
-      pl.title = title;
-      pl.xlabel = "OPERATION";
-      pl.ylabel = "BYTES";
-      pl.ybytes = 1;
-      pl.hline[0] = (double)q->peak_live;
-      pl.hlabel[0] = "PEAK LIVE";
-      for (int i = 0; i < npol && i < 3; i++) {
-        if (!minp[i]) continue;
-        snprintf(hl[i], sizeof hl[i], "SMALLEST POOL %s", gpb_policy_name(pols[i]));
-        for (char *s = hl[i]; *s; s++) *s = (char)toupper((unsigned char)*s);
-        pl.hline[i + 1] = (double)minp[i];
-        pl.hlabel[i + 1] = hl[i];
-      }
-      snprintf(file, sizeof file, "frag-%s.png", t->name);
-      path = bench_out_path(c, file);
-      if (path && bench_plot_write(path, &pl, ser, nser) == 0)
-        bench_progress("wrote %s", path);
-      free(path);
-    }
-    free(req);
-    free(blk);
-    free(ft);
-    free(xs);
-    free(ys);
-  } else {
-    free(path);
-  }
-
-  /* 3. Per-op latency of every contender on the same ops: all open at
-   * once, one untimed pass each, then timed passes taken in turns, so
-   * that a slow spell of the host falls on every contender alike. */
-  char group[128];
-  snprintf(group, sizeof group, "trace:%s", t->name);
-  /* zeroed: freeable before init */
-  bench_samples_t al[BENCH_MAXCONT] = {{0}}, fr[BENCH_MAXCONT] = {{0}};
-  bench_alloc_t a[BENCH_MAXCONT];
-  int open[BENCH_MAXCONT] = {0};
-  int rounds = o->trace_rounds > 0 ? o->trace_rounds : 1;
-  for (int i = 0; i < c->ncont; i++) { /* every buffer before any pool */
-    if (bench_samples_init(&al[i], q->n * (size_t)rounds) ||
-        bench_samples_init(&fr[i], q->n * (size_t)rounds)) {
-      for (int j = 0; j <= i; j++) {
-        bench_samples_free(&al[j]);
-        bench_samples_free(&fr[j]);
-      }
-      free(ptrs);
-      return -1;
-    }
-  }
-  /* On a GPU each pool gets at most an equal share of 80% of the memory
-   * free before the first is made: shares taken from what each left
-   * would shrink down the list and fail the last pools' requests. */
-  size_t share = 0;
-#ifdef GPB_HAVE_CUDA
-  if (c->backend == GPB_BACKEND_DEVICE) {
-    size_t npools = 0;
-    for (int i = 0; i < c->ncont; i++) npools += c->cont[i].kind == BENCH_GPUBUDDY;
-    share = bench_cuda_free_mem(o->device) / 10 * 8 / (npools ? npools : 1);
-  }
-#endif
-  for (int i = 0; i < c->ncont; i++) {
-    size_t pool = replay_round(q->peak_live * 2, mb);
-    for (int p = 0; p < npol; p++)
-      if (pols[p] == c->cont[i].policy && minp[p] + minp[p] / 4 > pool)
-        pool = replay_round(minp[p] + minp[p] / 4, mb);
-    if (share > mb && pool > share) pool = replay_round(share - mb, mb);
-    if (c->cont[i].plan && !plan) continue;
-    if (bench_open_contender(c, i, pool, mb, &a[i])) continue;
-    open[i] = 1;
-    replay_rewind(c, i, &a[i], plan);
-    bench_seq_run(&a[i], q, ptrs, NULL, NULL);
-  }
-  for (int r = 0; r < rounds; r++) {
-    bench_progress("trace %s: latency, round %d of %d", t->name, r + 1, rounds);
-    for (int i = 0; i < c->ncont; i++)
-      if (open[i]) {
-        replay_rewind(c, i, &a[i], plan);
-        bench_seq_run(&a[i], q, ptrs, &al[i], &fr[i]);
-      }
-  }
-  gpb_plan_destroy(plan);
-  for (int i = 0; i < c->ncont; i++) {
-    if (!open[i]) continue;
-    bench_alloc_close(&a[i]);
-    bench_lat_row_t *r = bench_report_lat(c->rep);
-    snprintf(r->group, sizeof r->group, "%s", group);
-    snprintf(r->label, sizeof r->label, "replay");
-    snprintf(r->alloc, sizeof r->alloc, "%s", c->cont[i].name);
-    snprintf(r->op, sizeof r->op, "alloc");
-    double wb = bench_samples_worst_best(&al[i], rounds);
-    r->s = bench_summarize(&al[i]);
-    r->s.worst_best = wb;
-    r = bench_report_lat(c->rep);
-    snprintf(r->group, sizeof r->group, "%s", group);
-    snprintf(r->label, sizeof r->label, "replay");
-    snprintf(r->alloc, sizeof r->alloc, "%s", c->cont[i].name);
-    snprintf(r->op, sizeof r->op, "free");
-    wb = bench_samples_worst_best(&fr[i], rounds);
-    r->s = bench_summarize(&fr[i]);
-    r->s.worst_best = wb;
-  }
-  bench_out(c, "per-op latency (one untimed pass, then %d timed passes per "
-            "allocator in turns; gpubuddy pools at 2 x peak live or 1.25 x "
-            "the smallest pool, whichever is larger):\n", rounds);
-  bench_print_lat_group(c, group);
-  path = bench_out_path(c, NULL);
-  if (path) {
-    char file[160], title[160];
-    snprintf(file, sizeof file, "latency-trace-%s.png", t->name);
-    snprintf(title, sizeof title, "LATENCY CDF, TRACE %s", t->name);
-    for (char *s = title; *s; s++) *s = (char)toupper((unsigned char)*s);
-    free(path);
-    path = bench_out_path(c, file);
-    const char *names[BENCH_MAXCONT];
-    bench_samples_t *pa[BENCH_MAXCONT], *pf[BENCH_MAXCONT];
-    for (int i = 0; i < c->ncont; i++) {
-      names[i] = c->cont[i].name;
-      pa[i] = &al[i];
-      pf[i] = &fr[i];
-    }
-    if (path && bench_plot_cdf(path, title, names, pa, pf, c->ncont) == 0)
-      bench_progress("wrote %s", path);
-  }
-  free(path);
-  for (int i = 0; i < c->ncont; i++) {
-    bench_samples_free(&al[i]);
-    bench_samples_free(&fr[i]);
-  }
-  free(ptrs);
+  j->c = c;
+  j->t = t;
+  j->anchor = replay_anchor(t->name);
+  int err = replay_minpools(j);
+  if (replay_plan(j)) err = -1;
+  replay_frag_plot(j);
+  if (replay_latency(j)) err = -1;
+  gpb_plan_destroy(j->plan);
+  free(j->ptrs);
+  free(j);
   return err;
 }
 
