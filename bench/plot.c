@@ -96,13 +96,23 @@ static int plot_png(const char *path, const gpbt_fb_t *c) {
 #define PLOT_T 60
 #define PLOT_B 70
 
-int bench_plot_write(const char *path, const bench_plot_t *p,
-                     const bench_series_t *s, size_t ns) {
-  gpbt_fb_t c;
-  if (gpbt_fb_init(&c, PLOT_W, PLOT_H)) return -1;
-  gpbt_fb_fill(&c, 0, 0, PLOT_W, PLOT_H, PLOT_OPAQUE(0xffffff));
+/* The data's range and the plot area, and the mapping between them. */
+typedef struct plot_frame {
+  double x0, x1, y0, y1;
+  int L, R, T, B;
+} plot_frame_t;
 
-  /* Data range. */
+static int plot_px(const plot_frame_t *f, double x) {
+  return f->L + (int)lround((x - f->x0) / (f->x1 - f->x0) * (f->R - f->L));
+}
+
+static int plot_py(const plot_frame_t *f, double y) {
+  return f->B - (int)lround((y - f->y0) / (f->y1 - f->y0) * (f->B - f->T));
+}
+
+/* The range of the data and of the reference lines, from 0 up. */
+static void plot_range(plot_frame_t *f, const bench_plot_t *p,
+                       const bench_series_t *s, size_t ns) {
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (size_t i = 0; i < ns; i++)
     for (size_t k = 0; k < s[i].n; k++) {
@@ -124,51 +134,55 @@ int bench_plot_write(const char *path, const bench_plot_t *p,
   if (x1 <= x0) x1 = x0 + 1;
   if (y1 <= y0) y1 = y0 + 1;
   y1 += (y1 - y0) * 0.04;
+  *f = (plot_frame_t){x0, x1, y0, y1, PLOT_L, PLOT_W - PLOT_R, PLOT_T,
+                      PLOT_H - PLOT_B};
+}
 
-  int L = PLOT_L, R = PLOT_W - PLOT_R, T = PLOT_T, B = PLOT_H - PLOT_B;
-#define PX(x) (L + (int)lround(((x) - x0) / (x1 - x0) * (R - L)))
-#define PY(y) (B - (int)lround(((y) - y0) / (y1 - y0) * (B - T)))
-
-  /* Ticks and grid. */
+/* Ticks, grid and axes. */
+static void plot_axes(gpbt_fb_t *c, const plot_frame_t *f,
+                      const bench_plot_t *p) {
   double unit = 1;
   const char *uname = "";
   if (p->ybytes) {
     static const char *const un[] = {"B", "KIB", "MIB", "GIB", "TIB"};
     int u = 0;
-    while (u < 4 && y1 / unit >= 1024) {
+    while (u < 4 && f->y1 / unit >= 1024) {
       unit *= 1024;
       u++;
     }
     uname = un[u];
   }
   char buf[48];
-  double ys = plot_nice_step((y1 - y0) / unit, 6) * unit;
-  for (double y = ceil(y0 / ys) * ys; y <= y1 + 1e-9 * ys; y += ys) {
-    int py = PY(y);
-    canvas_line(&c, L, py, R, py, 0xe0e0e0, 1, NULL);
+  double ys = plot_nice_step((f->y1 - f->y0) / unit, 6) * unit;
+  for (double y = ceil(f->y0 / ys) * ys; y <= f->y1 + 1e-9 * ys; y += ys) {
+    int py = plot_py(f, y);
+    canvas_line(c, f->L, py, f->R, py, 0xe0e0e0, 1, NULL);
     plot_fmt_tick(p, y, unit, uname, buf, sizeof buf, 0);
-    canvas_text(&c, L - 8 - gpbt_font_width(2, buf), py - 7, buf, 2, 0x303030);
+    canvas_text(c, f->L - 8 - gpbt_font_width(2, buf), py - 7, buf, 2, 0x303030);
   }
-  double xs = p->xtime ? 1 : plot_nice_step(x1 - x0, 8);
-  for (double x = ceil(x0 / xs) * xs; x <= x1 + 1e-9 * xs; x += xs) {
-    int px = PX(x);
-    canvas_line(&c, px, T, px, B, 0xe0e0e0, 1, NULL);
+  double xs = p->xtime ? 1 : plot_nice_step(f->x1 - f->x0, 8);
+  for (double x = ceil(f->x0 / xs) * xs; x <= f->x1 + 1e-9 * xs; x += xs) {
+    int px = plot_px(f, x);
+    canvas_line(c, px, f->T, px, f->B, 0xe0e0e0, 1, NULL);
     plot_fmt_tick(p, x, 1, "", buf, sizeof buf, 1);
-    canvas_text(&c, px - gpbt_font_width(2, buf) / 2, B + 10, buf, 2, 0x303030);
+    canvas_text(c, px - gpbt_font_width(2, buf) / 2, f->B + 10, buf, 2, 0x303030);
   }
-  canvas_line(&c, L, B, R, B, 0x000000, 2, NULL);
-  canvas_line(&c, L, T, L, B, 0x000000, 2, NULL);
+  canvas_line(c, f->L, f->B, f->R, f->B, 0x000000, 2, NULL);
+  canvas_line(c, f->L, f->T, f->L, f->B, 0x000000, 2, NULL);
+}
 
-  /* Reference lines; a label that would cover an earlier one moves left. */
+/* Reference lines; a label that would cover an earlier one moves left. */
+static void plot_hlines(gpbt_fb_t *c, const plot_frame_t *f,
+                        const bench_plot_t *p) {
   int placed[4][3], nplaced = 0; /* x0, x1, y of each label */
   for (int k = 0; k < 4; k++) {
     if (!(p->hline[k] > 0)) continue;
     uint32_t col = k ? bench_colors[k % 8] : 0x000000;
-    int py = PY(p->hline[k]), dash = 0;
-    canvas_line(&c, L, py, R, py, col, 1, &dash);
+    int py = plot_py(f, p->hline[k]), dash = 0;
+    canvas_line(c, f->L, py, f->R, py, col, 1, &dash);
     if (!p->hlabel[k]) continue;
-    int w = gpbt_font_width(2, p->hlabel[k]), x = R - w - 4;
-    for (int again = 1; again && x > L;) {
+    int w = gpbt_font_width(2, p->hlabel[k]), x = f->R - w - 4;
+    for (int again = 1; again && x > f->L;) {
       again = 0;
       for (int j = 0; j < nplaced; j++)
         if (abs(placed[j][2] - py) < 18 && x < placed[j][1] && x + w > placed[j][0]) {
@@ -176,37 +190,47 @@ int bench_plot_write(const char *path, const bench_plot_t *p,
           again = 1;
         }
     }
-    canvas_text(&c, x, py - 18, p->hlabel[k], 2, col);
+    canvas_text(c, x, py - 18, p->hlabel[k], 2, col);
     placed[nplaced][0] = x;
     placed[nplaced][1] = x + w;
     placed[nplaced++][2] = py;
   }
+}
 
-  /* Series. */
+/* The series, then their legend in the right margin. */
+static void plot_series(gpbt_fb_t *c, const plot_frame_t *f,
+                        const bench_series_t *s, size_t ns) {
   for (size_t i = 0; i < ns; i++) {
     int dash = 0, have = 0, lx = 0, ly = 0;
     for (size_t k = 0; k < s[i].n; k++) {
       double x = s[i].x ? s[i].x[k] : (double)k, y = s[i].y[k];
       if (!isfinite(x) || !isfinite(y)) continue;
-      int px = PX(x), py = PY(y);
+      int px = plot_px(f, x), py = plot_py(f, y);
       if (have)
-        canvas_line(&c, lx, ly, px, py, s[i].rgb, 2, s[i].dashed ? &dash : NULL);
+        canvas_line(c, lx, ly, px, py, s[i].rgb, 2, s[i].dashed ? &dash : NULL);
       lx = px;
       ly = py;
       have = 1;
     }
   }
-
-  /* Legend, in the right margin. */
-  if (ns) {
-    int lx = R + 20, ly = T + 10;
-    for (size_t i = 0; i < ns; i++) {
-      int dash = 0, yy = ly + (int)i * 22 + 7;
-      canvas_line(&c, lx, yy, lx + 40, yy, s[i].rgb, 2, s[i].dashed ? &dash : NULL);
-      if (s[i].label) canvas_text(&c, lx + 50, yy - 7, s[i].label, 2, 0x000000);
-    }
+  int lx = f->R + 20, ly = f->T + 10;
+  for (size_t i = 0; i < ns; i++) {
+    int dash = 0, yy = ly + (int)i * 22 + 7;
+    canvas_line(c, lx, yy, lx + 40, yy, s[i].rgb, 2, s[i].dashed ? &dash : NULL);
+    if (s[i].label) canvas_text(c, lx + 50, yy - 7, s[i].label, 2, 0x000000);
   }
+}
 
+int bench_plot_write(const char *path, const bench_plot_t *p,
+                     const bench_series_t *s, size_t ns) {
+  gpbt_fb_t c;
+  if (gpbt_fb_init(&c, PLOT_W, PLOT_H)) return -1;
+  gpbt_fb_fill(&c, 0, 0, PLOT_W, PLOT_H, PLOT_OPAQUE(0xffffff));
+  plot_frame_t f;
+  plot_range(&f, p, s, ns);
+  plot_axes(&c, &f, p);
+  plot_hlines(&c, &f, p);
+  plot_series(&c, &f, s, ns);
   /* Title and labels. */
   if (p->title) {
     int sc = gpbt_font_width(2, p->title) <= PLOT_W - 20 ? 2 : 1;
@@ -214,11 +238,9 @@ int bench_plot_write(const char *path, const bench_plot_t *p,
                 p->title, sc, 0x000000);
   }
   if (p->xlabel)
-    canvas_text(&c, (L + R - gpbt_font_width(2, p->xlabel)) / 2, PLOT_H - 30,
-                p->xlabel, 2, 0x000000);
-  if (p->ylabel) canvas_text(&c, 10, T - 24, p->ylabel, 2, 0x000000);
-#undef PX
-#undef PY
+    canvas_text(&c, (f.L + f.R - gpbt_font_width(2, p->xlabel)) / 2,
+                PLOT_H - 30, p->xlabel, 2, 0x000000);
+  if (p->ylabel) canvas_text(&c, 10, f.T - 24, p->ylabel, 2, 0x000000);
   int rc = plot_png(path, &c);
   gpbt_fb_free(&c);
   return rc;

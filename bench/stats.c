@@ -166,27 +166,10 @@ static gpbt_json_t stats_json_row(FILE *f, size_t i) {
   return (gpbt_json_t){f, ", ", 0};
 }
 
-int bench_report_json(const bench_report_t *r, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    return -1;
-  }
-  gpbt_json_t top = {f, ",\n  ", 0};
-  fputs("{\n  ", f);
-  gpbt_json_put_int(&top, "version", 1);
-  gpbt_json_put_str(&top, "mode", r->mode);
-  gpbt_json_put_str(&top, "device", r->device);
-  gpbt_json_put_str(&top, "host", r->host);
-  gpbt_json_put_str(&top, "date", r->date);
-  gpbt_json_put_str(&top, "command", r->command);
-  gpbt_json_put_bool(&top, "quick", r->quick);
-  gpbt_json_put_u64(&top, "seed", r->seed);
-  gpbt_json_put_num(&top, "timer_ns", r->timer_ns);
-  gpbt_json_put_num(&top, "host_stalls_per_s", r->stalls_per_s);
-  gpbt_json_put_num(&top, "host_stall_max_ns", r->stall_max_ns);
-
-  gpbt_json_key(&top, "latency");
+/* The "latency" and "threads" arrays. */
+static void stats_json_lat_thr(FILE *f, gpbt_json_t *top,
+                               const bench_report_t *r) {
+  gpbt_json_key(top, "latency");
   fputc('[', f);
   for (size_t i = 0; i < r->nlat; i++) {
     const bench_lat_row_t *x = &r->lat[i];
@@ -207,8 +190,7 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     fputc('}', f);
   }
   fputs("\n  ]", f);
-
-  gpbt_json_key(&top, "threads");
+  gpbt_json_key(top, "threads");
   fputc('[', f);
   for (size_t i = 0; i < r->nthr; i++) {
     const bench_thr_row_t *x = &r->thr[i];
@@ -226,8 +208,12 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     fputc('}', f);
   }
   fputs("\n  ]", f);
+}
 
-  gpbt_json_key(&top, "traces");
+/* The "traces", "metadata" and "targets" arrays. */
+static void stats_json_rest(FILE *f, gpbt_json_t *top,
+                            const bench_report_t *r) {
+  gpbt_json_key(top, "traces");
   fputc('[', f);
   for (size_t i = 0; i < r->ntr; i++) {
     const bench_trace_row_t *x = &r->tr[i];
@@ -243,8 +229,7 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     fputc('}', f);
   }
   fputs("\n  ]", f);
-
-  gpbt_json_key(&top, "metadata");
+  gpbt_json_key(top, "metadata");
   fputc('[', f);
   for (size_t i = 0; i < r->nmeta; i++) {
     const bench_meta_row_t *x = &r->meta[i];
@@ -258,8 +243,7 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     fputc('}', f);
   }
   fputs("\n  ]", f);
-
-  gpbt_json_key(&top, "targets");
+  gpbt_json_key(top, "targets");
   fputc('[', f);
   for (size_t i = 0; i < r->ntgt; i++) {
     const bench_target_row_t *x = &r->tgt[i];
@@ -272,6 +256,29 @@ int bench_report_json(const bench_report_t *r, const char *path) {
     fputc('}', f);
   }
   fputs("\n  ]\n}\n", f);
+}
+
+int bench_report_json(const bench_report_t *r, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  gpbt_json_t top = {f, ",\n  ", 0};
+  fputs("{\n  ", f);
+  gpbt_json_put_int(&top, "version", 1);
+  gpbt_json_put_str(&top, "mode", r->mode);
+  gpbt_json_put_str(&top, "device", r->device);
+  gpbt_json_put_str(&top, "host", r->host);
+  gpbt_json_put_str(&top, "date", r->date);
+  gpbt_json_put_str(&top, "command", r->command);
+  gpbt_json_put_bool(&top, "quick", r->quick);
+  gpbt_json_put_u64(&top, "seed", r->seed);
+  gpbt_json_put_num(&top, "timer_ns", r->timer_ns);
+  gpbt_json_put_num(&top, "host_stalls_per_s", r->stalls_per_s);
+  gpbt_json_put_num(&top, "host_stall_max_ns", r->stall_max_ns);
+  stats_json_lat_thr(f, &top, r);
+  stats_json_rest(f, &top, r);
   int bad = ferror(f);
   if (fclose(f) || bad) {
     fprintf(stderr, "gpubuddy-bench: error writing %s\n", path);

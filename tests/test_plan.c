@@ -817,6 +817,7 @@ static void plan_of_trace(uint64_t seed) {
   ASSERT(gpb_plan_repeat_from(a) == gpb_plan_repeat_from(b));
   ASSERT(!memcmp(gpb_plan_entries(a), gpb_plan_entries(b),
                  gpb_plan_count(a) * sizeof(gpb_plan_entry_t)));
+  gpb_plan_destroy(b);
   ASSERT_ERR(gpb_plan_make_trace("/nonexistent/t.trace", MB, &b, NULL),
              GPB_ENOTFOUND);
   ASSERT(strstr(gpb_last_error_detail(), "/nonexistent/t.trace"));
