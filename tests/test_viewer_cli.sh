@@ -16,8 +16,16 @@ export SDL_VIDEODRIVER=dummy
 
 $view --help >"$tmp/help" || fail "--help exits nonzero"
 grep -q -- "--headless" "$tmp/help" || fail "--help does not mention --headless"
-grep -q "SAVE A PNG" "$tmp/help" || fail "--help has no keys guide"
-grep -q "UNUSABLE X FOR S" "$tmp/help" || fail "--help does not say what UNUSABLE is"
+grep -q "save a PNG" "$tmp/help" || fail "--help has no keys guide"
+grep -q "UNUSABLE x for S" "$tmp/help" || fail "--help does not say what UNUSABLE is"
+# The keys section reads as text, not in capitals ("--ALL", "0X.."): no
+# line after "Keys" has more capitals than lowercase letters.
+sed -n '/^Keys$/,$p' "$tmp/help" >"$tmp/keys"
+[ -s "$tmp/keys" ] || fail "--help has no Keys section"
+! grep -q -e "--ALL" -e "0X" "$tmp/keys" || fail "--help keys in capitals"
+awk 'NR > 1 { u = gsub(/[A-Z]/, "&"); l = gsub(/[a-z]/, "&");
+  if (u > l) { print "line in capitals: " $0; bad = 1 } }
+  END { exit bad }' "$tmp/keys" || fail "--help keys section in capitals"
 grep -q "state, order, tag, age or site" "$tmp/help" || fail "--help: no --color site"
 grep -q "top_sites" "$tmp/help" || fail "--help: --json does not name top_sites"
 
