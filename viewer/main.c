@@ -14,6 +14,7 @@
 #include "opseq.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -102,7 +103,147 @@ static int parse_wh(const char *v, int *w, int *h) {
   return 0;
 }
 
-static int parse_args(int argc, char **argv, opts_t *o) {
+/* ------------------------------------------------------------ options */
+
+/* An option's value goes to one field of opts_t: a flag sets an int to
+ * `val`, a string keeps argv's pointer, a number is checked against
+ * `max`; the rest parse their value in a function of their own. */
+typedef enum optkind { OPT_FLAG, OPT_STR, OPT_U64, OPT_INT, OPT_FN } optkind_t;
+typedef struct optdef {
+  const char *name, *alias;
+  optkind_t kind;
+  size_t off;     /* field of opts_t */
+  uint64_t max;   /* OPT_U64, OPT_INT */
+  int val;        /* OPT_FLAG */
+  int (*fn)(opts_t *o, const char *opt, const char *v);
+} optdef_t;
+
+static int opt_speed(opts_t *o, const char *opt, const char *v) {
+  char *end;
+  errno = 0;
+  o->speed = strtod(v, &end);
+  /* !(>= 0) also catches nan; 1e999 is inf (and ERANGE). */
+  if (errno || end == v || *end || !(o->speed >= 0) || !isfinite(o->speed)) {
+    fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", opt, v);
+    return -1;
+  }
+  return 0;
+}
+
+static int opt_size(opts_t *o, const char *opt, const char *v) {
+  if (!parse_wh(v, &o->w, &o->h)) return 0;
+  fprintf(stderr, "gpubuddy-view: %s wants WxH, 64..16384\n", opt);
+  return -1;
+}
+
+static int opt_pool_size(opts_t *o, const char *opt, const char *v) {
+  if (parse_size_opt(opt, v, &o->cfg.pool_size)) return -1;
+  if (!o->cfg.pool_size) {
+    fprintf(stderr, "gpubuddy-view: %s: must be more than 0\n", opt);
+    return -1;
+  }
+  o->pool_size_given = 1;
+  return 0;
+}
+
+static int opt_min_block(opts_t *o, const char *opt, const char *v) {
+  if (parse_size_opt(opt, v, &o->cfg.min_block)) return -1;
+  size_t mb = o->cfg.min_block;
+  if (mb < 16 || (mb & (mb - 1))) {
+    fprintf(stderr, "gpubuddy-view: %s: must be a power of two >= 16, not "
+            "'%s'\n", opt, v);
+    return -1;
+  }
+  return 0;
+}
+
+static int opt_policy(opts_t *o, const char *opt, const char *v) {
+  if (!gpb_policy_parse(v, &o->cfg.policy)) return 0;
+  fprintf(stderr, "gpubuddy-view: %s: unknown policy %s\n", opt, v);
+  return -1;
+}
+
+static int opt_color(opts_t *o, const char *opt, const char *v) {
+  static const char *const names[] = {"state", "order", "tag", "age", "site"};
+  for (int j = 0; j < VCOLOR_COUNT; j++)
+    if (!strcmp(v, names[j])) return o->color = j, 0;
+  fprintf(stderr, "gpubuddy-view: %s: state, order, tag, age or site\n", opt);
+  return -1;
+}
+
+#define OF(f) offsetof(opts_t, f)
+static const optdef_t view_opts[] = {
+    {"--list", NULL, OPT_FLAG, OF(list), 0, 1, NULL},
+    {"--all", NULL, OPT_FLAG, OF(all), 0, 1, NULL},
+    {"--headless", NULL, OPT_FLAG, OF(headless), 0, 1, NULL},
+    {"--bench", NULL, OPT_FLAG, OF(bench), 0, 1, NULL},
+    {"--tree", NULL, OPT_FLAG, OF(layout), 0, VLAYOUT_TREE, NULL},
+    {"--json", NULL, OPT_FLAG, OF(json), 0, 1, NULL},
+    {"--sites", NULL, OPT_FLAG, OF(side_sites), 0, 1, NULL},
+    {"--connect", NULL, OPT_STR, OF(connect), 0, 0, NULL},
+    {"--token", NULL, OPT_STR, OF(token), 0, 0, NULL},
+    {"--trace", NULL, OPT_STR, OF(trace), 0, 0, NULL},
+    {"--pattern", "--selftest-pattern", OPT_STR, OF(pattern), 0, 0, NULL},
+    {"--png", NULL, OPT_STR, OF(png), 0, 0, NULL},
+    {"--frames", NULL, OPT_STR, OF(frames_dir), 0, 0, NULL},
+    {"--at", NULL, OPT_STR, OF(at), 0, 0, NULL},
+    {"--find", NULL, OPT_STR, OF(find), 0, 0, NULL},
+    {"--steps", NULL, OPT_U64, OF(steps), 1ull << 40, 0, NULL},
+    {"--seed", NULL, OPT_U64, OF(seed), 1ull << 40, 0, NULL},
+    {"--oom", NULL, OPT_U64, OF(oom), 1ull << 40, 0, NULL},
+    {"--count", NULL, OPT_INT, OF(count), 1000000, 0, NULL},
+    {"--interval-ms", NULL, OPT_INT, OF(interval_ms), 1000000, 0, NULL},
+    {"--bench-frames", NULL, OPT_INT, OF(bench_frames), 1000000, 0, NULL},
+    {"--scale", NULL, OPT_INT, OF(scale), 1000000, 0, NULL},
+    {"--speed", NULL, OPT_FN, 0, 0, 0, opt_speed},
+    {"--size", NULL, OPT_FN, 0, 0, 0, opt_size},
+    {"--pool-size", NULL, OPT_FN, 0, 0, 0, opt_pool_size},
+    {"--min-block", NULL, OPT_FN, 0, 0, 0, opt_min_block},
+    {"--policy", NULL, OPT_FN, 0, 0, 0, opt_policy},
+    {"--color", NULL, OPT_FN, 0, 0, 0, opt_color},
+};
+#undef OF
+
+static const optdef_t *opt_find(const char *a) {
+  for (size_t i = 0; i < sizeof view_opts / sizeof *view_opts; i++)
+    if (!strcmp(a, view_opts[i].name) ||
+        (view_opts[i].alias && !strcmp(a, view_opts[i].alias)))
+      return &view_opts[i];
+  return NULL;
+}
+
+/* Stores v into d's field: 0, or -1 having said why. */
+static int opt_apply(opts_t *o, const optdef_t *d, const char *a,
+                     const char *v) {
+  char *field = (char *)o + d->off;
+  if (d->kind == OPT_STR) return *(const char **)(void *)field = v, 0;
+  if (d->kind == OPT_FN) return d->fn(o, a, v);
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (errno || end == v || *end || v[0] == '-' || n > (1ull << 40)) {
+    fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", a, v);
+    return -1;
+  }
+  if (n > d->max) {
+    fprintf(stderr, "gpubuddy-view: %s: %s is too large\n", a, v);
+    return -1;
+  }
+  if (d->kind == OPT_U64) *(uint64_t *)(void *)field = n;
+  else *(int *)(void *)field = (int)n;
+  return 0;
+}
+
+static void print_version(void) {
+#ifdef GPB_HAVE_SDL2_WINDOW
+  printf("gpubuddy-view %s (window: SDL2)\n", gpb_version());
+#else
+  printf("gpubuddy-view %s (headless only: built without SDL2)\n",
+         gpb_version());
+#endif
+}
+
+static void opts_defaults(opts_t *o) {
   memset(o, 0, sizeof *o);
   gpb_config_init(&o->cfg);
   o->cfg.backend = GPB_BACKEND_VIRTUAL;
@@ -114,141 +255,10 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   o->speed = -1;
   o->seed = 1;
   o->bench_frames = 300;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-#define NEXT()                                                              \
-  (i + 1 < argc ? argv[++i]                                                 \
-                : (fprintf(stderr, "gpubuddy-view: %s needs a value\n", a), \
-                   (char *)NULL))
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      exit(0);
-    } else if (!strcmp(a, "--version")) {
-#ifdef GPB_HAVE_SDL2_WINDOW
-      printf("gpubuddy-view %s (window: SDL2)\n", gpb_version());
-#else
-      printf("gpubuddy-view %s (headless only: built without SDL2)\n",
-             gpb_version());
-#endif
-      exit(0);
-    } else if (!strcmp(a, "--list")) {
-      o->list = 1;
-    } else if (!strcmp(a, "--all")) {
-      o->all = 1;
-    } else if (!strcmp(a, "--headless")) {
-      o->headless = 1;
-    } else if (!strcmp(a, "--bench")) {
-      o->bench = 1;
-    } else if (!strcmp(a, "--tree")) {
-      o->layout = VLAYOUT_TREE;
-    } else if (!strcmp(a, "--connect")) {
-      if (!(o->connect = NEXT())) return -1;
-    } else if (!strcmp(a, "--token")) {
-      if (!(o->token = NEXT())) return -1;
-    } else if (!strcmp(a, "--trace")) {
-      if (!(o->trace = NEXT())) return -1;
-    } else if (!strcmp(a, "--pattern") || !strcmp(a, "--selftest-pattern")) {
-      if (!(o->pattern = NEXT())) return -1;
-    } else if (!strcmp(a, "--png")) {
-      if (!(o->png = NEXT())) return -1;
-    } else if (!strcmp(a, "--frames")) {
-      if (!(o->frames_dir = NEXT())) return -1;
-    } else if (!strcmp(a, "--at")) {
-      if (!(o->at = NEXT())) return -1;
-    } else if (!strcmp(a, "--find")) {
-      if (!(o->find = NEXT())) return -1;
-    } else if (!strcmp(a, "--steps") || !strcmp(a, "--seed") ||
-               !strcmp(a, "--count") || !strcmp(a, "--interval-ms") ||
-               !strcmp(a, "--scale") || !strcmp(a, "--bench-frames") ||
-               !strcmp(a, "--oom")) {
-      const char *v = NEXT();
-      char *end;
-      if (!v) return -1;
-      errno = 0;
-      unsigned long long n = strtoull(v, &end, 10);
-      if (errno || end == v || *end || n > (1ull << 40)) {
-        fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", a, v);
-        return -1;
-      }
-      if (!strcmp(a, "--steps")) o->steps = n;
-      else if (!strcmp(a, "--seed")) o->seed = n;
-      else if (!strcmp(a, "--oom")) o->oom = n;
-      else if (n > 1000000) {
-        fprintf(stderr, "gpubuddy-view: %s: %s is too large\n", a, v);
-        return -1;
-      } else if (!strcmp(a, "--count")) o->count = (int)n;
-      else if (!strcmp(a, "--interval-ms")) o->interval_ms = (int)n;
-      else if (!strcmp(a, "--bench-frames")) o->bench_frames = (int)n;
-      else o->scale = (int)n;
-    } else if (!strcmp(a, "--speed")) {
-      const char *v = NEXT();
-      char *end;
-      if (!v) return -1;
-      errno = 0;
-      o->speed = strtod(v, &end);
-      /* !(>= 0) also catches nan; 1e999 is inf (and ERANGE). */
-      if (errno || end == v || *end || !(o->speed >= 0) ||
-          !isfinite(o->speed)) {
-        fprintf(stderr, "gpubuddy-view: --speed: bad number '%s'\n", v);
-        return -1;
-      }
-    } else if (!strcmp(a, "--size")) {
-      const char *v = NEXT();
-      if (!v || parse_wh(v, &o->w, &o->h)) {
-        fprintf(stderr, "gpubuddy-view: --size wants WxH, 64..16384\n");
-        return -1;
-      }
-    } else if (!strcmp(a, "--pool-size")) {
-      const char *v = NEXT();
-      if (!v || parse_size_opt(a, v, &o->cfg.pool_size)) return -1;
-      if (!o->cfg.pool_size) {
-        fprintf(stderr, "gpubuddy-view: --pool-size: must be more than 0\n");
-        return -1;
-      }
-      o->pool_size_given = 1;
-    } else if (!strcmp(a, "--json")) {
-      o->json = 1;
-    } else if (!strcmp(a, "--sites")) {
-      o->side_sites = 1;
-    } else if (!strcmp(a, "--min-block")) {
-      const char *v = NEXT();
-      if (!v || parse_size_opt(a, v, &o->cfg.min_block)) return -1;
-      size_t mb = o->cfg.min_block;
-      if (mb < 16 || (mb & (mb - 1))) {
-        fprintf(stderr, "gpubuddy-view: --min-block: must be a power of two "
-                ">= 16, not '%s'\n", v);
-        return -1;
-      }
-    } else if (!strcmp(a, "--policy")) {
-      const char *v = NEXT();
-      if (!v || gpb_policy_parse(v, &o->cfg.policy)) {
-        fprintf(stderr, "gpubuddy-view: --policy: unknown policy %s\n", v ? v : "");
-        return -1;
-      }
-    } else if (!strcmp(a, "--color")) {
-      const char *v = NEXT();
-      static const char *const names[] = {"state", "order", "tag", "age",
-                                          "site"};
-      int k = -1;
-      for (int j = 0; v && j < VCOLOR_COUNT; j++)
-        if (!strcmp(v, names[j])) k = j;
-      if (k < 0) {
-        fprintf(stderr,
-                "gpubuddy-view: --color: state, order, tag, age or site\n");
-        return -1;
-      }
-      o->color = k;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "gpubuddy-view: unknown option %s (see --help)\n", a);
-      return -1;
-    } else if (!o->name) {
-      o->name = a;
-    } else {
-      fprintf(stderr, "gpubuddy-view: one pool name only\n");
-      return -1;
-    }
-#undef NEXT
-  }
+}
+
+/* The options together: one source, and values that fit each other. */
+static int check_args(opts_t *o) {
   int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern + o->all;
   if (!o->list && sources != 1 && !(o->bench && sources == 0)) {
     fprintf(stderr, "gpubuddy-view: give one of NAME, --all, --connect, "
@@ -298,6 +308,40 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     return -1;
   }
   return 0;
+}
+
+static int parse_args(int argc, char **argv, opts_t *o) {
+  opts_defaults(o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    }
+    if (!strcmp(a, "--version")) {
+      print_version();
+      exit(0);
+    }
+    const optdef_t *d = opt_find(a);
+    if (d && d->kind == OPT_FLAG) {
+      *(int *)(void *)((char *)o + d->off) = d->val;
+    } else if (d) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "gpubuddy-view: %s needs a value\n", a);
+        return -1;
+      }
+      if (opt_apply(o, d, a, argv[++i])) return -1;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "gpubuddy-view: unknown option %s (see --help)\n", a);
+      return -1;
+    } else if (!o->name) {
+      o->name = a;
+    } else {
+      fprintf(stderr, "gpubuddy-view: one pool name only\n");
+      return -1;
+    }
+  }
+  return check_args(o);
 }
 
 static void list_cb(const char *name, void *user) {
