@@ -97,19 +97,19 @@ if ! grep -q "^#define GPB_HAVE_SDL2_WINDOW 1" ./config.h 2>/dev/null; then
     fail "no clear message for a build with no window: $(cat "$tmp/err")"
 fi
 
-# A window whose replay is over sleeps until an event, redrawing at most
-# 4 times a second (it drew every frame, 60 a second with vsync and as
-# many as the CPU allowed under SDL's dummy driver). The test hook quits
-# after N ms and counts the frames drawn.
+# A window whose replay is over sleeps until an event and draws only
+# when what it shows changes: once here (it drew every frame, 60 a
+# second with vsync, then 4 a second). The test hook quits after N ms and
+# counts the frames drawn.
 if grep -q "^#define GPB_HAVE_SDL2_WINDOW 1" ./config.h 2>/dev/null; then
   GPB_VIEW_TEST_QUIT_MS=1500 $view --pattern churn --steps 100 --speed 0 \
     --size 320x200 2>"$tmp/err" || fail "the window failed: $(cat "$tmp/err")"
   n=$(sed -n 's/^gpubuddy-view: \([0-9]*\) frames in .*/\1/p' "$tmp/err")
-  [ -n "$n" ] && [ "$n" -ge 2 ] && [ "$n" -le 12 ] ||
-    fail "a finished replay drew '$n' frames in 1.5 s, expected 2..12: $(cat "$tmp/err")"
+  [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 3 ] ||
+    fail "a finished replay drew '$n' frames in 1.5 s, expected 1..3: $(cat "$tmp/err")"
   # Playing, it draws every frame: the count is real (more than idle
   # allows, even at 10 fps on a loaded sanitizer build).
-  GPB_VIEW_TEST_QUIT_MS=1500 $view --pattern churn --steps 100000 --speed 10 \
+  GPB_VIEW_TEST_QUIT_MS=1500 $view --pattern churn --steps 100000 --speed 1000 \
     --size 320x200 2>"$tmp/err" || fail "the window failed: $(cat "$tmp/err")"
   n=$(sed -n 's/^gpubuddy-view: \([0-9]*\) frames in .*/\1/p' "$tmp/err")
   [ -n "$n" ] && [ "$n" -gt 12 ] ||

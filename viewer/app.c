@@ -39,6 +39,7 @@ void vapp_message(vapp_t *a, const char *fmt, ...) {
 
 static void app_event(const gpb_event_t *ev, void *user) {
   vapp_t *a = user;
+  a->changes++;
   if (!ev) { /* resync from a keyframe: the sums must be rebuilt */
     a->map.need_rebuild = 1;
     a->req_rescan = 1;
@@ -373,6 +374,28 @@ void vapp_sync_map(vapp_t *a) {
   if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
   vmap_refresh(&a->map, a->model);
   vmap_colorize(&a->map);
+}
+
+/* FNV-1a over one 64-bit value at a time. */
+static uint64_t app_mix(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; i++, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t vapp_signature(const vapp_t *a, uint64_t now) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = app_mix(h, a->changes);
+  h = app_mix(h, vapp_pos(a));
+  h = app_mix(h, (uint64_t)a->paused | (uint64_t)a->disconnected << 1 |
+                     (uint64_t)a->failed << 2 |
+                     (uint64_t)(a->seek_to != UINT64_MAX) << 3 |
+                     (uint64_t)(a->msg[0] && now < a->msg_until_ns) << 4);
+  h = app_mix(h, a->msg_until_ns);
+  h = app_mix(h, a->last_age_rebuild_ns);
+  h = app_mix(h, a->series.count);
+  h = app_mix(h, a->series.ooms);
+  h = app_mix(h, (uint64_t)a->oom.nex << 32 | (uint32_t)a->oom.sel);
+  return h;
 }
 
 int vapp_closed(const vapp_t *a) {

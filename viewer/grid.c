@@ -251,6 +251,18 @@ void vgrid_update(vgrid_t *g, double dt) {
   }
 }
 
+uint64_t vgrid_signature(const vgrid_t *g, uint64_t now) {
+  if (g->focus) return vapp_signature(g->focus, now) ^ 0x9e3779b97f4a7c15ull;
+  uint64_t h = (uint64_t)g->n * 0x100000001b3ull;
+  h ^= (uint64_t)(g->msg[0] && now < g->msg_until_ns) << 63;
+  h ^= g->msg_until_ns;
+  for (int i = 0; i < g->n; i++) {
+    h = h * 31 + vapp_signature(g->cells[i].app, now);
+    h = h * 31 + g->cells[i].closed_ns;
+  }
+  return h;
+}
+
 /* ----------------------------------------------------------------- layout */
 
 static int grid_line_h(int s) { return (GPBT_FONT_H + 1) * s; }

@@ -318,6 +318,7 @@ typedef struct vapp {
   voom_t oom;             /* failures explained (oomview.c) */
   gpb_stats_t stats;      /* refreshed once per frame */
   uint64_t events;        /* events seen by the map */
+  uint64_t changes;       /* events and resyncs: the frame may differ */
   /* state shown in the status line */
   int paused, disconnected, failed;
   char msg[256];
@@ -389,6 +390,10 @@ void vmessage_set(char *msg, size_t n, uint64_t *until_ns, const char *fmt,
 uint64_t vapp_pos(const vapp_t *a);
 /* Brings the map's sums and colors up to the model (before drawing it). */
 void vapp_sync_map(vapp_t *a);
+/* A hash of what a frame shows that changes without input (events, the
+ * position, a message shown or timed out, age colours): the window draws
+ * again only when it or the input changed. */
+uint64_t vapp_signature(const vapp_t *a, uint64_t now);
 /* A live source whose pool is gone or whose stream broke. */
 int vapp_closed(const vapp_t *a);
 /* How often a disconnected view looks for its pool again: a relay that
@@ -579,6 +584,8 @@ void vgrid_text(vgrid_t *g, const char *utf8);
 void vgrid_wheel(vgrid_t *g, int x, int y, int dy);
 void vgrid_button(vgrid_t *g, int x, int y, int down);
 void vgrid_motion(vgrid_t *g, int x, int y, int buttons);
+/* As vapp_signature, over the pools shown (or the focused one). */
+uint64_t vgrid_signature(const vgrid_t *g, uint64_t now);
 /* --json: one array, an object per pool: name, relay (remote ones),
  * closed, then the single-pool figures. */
 void vgrid_json(const vgrid_t *g, FILE *f);
