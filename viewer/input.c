@@ -119,23 +119,55 @@ static void input_zoom_center(vapp_t *a, int steps) {
   vmap_zoom(&a->map, steps, off, cell);
 }
 
+/* The search prompt's keys: Return finds, Esc closes, Backspace. */
+static void input_search_key(vapp_t *a, int key) {
+  size_t n = strlen(a->search);
+  if (key == VKEY_ENTER) {
+    a->searching = 0;
+    input_find(a);
+  } else if (key == VKEY_ESC) {
+    a->searching = 0;
+  } else if (key == VKEY_BACKSPACE && n) {
+    a->search[n - 1] = 0;
+  }
+}
+
+/* The map's keys: zoom, scroll, colours, layout. 1 when it was one. */
+static int input_map_key(vapp_t *a, int key) {
+  int64_t page = a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows;
+  switch (key) {
+  case 'z': input_zoom_center(a, 1); return 1;
+  case 'x': input_zoom_center(a, -1); return 1;
+  case 'f': vmap_fit(&a->map); return 1;
+  case VKEY_UP: vmap_scroll(&a->map, -8); return 1;
+  case VKEY_DOWN: vmap_scroll(&a->map, 8); return 1;
+  case VKEY_PGUP: vmap_scroll(&a->map, -page); return 1;
+  case VKEY_PGDN: vmap_scroll(&a->map, page); return 1;
+  case 'c':
+    vmap_set_color(&a->map, (vcolor_mode_t)((a->map.color + 1) % VCOLOR_COUNT));
+    return 1;
+  case '1': case '2': case '3': case '4': case '5':
+    vmap_set_color(&a->map, (vcolor_mode_t)(key - '1'));
+    return 1;
+  case 't':
+    vmap_set_layout(&a->map, a->map.layout == VLAYOUT_TREE ? VLAYOUT_LINEAR
+                                                          : VLAYOUT_TREE);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 int vinput_key(vapp_t *a, int key) {
   if (a->searching) {
-    size_t n = strlen(a->search);
-    if (key == VKEY_ENTER) {
-      a->searching = 0;
-      input_find(a);
-    } else if (key == VKEY_ESC) {
-      a->searching = 0;
-    } else if (key == VKEY_BACKSPACE && n) {
-      a->search[n - 1] = 0;
-    }
+    input_search_key(a, key);
     return 0;
   }
   if (a->show_help && key != 'h' && key != '?') {
     a->show_help = 0;
     if (key == VKEY_ESC) return 0;
   }
+  if (input_map_key(a, key)) return 0;
   switch (key) {
   case 'q':
     return 1;
@@ -180,41 +212,6 @@ int vinput_key(vapp_t *a, int key) {
     break;
   case VKEY_END:
     if (a->kind == VSRC_REPLAY) a->seek_to = a->total_ops ? a->total_ops : UINT64_MAX - 1;
-    break;
-  case 'z':
-    input_zoom_center(a, 1);
-    break;
-  case 'x':
-    input_zoom_center(a, -1);
-    break;
-  case 'f':
-    vmap_fit(&a->map);
-    break;
-  case VKEY_UP:
-    vmap_scroll(&a->map, -8);
-    break;
-  case VKEY_DOWN:
-    vmap_scroll(&a->map, 8);
-    break;
-  case VKEY_PGUP:
-    vmap_scroll(&a->map, -(int64_t)(a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows));
-    break;
-  case VKEY_PGDN:
-    vmap_scroll(&a->map, a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows);
-    break;
-  case 'c':
-    vmap_set_color(&a->map, (vcolor_mode_t)((a->map.color + 1) % VCOLOR_COUNT));
-    break;
-  case '1':
-  case '2':
-  case '3':
-  case '4':
-  case '5':
-    vmap_set_color(&a->map, (vcolor_mode_t)(key - '1'));
-    break;
-  case 't':
-    vmap_set_layout(&a->map, a->map.layout == VLAYOUT_TREE ? VLAYOUT_LINEAR
-                                                          : VLAYOUT_TREE);
     break;
   case '/':
     a->searching = 1;
