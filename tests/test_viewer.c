@@ -1380,6 +1380,84 @@ static void test_live_oom(void) {
   printf("live OOM: ok\n");
 }
 
+/* The timeline reads like a chart: a 7 MiB run in a 512 MiB pool fills
+ * the chart's height (it was scaled to the pool: a flat line), the
+ * byte axis names the scale, the op axis its start, the legend sits on a
+ * strip of its own above the data, the hover names the op, the bytes
+ * and the tag under the mouse, and the wheel zooms it in time. */
+static void test_timeline_chart(void) {
+  gpb_trace_op_t ops[16];
+  size_t n = 0;
+  for (int i = 0; i < 6; i++) ops[n++] = op_alloc((uint64_t)i, 1024 * KIB, 7);
+  ops[n++] = op_alloc(6, 614 * KIB, 9);
+  for (int i = 0; i < 7; i++) ops[n++] = op_free((uint64_t)i);
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, n, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 512 * 1024 * KIB, 64 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, n));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  ASSERT(a.tl_h > 20 && a.tl_y > a.tlb_y && a.tl_x > a.tlb_x);
+  /* Each op's point is its end state (it was its first event's: the
+   * state before an alloc that split blocks first). */
+  ASSERT_EQ(a.series.n, (int)n);
+  for (int i = 0; i < 7; i++)
+    ASSERT(a.series.used[i] == (double)(i + 1) * 1024 * KIB);
+  /* The 7 MiB peak (op 7) rounds up to 8 MiB and reaches past 3/4. */
+  ASSERT(vtl_ymax(&a) == 8.0 * 1024 * KIB);
+  int pk = a.tl_x + (int)((double)a.tl_w * 7.5 / (double)n);
+  uint32_t top = px(&fb, pk, a.tl_y + a.tl_h / 5);
+  ASSERT(top != VC_GRID && top != VC_PANEL);
+  ASSERT(fb_has_text(&fb, a.tlb_x, a.tl_y - 8, a.tl_x, a.tl_y + 8, 1,
+                     VC_DIM, "8.0 MiB"));
+  ASSERT(fb_has_text(&fb, a.tlb_x, a.tl_y + a.tl_h, a.tl_x + 40,
+                     a.tlb_y + a.tlb_h, 1, VC_DIM, "OP 0"));
+  /* The legend: above the chart, none of it over the data. */
+  ASSERT(fb_has_text(&fb, a.tlb_x, a.tlb_y, a.tlb_x + a.tlb_w, a.tl_y - 8,
+                     1, VC_DIM, "LIVE BYTES BY TAG"));
+  ASSERT(!fb_has_text(&fb, a.tl_x, a.tl_y, a.tl_x + a.tl_w, a.tl_y + a.tl_h,
+                      1, VC_DIM, "LIVE BYTES BY TAG"));
+  /* The hover at the peak: op 7, 7 MiB used; near the bottom tag 7's
+   * 6 MiB, near the top tag 9's 1 MiB block. */
+  char l[4][96];
+  int hy = a.tl_y + a.tl_h - 3;
+  ASSERT_EQ(vtl_hover(&a, pk, hy, l, 4), 2);
+  ASSERT(strstr(l[0], "OP 7") && strstr(l[0], "USED 7.0 MiB"));
+  ASSERT(strstr(l[1], "TAG 7") && strstr(l[1], "6.0 MiB"));
+  int ty = a.tl_y + a.tl_h - (int)(6.5 / 8 * a.tl_h);
+  ASSERT_EQ(vtl_hover(&a, pk, ty, l, 4), 2);
+  ASSERT(strstr(l[1], "TAG 9") && strstr(l[1], "1.0 MiB"));
+  ASSERT_EQ(vtl_hover(&a, pk, a.tlb_y, l, 4), 0); /* the legend strip */
+  a.tl_mouse = 1, a.mouse_x = pk, a.mouse_y = hy;
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "TAG 7  6.0 MiB");
+  a.tl_mouse = 0;
+  /* Zoom in time at the chart's middle: its ends move in; < and > pan;
+   * all the way out is the whole run again. */
+  int mid = a.tl_x + a.tl_w / 2;
+  vtl_zoom(&a, mid, 1);
+  uint64_t l0 = vtl_x_at(&a, a.tl_x), h0 = vtl_x_at(&a, a.tl_x + a.tl_w);
+  ASSERT(l0 > 0 && h0 < n && h0 - l0 <= n / 2 + 1);
+  vinput_key(&a, '>');
+  ASSERT(vtl_x_at(&a, a.tl_x) > l0);
+  vinput_key(&a, '<');
+  vinput_key(&a, '<');
+  ASSERT(vtl_x_at(&a, a.tl_x) < l0);
+  vinput_wheel(&a, mid, a.tl_y + 2, -1);
+  vinput_wheel(&a, mid, a.tl_y + 2, -1);
+  ASSERT_U64_EQ(vtl_x_at(&a, a.tl_x), 0);
+  ASSERT_U64_EQ(vtl_x_at(&a, a.tl_x + a.tl_w), n);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("timeline chart: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1399,6 +1477,7 @@ int main(void) {
   test_legible();
   test_sites();
   test_live_oom();
+  test_timeline_chart();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

@@ -21,7 +21,7 @@
 #define FRAME_PANEL_W 250  /* at scale 1 */
 #define FRAME_MAX_CELLS 2500000u
 #define FRAME_TALL_H 360   /* frames this tall (at scale 1) get ... */
-#define FRAME_TL_H 48      /* ... a timeline this tall */
+#define FRAME_TL_H 76      /* ... a timeline this tall (with its axes) */
 
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
   gpb_size_format(v, buf, n);
@@ -91,10 +91,7 @@ void vframe_layout(vapp_t *a, int w, int h) {
   a->map_h = h - bottom - axis;
   if (a->map_w < 1) a->map_w = 1;
   if (a->map_h < 1) a->map_h = 1;
-  a->tl_x = 4 * s;
-  a->tl_w = w - 8 * s;
-  a->tl_h = tlh;
-  a->tl_y = a->map_h + axis + 2 * s;
+  vtl_layout(a, 4 * s, a->map_h + axis + 2 * s, w - 8 * s, tlh);
   /* One cell per (scaled) pixel, coarser only on huge screens so the sums
    * stay a few tens of MB. */
   int cp = a->cell_scale > 0 ? a->cell_scale : s;

@@ -21,6 +21,7 @@ const char *const vinput_keys_help =
     "click timeline    seek (replay); a red mark: explain that failure\n"
     "o            explain a failed allocation    [  ]  previous / next\n"
     "wheel  z  x  zoom in / out        f  fit the whole pool\n"
+    "wheel on the timeline: zoom in time   <  >  pan it\n"
     "up down PgUp PgDn  drag    scroll\n"
     "c            cycle colours: state, order, tag, age, site (1-5)\n"
     "s            side panel: free blocks per order / live bytes by site\n"
@@ -183,6 +184,10 @@ int vinput_key(vapp_t *a, int key) {
   case 's':
     a->side_sites = !a->side_sites;
     break;
+  case '<':
+  case '>':
+    vtl_pan(a, key == '<' ? -1 : 1);
+    break;
   case VKEY_SPACE:
     a->paused = !a->paused;
     break;
@@ -242,6 +247,11 @@ void vinput_text(vapp_t *a, const char *utf8) {
 }
 
 void vinput_wheel(vapp_t *a, int x, int y, int dy) {
+  if (a->tl_h > 0 && x >= a->tl_x && x < a->tl_x + a->tl_w &&
+      y >= a->tlb_y && y < a->tlb_y + a->tlb_h) {
+    vtl_zoom(a, x, dy > 0 ? 1 : -1);
+    return;
+  }
   uint64_t cell;
   uint64_t off = vframe_offset_at(a, x, y, &cell);
   if (off == UINT64_MAX) return;
@@ -268,6 +278,8 @@ void vinput_motion(vapp_t *a, int x, int y, int buttons) {
   a->mouse_y = y;
   a->mouse_in = x >= a->map_x && x < a->map_x + a->map_w && y >= a->map_y &&
                 y < a->map_y + a->map_h;
+  a->tl_mouse = x >= a->tl_x && x < a->tl_x + a->tl_w && y >= a->tl_y &&
+                y < a->tl_y + a->tl_h;
   if (!buttons) {
     a->dragging = 0;
     return;

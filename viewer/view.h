@@ -354,7 +354,10 @@ typedef struct vapp {
   int dragging, drag_y;
   /* geometry of the last frame */
   int map_x, map_y, map_w, map_h, cell_px, row_px;
-  int tl_x, tl_y, tl_w, tl_h; /* timeline */
+  int tl_x, tl_y, tl_w, tl_h; /* timeline: its chart (the data) */
+  int tlb_x, tlb_y, tlb_w, tlb_h; /* the timeline's band: legend, axes */
+  uint64_t tl_zlo, tl_zhi; /* the timeline zoomed to [lo, hi); hi 0: all */
+  int tl_mouse;           /* the mouse is over the timeline's chart */
   int want_shot;
   char shot_dir[256];
 } vapp_t;
@@ -415,11 +418,29 @@ double vapp_unusable(vapp_t *a, uint64_t *for_bytes);
 void vapp_json_members(const vapp_t *a, FILE *f);
 
 /* timeline.c: memory over time under the map: live bytes stacked by
- * call site (by tag in tag colours, or when no site is known), failures
+ * call site (by tag in tag colours, or when no site is known), on byte
+ * and op axes scaled to the data, its legend above the chart; failures
  * marked, the position drawn; a click on a mark explains that failure,
- * elsewhere a replay seeks there. */
+ * elsewhere a replay seeks there. The wheel zooms it in time, < > pan. */
 #define VTL_GROUPS 8 /* stacked groups, then "other" */
+/* Where the band's parts go in a band of w x h at (x, y): the chart's
+ * rectangle (tl_*), leaving room for the legend, the byte axis on the
+ * left and the op axis under it; a short band is all chart. */
+void vtl_layout(vapp_t *a, int x, int y, int w, int h);
 void vtl_draw(vapp_t *a, gpbt_fb_t *fb);
+/* The byte value of the chart's top: the peak of the series (and now)
+ * rounded up to 2^k or 1.5 x 2^k, so the quarter lines fall on round
+ * sizes; 0 with no data. */
+double vtl_ymax(const vapp_t *a);
+/* The hover over the chart at (x, y): the op and the bytes used there,
+ * the group (site or tag) under the mouse and its bytes. Lines of at
+ * most 95 characters into l; returns how many (0: not over the chart). */
+int vtl_hover(const vapp_t *a, int x, int y, char (*l)[96], int max);
+/* Zooms the time axis by 2^steps (positive: in) keeping the op under
+ * pixel x in place; all the way out shows the whole run again. */
+void vtl_zoom(vapp_t *a, int x, int steps);
+/* Pans a zoomed time axis by quarters of its width (negative: back). */
+void vtl_pan(vapp_t *a, int quarters);
 /* The x (op or event) under pixel px of the timeline. */
 uint64_t vtl_x_at(const vapp_t *a, int px);
 /* A press at (x, y): 1 when it was on the timeline (and acted on). */

@@ -40,6 +40,8 @@ static int sdl_key(const SDL_Keysym *k) {
   case SDLK_KP_PLUS: return '+';
   case SDLK_KP_MINUS: return '-';
   default:
+    if ((k->mod & KMOD_SHIFT) && k->sym == SDLK_COMMA) return '<';
+    if ((k->mod & KMOD_SHIFT) && k->sym == SDLK_PERIOD) return '>';
     if (k->sym == SDLK_SLASH || k->sym == SDLK_QUESTION) return k->sym;
     if ((k->mod & KMOD_SHIFT) && k->sym == SDLK_EQUALS) return '+';
     if (k->sym >= 32 && k->sym < 127) return (int)k->sym;
@@ -229,7 +231,7 @@ static void window_event(vwin_t *v, const SDL_Event *e) {
   case SDL_WINDOWEVENT:
     if (e->window.event == SDL_WINDOWEVENT_LEAVE) {
       if (g) g->mouse_in = 0;
-      if (cur) cur->mouse_in = 0;
+      if (cur) cur->mouse_in = cur->tl_mouse = 0;
     }
     break;
   default:
