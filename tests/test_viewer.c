@@ -1458,6 +1458,36 @@ static void test_timeline_chart(void) {
   printf("timeline chart: ok\n");
 }
 
+/* Status messages at 1600 px (text at scale 2) are not cut at the right
+ * edge: a long one goes alone, on two lines if it must. */
+static void test_status_msg(void) {
+  gpb_trace_op_t ops[] = {op_alloc(0, 64 * KIB, 1)};
+  vapp_t a;
+  replay_at(&a, ops, 1, 1);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 1600, 1000));
+  a.scale = vframe_auto_scale(1600, 1000, 1);
+  ASSERT_EQ(a.scale, 2);
+  vapp_message(&a, "disconnected: the pool's program is gone; watching for "
+               "it to come back (the relay at 127.0.0.1:7461 end)");
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, fb.h - 60, fb.w, fb.h, 2, VC_WASTE,
+                     "(the relay at 127.0.0.1:7461 end)"));
+  /* Longer than the window: both halves drawn. */
+  char m[256];
+  memset(m, 0, sizeof m);
+  for (int i = 0; i < 17; i++) strcat(m, "word1234 ");
+  strcat(m, "LASTWORD");
+  vapp_message(&a, "%s", m);
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, fb.h - 60, fb.w, fb.h, 2, VC_WASTE, "LASTWORD"));
+  ASSERT(fb_has_text(&fb, 0, fb.h - 60, fb.w, fb.h, 2, VC_WASTE,
+                     "word1234 word1234"));
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("status messages: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1478,6 +1508,7 @@ int main(void) {
   test_sites();
   test_live_oom();
   test_timeline_chart();
+  test_status_msg();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

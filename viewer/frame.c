@@ -523,6 +523,37 @@ static void frame_series(vapp_t *a, frame_pen_t *p) {
 static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE",
                                                 "SITE"};
 
+/* The status line with a message: after the line where both fit, else
+ * the message alone, on two lines (the one above cleared) when it is
+ * longer than the window is wide. Messages ran off the right edge. */
+void vframe_status_msg(gpbt_fb_t *fb, int s, int y, uint32_t col,
+                      const char *line, const char *msg) {
+  int fit = (fb->w - 8 * s) / (GPBT_FONT_W * s);
+  int nl = (int)strlen(line), nm = (int)strlen(msg);
+  if (fit < 8) return;
+  if (nl + 4 + nm <= fit) {
+    int x = gpbt_font_draw(fb, 4 * s, y, s, col, line);
+    gpbt_font_draw(fb, x + 4 * GPBT_FONT_W * s, y, s, VC_WASTE, msg);
+    return;
+  }
+  char buf[512];
+  if (nm <= fit) {
+    gpbt_font_draw(fb, 4 * s, y, s, VC_WASTE, msg);
+    return;
+  }
+  /* Break at the last space that fits the first line. */
+  int cut = fit;
+  while (cut > fit / 2 && msg[cut] != ' ') cut--;
+  if (msg[cut] != ' ') cut = fit;
+  snprintf(buf, sizeof buf, "%.*s", cut, msg);
+  int lh = (GPBT_FONT_H + 2) * s;
+  gpbt_fb_fill(fb, 0, y - lh - s, fb->w, lh, VC_PANEL);
+  gpbt_font_draw(fb, 4 * s, y - lh, s, VC_WASTE, buf);
+  const char *rest = msg + cut + (msg[cut] == ' ');
+  snprintf(buf, sizeof buf, "%.*s", fit, rest);
+  gpbt_font_draw(fb, 4 * s, y, s, VC_WASTE, buf);
+}
+
 static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale;
   char line[256], b1[32];
@@ -560,8 +591,7 @@ static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
     snprintf(line, sizeof line, "FIND ADDRESS OR OFFSET: %s_", a->search);
     col = VC_WASTE;
   } else if (a->msg[0] && gpb_now_ns() < a->msg_until_ns) {
-    int x = gpbt_font_draw(fb, 4 * s, y, s, col, line);
-    gpbt_font_draw(fb, x + 4 * GPBT_FONT_W * s, y, s, VC_WASTE, a->msg);
+    vframe_status_msg(fb, s, y, col, line, a->msg);
     return;
   }
   gpbt_font_draw(fb, 4 * s, y, s, col, line);

@@ -423,9 +423,10 @@ void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb) {
   snprintf(line, sizeof line, "%d POOL%s%s  CLICK ONE TO OPEN IT  H: KEYS",
            g->n, g->n == 1 ? "" : "S", closed ? " (SOME CLOSED)" : "");
   int y = fb->h - (GPBT_FONT_H + 2) * s;
-  int x = gpbt_font_draw(fb, 4 * s, y, s, VC_TEXT, line);
   if (g->msg[0] && gpb_now_ns() < g->msg_until_ns)
-    gpbt_font_draw(fb, x + 4 * GPBT_FONT_W * s, y, s, VC_WASTE, g->msg);
+    vframe_status_msg(fb, s, y, VC_TEXT, line, g->msg);
+  else
+    gpbt_font_draw(fb, 4 * s, y, s, VC_TEXT, line);
   if (g->show_help) vframe_help(fb, s);
 }
 

@@ -491,6 +491,10 @@ void vframe_map(const vapp_t *a, gpbt_fb_t *fb);
  * the row of the largest block that fits in len). */
 void vframe_mark(const vapp_t *a, gpbt_fb_t *fb, uint64_t off, uint64_t len,
                  uint32_t c);
+/* The status line `line` at y and a message after it, or the message
+ * alone (on two lines when longer than the window): nothing cut. */
+void vframe_status_msg(gpbt_fb_t *fb, int s, int y, uint32_t col,
+                      const char *line, const char *msg);
 /* The keys help box, centered. */
 void vframe_help(gpbt_fb_t *fb, int scale);
 /* Sets the geometry for a frame of w x h and sizes the map grid. The
