@@ -1458,6 +1458,20 @@ static void test_timeline_chart(void) {
   printf("timeline chart: ok\n");
 }
 
+/* 64 tags, 64 colours apart from each other and from free blocks and
+ * the background (they shared 16: tag 16 looked like tag 0). */
+static void test_tag_colors(void) {
+  for (uint32_t i = 0; i < GPB_MAX_TAGS; i++) {
+    ASSERT(rgb_dist(vc_tag(i), VC_FREE) >= 150);
+    ASSERT(rgb_dist(vc_tag(i), VC_BG) >= 150);
+    for (uint32_t j = 0; j < i; j++)
+      if (rgb_dist(vc_tag(i), vc_tag(j)) < 40)
+        FAILF("tags %u and %u: %08x and %08x are too close", i, j,
+              vc_tag(i), vc_tag(j));
+  }
+  printf("tag colours: ok\n");
+}
+
 /* Status messages at 1600 px (text at scale 2) are not cut at the right
  * edge: a long one goes alone, on two lines if it must. */
 static void test_status_msg(void) {
@@ -1509,6 +1523,7 @@ int main(void) {
   test_live_oom();
   test_timeline_chart();
   test_status_msg();
+  test_tag_colors();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)
