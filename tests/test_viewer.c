@@ -1458,6 +1458,49 @@ static void test_timeline_chart(void) {
   printf("timeline chart: ok\n");
 }
 
+/* Free blocks per order, readable: at 1600x1000 (10 orders with free
+ * blocks), the default 1280x800 (they were 3-pixel slivers, then not
+ * drawn at all under the taller timeline) and 900x600 (their labels
+ * collided), every order's size and count are drawn whole (at the
+ * panel's text scale or at 1). */
+static void test_buddyinfo_legible(void) {
+  gpb_trace_op_t ops[] = {op_alloc(0, 4 * KIB, 1)};
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, 1, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 4096 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 1));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  static const int sizes[][2] = {{1600, 1000}, {1280, 800}, {900, 600}};
+  for (int i = 0; i < 3; i++) {
+    gpbt_fb_t fb;
+    int w = sizes[i][0], h = sizes[i][1];
+    ASSERT_OK(gpbt_fb_init(&fb, w, h));
+    a.scale = vframe_auto_scale(w, h, 1);
+    vframe_draw(&a, &fb);
+    ASSERT_EQ((int)a.stats.num_orders, 11);
+    int px0 = a.map_x + a.map_w;
+    for (uint32_t k = 0; k < 10; k++) {
+      char b1[32], num[8];
+      vfmt_bytes((4 * KIB) << k, b1, sizeof b1);
+      snprintf(num, sizeof num, "%" PRIu64, a.stats.free_blocks[k]);
+      ASSERT_U64_EQ(a.stats.free_blocks[k], 1);
+      int ok = 0;
+      for (int sc = a.scale; sc >= 1 && !ok; sc--)
+        ok = fb_has_text(&fb, px0, 0, w, a.map_h, sc, VC_DIM, b1) &&
+             fb_has_text(&fb, px0 + 40, 0, w, a.map_h, sc, VC_DIM, num);
+      if (!ok) FAILF("%dx%d: order %u (%s, %s free) is not drawn whole", w, h,
+                     k, b1, num);
+    }
+    gpbt_fb_free(&fb);
+  }
+  vapp_close(&a);
+  printf("free blocks per order, legible: ok\n");
+}
+
 /* 64 tags, 64 colours apart from each other and from free blocks and
  * the background (they shared 16: tag 16 looked like tag 0). */
 static void test_tag_colors(void) {
@@ -1524,6 +1567,7 @@ int main(void) {
   test_timeline_chart();
   test_status_msg();
   test_tag_colors();
+  test_buddyinfo_legible();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

@@ -427,35 +427,72 @@ static void frame_legend(vapp_t *a, frame_pen_t *p) {
   p->y += (GPBT_FONT_H + 1) * p->s;
 }
 
+/* The orders the bars show: 0 up to the largest with a free block (the
+ * empty ones above it are said in one line). */
+static uint32_t frame_orders_shown(const gpb_stats_t *st) {
+  uint32_t hi = 0;
+  for (uint32_t k = 0; k < st->num_orders; k++)
+    if (st->free_blocks[k]) hi = k;
+  return st->num_orders ? hi + 1 : 0;
+}
+
+/* The height the bars take at text scale s: a header, a line of text
+ * per order shown, and the "none free" line. */
+static int frame_buddyinfo_h(const gpb_stats_t *st, int s) {
+  uint32_t n = frame_orders_shown(st);
+  int lh = (GPBT_FONT_H + 1) * s;
+  return lh * (int)(n + 1 + (n < st->num_orders)) + 4 * s;
+}
+
+/* Free blocks per order, one labelled bar per line: the block size on
+ * the left, the count on the right, log-scaled bars between. Text at the
+ * panel's scale where it fits by max_y, else at scale 1; the bars were
+ * 3-pixel slivers at 1280x800 and their labels collided at 900x600. */
 static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
   const gpb_stats_t *st = &a->stats;
-  uint32_t n = st->num_orders;
+  uint32_t n = frame_orders_shown(st);
   if (!n) return;
-  int s = p->s, rowh = (GPBT_FONT_H - 1) * s;
-  pen_line(p, VC_TEXT, "FREE BLOCKS PER ORDER");
-  int avail = max_y - p->y;
-  if (rowh * (int)n > avail) rowh = avail / (int)n;
-  if (rowh < 2) return;
+  int s = p->s;
+  if (s > 1 && p->y + frame_buddyinfo_h(st, s) > max_y) s = 1;
+  if (p->y + frame_buddyinfo_h(st, s) > max_y) return;
+  int lh = (GPBT_FONT_H + 1) * s;
+  gpbt_font_draw(p->fb, p->x, p->y, s, VC_TEXT, "FREE BLOCKS PER ORDER");
+  p->y += lh;
   uint64_t mx = 1;
-  for (uint32_t k = 0; k < n; k++)
-    if (st->free_blocks[k] > mx) mx = st->free_blocks[k];
-  int lx = p->x, bx = p->x + 9 * GPBT_FONT_W * s, bw = p->w - 9 * GPBT_FONT_W * s - 8 * GPBT_FONT_W * s;
+  int cw = 1;
   for (uint32_t k = 0; k < n; k++) {
-    int y = p->y + (int)(n - 1 - k) * rowh;
+    char num[32];
+    if (st->free_blocks[k] > mx) mx = st->free_blocks[k];
+    int w = snprintf(num, sizeof num, "%" PRIu64, st->free_blocks[k]);
+    if (w > cw) cw = w;
+  }
+  int fw = GPBT_FONT_W * s;
+  int bx = p->x + 10 * fw, bw = p->w - 10 * fw - (cw + 1) * fw;
+  for (uint32_t k = 0; k < n; k++) {
+    int y = p->y + (int)(n - 1 - k) * lh;
     char b1[32], num[32];
     uint64_t c = st->free_blocks[k];
-    if (rowh >= GPBT_FONT_H * s - s) {
-      gpbt_font_draw(p->fb, lx, y - s, s, VC_DIM, vfmt_bytes(st->min_block << k, b1, 32));
-      snprintf(num, sizeof num, "%" PRIu64, c);
-      gpbt_font_draw(p->fb, bx + bw + 2 * s, y - s, s, VC_DIM, num);
-    }
+    gpbt_font_draw(p->fb, p->x, y, s, VC_DIM, vfmt_bytes(st->min_block << k, b1, 32));
+    snprintf(num, sizeof num, "%" PRIu64, c);
+    gpbt_font_draw(p->fb, p->x + p->w - gpbt_font_width(s, num), y, s,
+                   VC_DIM, num);
+    if (bw < 4) continue;
     int len = c ? (int)((double)bw * log1p((double)c) / log1p((double)mx)) : 0;
     if (c && len < 1) len = 1;
-    gpbt_fb_fill(p->fb, bx, y + s, bw, rowh - 2 * s > 0 ? rowh - 2 * s : 1, VC_GRID);
-    gpbt_fb_fill(p->fb, bx, y + s, len, rowh - 2 * s > 0 ? rowh - 2 * s : 1,
-                 vc_ramp(n > 1 ? (double)k / (n - 1) : 0));
+    gpbt_fb_fill(p->fb, bx, y + s, bw, lh - 3 * s, VC_GRID);
+    gpbt_fb_fill(p->fb, bx, y + s, len, lh - 3 * s,
+                 vc_ramp(st->num_orders > 1 ? (double)k / (st->num_orders - 1) : 0));
   }
-  p->y += (int)n * rowh + 4 * s;
+  p->y += (int)n * lh;
+  if (n < st->num_orders) {
+    char b1[32];
+    char t[64];
+    snprintf(t, sizeof t, "NONE FREE FROM %s UP",
+             vfmt_bytes(st->min_block << n, b1, 32));
+    gpbt_font_draw(p->fb, p->x, p->y, s, VC_DIM, t);
+    p->y += lh;
+  }
+  p->y += 4 * s;
 }
 
 /* The side panel grouped by call site (S): the sites holding the most
@@ -505,14 +542,18 @@ static void frame_chart(frame_pen_t *p, const char *label, const double *v,
   p->y += h + 4 * s;
 }
 
-static void frame_series(vapp_t *a, frame_pen_t *p) {
+/* The last n of the charts: fragmentation first, then the largest
+ * free block, then used bytes (which the timeline shows too). */
+static void frame_series(vapp_t *a, frame_pen_t *p, int n) {
   const vseries_t *se = &a->series;
   char b1[32];
   double m = (double)a->stats.managed_bytes;
-  frame_chart(p, "USED", se->used, se, m, VC_USED,
-              vfmt_bytes(a->stats.block_bytes, b1, 32));
-  frame_chart(p, "LARGEST FREE", se->largest, se, m, 0xFF7FBF80u,
-              vfmt_bytes(a->stats.largest_free, b1, 32));
+  if (n >= 3)
+    frame_chart(p, "USED", se->used, se, m, VC_USED,
+                vfmt_bytes(a->stats.block_bytes, b1, 32));
+  if (n >= 2)
+    frame_chart(p, "LARGEST FREE", se->largest, se, m, 0xFF7FBF80u,
+                vfmt_bytes(a->stats.largest_free, b1, 32));
   char fr[32];
   snprintf(fr, sizeof fr, "%.3f", a->stats.external_frag);
   frame_chart(p, "EXT FRAGMENTATION", se->frag, se, 1.0, VC_WASTE, fr);
@@ -718,17 +759,21 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
     p.y += 3 * s;
     frame_legend(a, &p);
     p.y += 3 * s;
-    /* The charts at the bottom, where there is room for them under the
-     * figures; the bars per order take what is left. */
-    int charts = 3 * (GPBT_FONT_H * s + 38 * s);
-    int cy = a->map_h - charts;
+    /* The charts at the bottom, as many as fit under the figures and
+     * the bars per order (the bars come first: the charts are the
+     * timeline's figures again, over time). */
+    int ch = GPBT_FONT_H * s + 38 * s, nch = 3;
+    int need = a->side_sites ? 6 * (GPBT_FONT_H + 1) * s
+                             : frame_buddyinfo_h(&a->stats, 1);
+    while (nch > 0 && a->map_h - nch * ch < p.y + need) nch--;
+    int cy = a->map_h - nch * ch;
     if (a->side_sites)
-      frame_sites(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
+      frame_sites(a, &p, cy - 4 * s);
     else
-      frame_buddyinfo(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
-    if (cy >= p.y) {
+      frame_buddyinfo(a, &p, cy - 4 * s);
+    if (nch) {
       p.y = cy;
-      frame_series(a, &p);
+      frame_series(a, &p, nch);
     }
   }
   frame_bottom(a, fb);
