@@ -873,6 +873,76 @@ static void test_grid(void) {
   vgrid_close(&g);
 }
 
+/* A pool of 524 live 64 KiB blocks in 512 MiB: its largest free block is
+ * 256 MiB. */
+static vapp_t *grid_pool_524(void) {
+  gpb_trace_op_t *ops = calloc(524, sizeof *ops);
+  ASSERT(ops);
+  for (int i = 0; i < 524; i++) ops[i] = op_alloc((uint64_t)i, 64 * KIB, 1);
+  vops_t *o;
+  ASSERT_OK(vops_take_array(ops, 524, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 512 * 1024 * KIB, 64 * KIB, GPB_POLICY_BUDDY);
+  vapp_t *a = malloc(sizeof *a);
+  ASSERT(a);
+  ASSERT_OK(vapp_open_replay(a, o, &cfg));
+  ASSERT_OK(vapp_seek(a, 524));
+  a->paused = 1;
+  vapp_update(a, 0);
+  return a;
+}
+
+/* The grid's captions are whole figures ("LIVE 5" was 524 live,
+ * "LARGEST 256.0 Mi"), at the cell's text scale or at 1; the status line
+ * has a colour legend; a closed pool's map stays readable. */
+static void test_grid_captions(void) {
+  static const int sizes[][2] = {{1600, 1000}, {900, 600}};
+  for (int t = 0; t < 2; t++) {
+    vgrid_t g;
+    vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
+    for (int i = 0; i < 6; i++) {
+      char key[16];
+      snprintf(key, sizeof key, "pool-%d", i);
+      ASSERT_OK(vgrid_add_app(&g, grid_pool_524(), key));
+    }
+    gpbt_fb_t fb;
+    int w = sizes[t][0], h = sizes[t][1];
+    ASSERT_OK(gpbt_fb_init(&fb, w, h));
+    g.scale = vframe_auto_scale(w, h, 1);
+    vgrid_update(&g, 0);
+    vgrid_draw(&g, &fb);
+    const vcell_t *c = &g.cells[5];
+    const vapp_t *a = c->app;
+    ASSERT_U64_EQ(a->stats.live_allocs, 524);
+    int y0 = a->map_y + a->map_h, y1 = c->y + c->h;
+    static const char *const want[] = {"LIVE 524", "LARGEST 256.0 MiB",
+                                       "FAILED 0", "EXT FRAG"};
+    for (int k = 0; k < 4; k++) {
+      int ok = 0;
+      for (int sc = g.scale; sc >= 1 && !ok; sc--)
+        ok = fb_has_text(&fb, c->x, y0, c->x + c->w, y1, sc, VC_DIM, want[k]);
+      if (!ok) FAILF("%dx%d: the caption has no whole \"%s\"", w, h, want[k]);
+    }
+    ASSERT(fb_has_text(&fb, w / 2, h - 30, w, h, g.scale, VC_DIM, "REQUESTED"));
+    /* Closed: the map's used blue is still far from the panel (the
+     * brightest of its first row: block starts are drawn darker). */
+    c->app->kind = VSRC_LIVE;
+    c->app->disconnected = 1;
+    vgrid_draw(&g, &fb);
+    int best = 0;
+    for (int x = 0; x < 40; x++) {
+      int d = rgb_dist(px(&fb, a->map_x + x, a->map_y), VC_PANEL);
+      if (d > best) best = d;
+    }
+    if (best <= 150) FAILF("a closed map is too dim: %d from the panel", best);
+    c->app->kind = VSRC_REPLAY;
+    c->app->disconnected = 0;
+    gpbt_fb_free(&fb);
+    vgrid_close(&g);
+  }
+  printf("grid captions: ok\n");
+}
+
 /* ------------------------------------------------------------- unusable */
 
 /* UNUSABLE is for the largest request seen: two free 256 KiB blocks serve
@@ -1568,6 +1638,7 @@ int main(void) {
   test_status_msg();
   test_tag_colors();
   test_buddyinfo_legible();
+  test_grid_captions();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)
