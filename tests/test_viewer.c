@@ -1615,6 +1615,111 @@ static void test_status_msg(void) {
   printf("status messages: ok\n");
 }
 
+/* A live pool failing fast (2000 failures at once, as ~150 a second
+ * for many seconds): o shows the latest failure explained, [ and ] walk
+ * the explained ones, a tick of one not explained shows the nearest that
+ * is. o said "was not explained" and [ did not move; past 1024 failures
+ * the series kept only the first ones. */
+static void test_live_oom_burst(void) {
+  char name[64];
+  snprintf(name, sizeof name, "t-view-oomb-%d", (int)getpid());
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_HOST;
+  cfg.pool_size = 1024 * KIB;
+  cfg.min_block = 4 * KIB;
+  cfg.name = name;
+  cfg.flags = GPB_CFG_NO_ENV;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  vapp_t a;
+  ASSERT_OK(vapp_open_live(&a, name, NULL, NULL));
+  void *x, *y, *z = NULL;
+  ASSERT_OK(gpb_alloc(p, 512 * KIB, &x));
+  ASSERT_OK(gpb_alloc(p, 256 * KIB, &y));
+  for (int i = 0; i < 2000; i++) {
+    ASSERT(gpb_alloc(p, 512 * KIB, &z) == GPB_ENOMEM);
+    /* Poll now and then, as a window does, so the ring is read. */
+    if (i % 100 == 99) vapp_update(&a, 0);
+  }
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  live_catch_up(&a, st.seq);
+  ASSERT_U64_EQ(a.series.ooms, 2000);
+  const vseries_t *se = &a.series;
+  uint64_t last = se->oom[se->noom - 1].x;
+  ASSERT_U64_EQ(last, gpb_model_seq(a.model)); /* the latest is kept */
+  vinput_key(&a, 'o');
+  ASSERT(a.oom.sel >= 0);
+  ASSERT_U64_EQ(a.oom.ex[a.oom.sel].rec.x, last);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "FREE 256.0 KiB  LARGEST FREE BLOCK 256.0 KiB");
+  /* [ walks back through the explained ones, one by one. */
+  uint64_t prev = last;
+  for (int i = 0; i < VOOM_LIVE - 1; i++) {
+    vinput_key(&a, '[');
+    ASSERT(a.oom.sel >= 0);
+    uint64_t cur = a.oom.ex[a.oom.sel].rec.x;
+    if (cur >= prev) FAILF("[ went from event %" PRIu64 " to %" PRIu64, prev, cur);
+    prev = cur;
+  }
+  vinput_key(&a, ']');
+  ASSERT(a.oom.ex[a.oom.sel].rec.x > prev);
+  /* A tick in the middle of the timeline, a failure not explained: the
+   * nearest explained one is shown, and the message says so. */
+  vinput_key(&a, VKEY_ESC);
+  ASSERT_EQ(a.oom.sel, -1);
+  vframe_draw(&a, &fb);
+  voom_pick(&a, se->noom / 2);
+  ASSERT(a.oom.sel >= 0);
+  ASSERT(strstr(a.msg, "nearest explained"));
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  gpb_free(p, x);
+  gpb_free(p, y);
+  gpb_pool_destroy(p);
+  printf("live OOM burst: ok\n");
+}
+
+/* The failure's panel does not cover the window it explains (the
+ * window of op 6 is the map's top half: the panel goes to the bottom),
+ * and in a narrow window its lines end inside the map. */
+static void test_oom_panel_place(void) {
+  vapp_t a;
+  sites_open(&a);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  voom_pick(&a, 0); /* not seen yet: no failure, no panel */
+  ASSERT_OK(vapp_seek(&a, 8));
+  a.paused = 1;
+  vinput_key(&a, 'o');
+  vapp_update(&a, 0);
+  ASSERT(a.oom.sel >= 0);
+  const gpbt_oom_t *w = &a.oom.ex[a.oom.sel].why;
+  ASSERT_U64_EQ(w->win.offset, 0);
+  ASSERT_U64_EQ(w->win.size, 512 * KIB);
+  vframe_draw(&a, &fb);
+  uint64_t row = (uint64_t)a.map.cols * a.map.bpc;
+  int wy1 = a.map_y + (int)((512 * KIB + row - 1) / row) * a.cell_px;
+  if (a.oom.panel_y < wy1)
+    FAILF("the panel (y %d..%d) covers the window (y %d..%d)", a.oom.panel_y,
+          a.oom.panel_y + a.oom.panel_h, a.map_y, wy1);
+  /* Narrow: no red border pixel right of the map (the box is inside). */
+  gpbt_fb_t nb;
+  ASSERT_OK(gpbt_fb_init(&nb, 640, 400));
+  vframe_draw(&a, &nb);
+  ASSERT(a.map_x + a.map_w < 640);
+  for (int x = a.map_x + a.map_w; x < nb.w; x++)
+    ASSERT(px(&nb, x, a.oom.panel_y) != VC_ALERT);
+  gpbt_fb_free(&nb);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("OOM panel placement: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1639,6 +1744,8 @@ int main(void) {
   test_tag_colors();
   test_buddyinfo_legible();
   test_grid_captions();
+  test_live_oom_burst();
+  test_oom_panel_place();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

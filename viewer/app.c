@@ -68,6 +68,7 @@ static int app_common(vapp_t *a) {
   int rc = vmap_init(&a->map, a->info.managed_size, a->info.min_block);
   if (rc) return rc;
   vseries_reset(&a->series);
+  a->series.oom_latest = a->kind == VSRC_LIVE;
   voom_init(&a->oom);
   if (gpbt_sites_init(&a->sites)) return GPB_EHOSTMEM;
   a->seek_to = UINT64_MAX;
@@ -227,6 +228,7 @@ int vapp_reopen(vapp_t *a) {
   a->req_rescan = 1;
   a->req_rescan_ns = 0; /* a new reader: look at once */
   vseries_reset(&a->series);
+  a->series.oom_latest = 1;
   voom_fini(&a->oom);
   voom_init(&a->oom);
   vsite_resync(a);

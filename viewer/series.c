@@ -94,6 +94,13 @@ int vseries_fail(vseries_t *s, uint64_t x, const gpb_event_t *ev) {
   if (s->ooms && x <= s->oom_x) return 0;
   s->ooms++;
   s->oom_x = x;
+  /* A live view wants its recent failures: the ticks at the end of its
+   * timeline, and the ones it can still explain. */
+  if (s->noom == VSERIES_OOMS && s->oom_latest) {
+    size_t drop = VSERIES_OOMS / 4;
+    memmove(s->oom, s->oom + drop, (VSERIES_OOMS - drop) * sizeof *s->oom);
+    s->noom -= drop;
+  }
   if (s->noom < VSERIES_OOMS) {
     vseries_oom_t *o = &s->oom[s->noom++];
     o->x = x;

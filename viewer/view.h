@@ -176,7 +176,8 @@ typedef struct vseries {
   uint64_t stride, count;
   vseries_oom_t oom[VSERIES_OOMS]; /* in x order */
   size_t noom;
-  uint64_t ooms;             /* all failures seen (noom the first ones) */
+  int oom_latest;            /* live: when full, drop the oldest quarter */
+  uint64_t ooms;             /* all failures seen (noom of them kept) */
   uint64_t oom_x;            /* the x of the last one */
 } vseries_t;
 void vseries_reset(vseries_t *s);
@@ -273,14 +274,21 @@ const char *vreplay_site(const vreplay_t *r, uint32_t site);
 
 /* oomview.c: a failed allocation explained by tools/common/oom.c (the
  * explainer of gpubuddy-replay --explain-oom), in a panel over the map
- * with its cheapest window marked. The first VOOM_FIRST failures are
- * explained as they happen (the model is at the failure then), so
- * --json names them; a live view explains later ones at most once a
- * second (a walk of the blocks each) into the rest of the slots. A
- * replay explains any other failure by seeking to it. */
+ * (on the half away from the window it marks). The first VOOM_FIRST
+ * failures are explained as they happen (the model is at the failure
+ * then), so --json names them. A live view also explains later ones as
+ * they happen into a ring of the last VOOM_LIVE, within a budget of
+ * block visits refilled by event time (VOOM_VISITS_PER_S, at most
+ * VOOM_VISITS_MAX saved up): a walk of the blocks each, so 150 failures
+ * a second of a small pool are all explained and a pool of a million
+ * blocks costs a few explanations a second. o, [ ] and the red ticks go
+ * through the failures explained. A replay explains any failure by
+ * seeking to it. */
 #define VOOM_FIRST 4
-#define VOOM_KEEP 8
-#define VOOM_LIVE_GAP_NS 1000000000ull
+#define VOOM_LIVE 32
+#define VOOM_KEEP (VOOM_FIRST + VOOM_LIVE)
+#define VOOM_VISITS_PER_S 2000000.0
+#define VOOM_VISITS_MAX 4000000.0
 
 typedef struct voom_ex {
   vseries_oom_t rec;
@@ -292,10 +300,12 @@ typedef struct voom {
   voom_ex_t ex[VOOM_KEEP];
   int nex;              /* slots filled (the first VOOM_FIRST: the first) */
   int next_live;        /* the live slot to fill next */
-  uint64_t live_ns;     /* when a live failure was last explained */
+  double visits;        /* live: block visits the budget has left */
+  uint64_t visits_ns;   /* live: event time the budget was refilled to */
   int sel;              /* the slot shown; -1: no panel */
   int want;             /* replay: seeking to `rec` to explain it */
   vseries_oom_t rec;
+  int panel_y, panel_h; /* where the last frame drew the panel */
 } voom_t;
 
 /* -------------------------------------------------------------- the app */
@@ -455,8 +465,8 @@ void voom_fini(voom_t *o);
 void voom_event(vapp_t *a, const gpb_event_t *ev, uint64_t x);
 /* Shows failure i of the series (a replay seeks there to explain it). */
 void voom_pick(vapp_t *a, size_t i);
-/* O and [ ]: the failure at or before the position, the previous, the
- * next one; Esc closes the panel. */
+/* O and [ ]: the failure at or before the position (live: the latest
+ * explained), the previous, the next one; Esc closes the panel. */
 void voom_key(vapp_t *a, int key);
 /* Per update: a replay that reached the failure wanted explains it; one
  * that left the failure shown closes the panel. */
