@@ -1280,7 +1280,7 @@ static void test_sites(void) {
   ASSERT(a.tl_h > 20); /* a frame this tall has the timeline */
   /* ... stacked by site (the state colors name no sites): its legend. */
   ASSERT_TEXT(&fb, VC_DIM, "LIVE BYTES BY SITE");
-  ASSERT_TEXT(&fb, VC_DIM, "#2 forward");
+  ASSERT_TEXT(&fb, VC_DIM, "#2 model.py:12 forward");
 
   /* The hover over site 1's block names it and its frames, innermost
    * first. */
@@ -1293,7 +1293,7 @@ static void test_sites(void) {
   ASSERT_TEXT(&fb, VC_TEXT, "/srv/app+0x1a2f3 load_weights");
   ASSERT_TEXT(&fb, VC_TEXT, "/srv/app+0x2b10 main");
   char l[8][80];
-  ASSERT_EQ(vsite_hover(&a, 2, l, 8, 79), 3);
+  ASSERT_EQ(vsite_hover(&a, 2, l, 8, 79, 0), 3);
   ASSERT(strstr(l[1], "model.py:12 forward") && strstr(l[2], "train.py:40 step"));
   a.mouse_in = 0;
 
@@ -1418,13 +1418,13 @@ static void test_live_oom(void) {
   ASSERT_U64_EQ(r[0].bytes, 512 * KIB);
   ASSERT_U64_EQ(r[1].bytes, 256 * KIB);
   char l[4][80];
-  ASSERT_EQ(vsite_hover(&a, 7000, l, 4, 79), 1); /* an id never sent */
+  ASSERT_EQ(vsite_hover(&a, 7000, l, 4, 79, 0), 1); /* an id never sent */
   ASSERT(strstr(l[0], "NO FRAMES"));
   /* A site's frames come with the stream: the hover shows the pool's own
    * text, innermost frame first. */
   char want[4096];
   ASSERT(gpb_pool_site_text(p, r[0].site, want, sizeof want) > 0);
-  ASSERT(vsite_hover(&a, r[0].site, l, 4, 79) >= 2);
+  ASSERT(vsite_hover(&a, r[0].site, l, 4, 79, 0) >= 2);
   ASSERT(!strstr(l[0], "NO FRAMES"));
   size_t n1 = strcspn(want, ";"); /* the innermost frame; the hover keeps */
   want[n1] = 0;                   /* its end when it must cut it */
@@ -1720,6 +1720,95 @@ static void test_oom_panel_place(void) {
   printf("OOM panel placement: ok\n");
 }
 
+/* PyTorch-like stacks: 15 frames of the caching allocator, c10 and
+ * torch's Python before the user's code, the same innermost frame for
+ * every site. The site is named by its first frame outside the framework
+ * (legend, hover), the hover shows the user's frames first and whole
+ * (wrapped, not cut at the start), and j k scroll the rest of the stack;
+ * it showed about 15 C++ frames cut at their start and could not reach
+ * the user's. */
+static void test_deep_stacks(void) {
+  char path[] = "/tmp/test_viewer_deep_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  ASSERT(f);
+  fputs("# gpubuddy-trace v2\n", f);
+  for (int site = 1; site <= 2; site++) {
+    fprintf(f, "# site %d ", site);
+    for (int i = 0; i < 15; i++)
+      fprintf(f, "/opt/pytorch/c10/cuda/CUDACachingAllocator.cpp:%d "
+                 "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator"
+                 "::malloc_%d;", 1200 + i, i);
+    fprintf(f, "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1518 "
+               "_call_impl;/home/user/src/transformers/models/llama/"
+               "modeling_llama.py:%d forward;/home/user/train.py:40 step\n",
+            site == 1 ? 216 : 301);
+  }
+  fputs("1 1000 alloc 0x10 262144 1 0x0 1\n2 2000 alloc 0x20 131072 2 0x0 2\n",
+        f);
+  fclose(f);
+  vops_t *o;
+  ASSERT_OK(vops_open_trace(path, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 2));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  char sh[64];
+  ASSERT(!strcmp(vsite_short(vapp_site_text(&a, 1), sh, sizeof sh),
+                 "modeling_llama.py:216 forward"));
+  ASSERT(!strcmp(vsite_short(vapp_site_text(&a, 2), sh, sizeof sh),
+                 "modeling_llama.py:301 forward"));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 1600, 1000));
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_DIM, "#1 modeling_llama.py:216 forward");
+  ASSERT_TEXT(&fb, VC_DIM, "#2 modeling_llama.py:301 forward");
+  /* The side panel by site names them too. */
+  a.side_sites = 1;
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, a.map_x + a.map_w, 0, fb.w, fb.h, a.scale, VC_DIM,
+                     "modeling_llama.py:216 forward"));
+  a.side_sites = 0;
+  /* The hover: the user's frames first, whole (their directories too). */
+  char l[12][80];
+  int n = vsite_hover(&a, 1, l, 12, 60, 0);
+  ASSERT_EQ(n, 12);
+  ASSERT(strstr(l[0], "18 FRAMES, 2 YOURS FIRST"));
+  ASSERT(!strcmp(l[1], "  >  /home/user/src/transformers/models/llama/modeling_llama"));
+  ASSERT(!strcmp(l[2], "     .py:216 forward"));
+  ASSERT(!strcmp(l[3], "  >  /home/user/train.py:40 step"));
+  ASSERT(!strncmp(l[4], "  .  /opt/pytorch/c10/cuda/CUDACachingAllocator.cpp:1200", 56));
+  ASSERT(strstr(l[11], "MORE (J K SCROLL)"));
+  /* j scrolls down a row at a time; the last rows can be reached. */
+  int skip = 0;
+  while (skip < 100 && !strstr(l[n - 1], "step") &&
+         !strstr(l[n - 1], "_call_impl")) {
+    n = vsite_hover(&a, 1, l, 12, 60, ++skip);
+  }
+  ASSERT(skip < 100 && strstr(l[n - 1], "_call_impl"));
+  /* In the window: hovering site 1's block draws its user frame, and j
+   * scrolls the box. */
+  a.mouse_in = 1;
+  a.mouse_x = a.map_x + 10;
+  a.mouse_y = a.map_y + 2;
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, 0, fb.w, fb.h, a.scale, VC_TEXT,
+                     "  >  /home/user/train.py:40 step"));
+  vinput_key(&a, 'j');
+  ASSERT_EQ(a.hover_skip, 1);
+  vinput_key(&a, 'k');
+  vinput_key(&a, 'k');
+  ASSERT_EQ(a.hover_skip, 0);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  unlink(path);
+  printf("deep stacks: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1746,6 +1835,7 @@ int main(void) {
   test_grid_captions();
   test_live_oom_burst();
   test_oom_panel_place();
+  test_deep_stacks();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

@@ -366,7 +366,7 @@ static uint32_t frame_age_color(double t) { return vc_ramp(1.0 - t); }
 static void frame_legend(vapp_t *a, frame_pen_t *p) {
   const vmap_t *m = &a->map;
   int tree = m->layout == VLAYOUT_TREE, x = p->x;
-  char b1[32], b2[32];
+  char b1[56], b2[32];
   switch (tree ? vmap_tree_color(m->color) : m->color) {
   case VCOLOR_ORDER:
     pen_line(p, VC_DIM, "COLOR: BLOCK SIZE (ORDER)%s",
@@ -396,7 +396,7 @@ static void frame_legend(vapp_t *a, frame_pen_t *p) {
     gpbt_site_row_t r[4];
     size_t n = vsite_top(a, r, 4);
     for (size_t i = 0; i < n; i++) {
-      char sh[24];
+      char sh[40];
       vsite_short(vapp_site_text(a, r[i].site), sh, sizeof sh);
       snprintf(b1, sizeof b1, "#%u %s", r[i].site, sh);
       if (x > p->x && x + gpbt_font_width(p->s, b1) + 14 * p->s > p->x + p->w) {
@@ -501,19 +501,24 @@ static void frame_sites(vapp_t *a, frame_pen_t *p, int max_y) {
   int s = p->s, lh = (GPBT_FONT_H + 1) * s;
   pen_line(p, VC_TEXT, "LIVE BYTES BY CALL SITE");
   gpbt_site_row_t r[16];
-  int rows = (max_y - p->y) / lh;
+  int rows = (max_y - p->y) / (2 * lh);
   size_t n = vsite_top(a, r, rows < 16 ? (size_t)(rows > 0 ? rows : 0) : 16);
   if (!n) pen_line(p, VC_DIM, "NOTHING LIVE");
   int chars = (p->w - 8 * s) / (GPBT_FONT_W * s);
   for (size_t i = 0; i < n; i++) {
-    char b1[32], line[160];
+    char b1[32], line[160], sh[96];
     const char *t = vapp_site_text(a, r[i].site);
-    snprintf(line, sizeof line, "%-5u %9s %s", r[i].site,
-             vfmt_bytes(r[i].bytes, b1, 32),
-             t ? t : r[i].site ? "" : "(UNKNOWN)");
-    if (chars > 0 && chars < (int)sizeof line) line[chars] = 0;
+    /* Its bytes, then its name (the first frame in the user's code) on
+     * a line of its own, keeping its end when it must be cut. */
+    snprintf(line, sizeof line, "#%u  %s", r[i].site,
+             vfmt_bytes(r[i].bytes, b1, 32));
     gpbt_fb_fill(p->fb, p->x, p->y + 2 * s, 5 * s, 5 * s, vc_site(r[i].site));
     gpbt_font_draw(p->fb, p->x + 8 * s, p->y, s, VC_TEXT, line);
+    p->y += lh;
+    const char *name = t ? vsite_short(t, sh, sizeof sh)
+                         : r[i].site ? "(NO FRAMES)" : "(UNKNOWN)";
+    if (chars > 0) vfmt_tail(name, (size_t)chars, line, sizeof line);
+    gpbt_font_draw(p->fb, p->x + 8 * s, p->y, s, VC_DIM, line);
     p->y += lh;
   }
 }
@@ -647,7 +652,7 @@ static void frame_box(gpbt_fb_t *fb, int x, int y, int w, int h) {
 static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
                         uint64_t at, int mx, int my) {
   int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
-  char l[24][80], b1[32], b2[32];
+  char l[64][80], b1[32], b2[32];
   int n = 0;
   snprintf(l[n++], 80, "OFFSET 0x%" PRIx64 " (%" PRIu64 ")", b->offset, b->offset);
   if (a->info.base)
@@ -677,11 +682,15 @@ static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
     }
   }
   snprintf(l[n++], 80, "BUDDY  %s", frame_buddy(a, b));
-  /* Why it is there: its call site, innermost frame first, each cut to
-   * the width of the frame's map. */
-  if (b->used)
-    n += vsite_hover(a, b->site, l + n, 24 - n,
-                     a->map_w / (GPBT_FONT_W * s) - 4);
+  /* Why it is there: its call site's whole stack, the user's frames
+   * first, as many rows as the window is tall (j k scroll the rest). */
+  if (b->used) {
+    if (b->site != a->hover_site) a->hover_site = b->site, a->hover_skip = 0;
+    int rows = (fb->h - 6 * s) / lh - n;
+    if (rows > 64 - n) rows = 64 - n;
+    n += vsite_hover(a, b->site, l + n, rows, a->map_w / (GPBT_FONT_W * s) - 4,
+                     a->hover_skip);
+  }
   int w = 0;
   for (int i = 0; i < n; i++) {
     int lw = gpbt_font_width(s, l[i]);

@@ -29,6 +29,7 @@ const char *const vinput_keys_help =
     "/            find an address or offset (0x.., 123, 4K);\n"
     "             a replay also finds the trace's own addresses\n"
     "click map    select a block (hover: its call site)   Esc  clear\n"
+    "j  k         scroll the hover's call stack (your frames first)\n"
     "p            save a PNG screenshot\n"
     "grid of pools (--all, --connect A,B): click one to watch it\n"
     "g            back to the grid (Esc too, with nothing selected)\n"
@@ -183,6 +184,12 @@ int vinput_key(vapp_t *a, int key) {
     break;
   case 's':
     a->side_sites = !a->side_sites;
+    break;
+  case 'j':
+    a->hover_skip++;
+    break;
+  case 'k':
+    if (a->hover_skip > 0) a->hover_skip--;
     break;
   case '<':
   case '>':

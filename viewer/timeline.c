@@ -199,9 +199,12 @@ static void tl_axes(const vapp_t *a, gpbt_fb_t *fb, uint64_t lo, uint64_t hi) {
   int ay = a->tl_y + a->tl_h + s, n = a->tl_w / (120 * s);
   if (n < 1) n = 1;
   int last_end = -1;
+  uint64_t last_x = UINT64_MAX;
   for (int k = 0; k <= n; k++) {
     int px = a->tl_x + (int)((double)a->tl_w * k / n);
     uint64_t x = lo + (uint64_t)((double)(hi - lo) * k / n);
+    if (x == last_x) continue; /* a short run: each op once */
+    last_x = x;
     char num[24];
     tl_fmt_x(x, num, sizeof num);
     snprintf(t, sizeof t, k ? "%s" : "%s %s", k ? num : unit, num);

@@ -355,6 +355,8 @@ typedef struct vapp {
   int scale;              /* UI scale: text and panels (vframe_auto_scale) */
   int cell_scale;         /* map pixels per cell: the HiDPI factor; 0: scale */
   int mouse_x, mouse_y, mouse_in;
+  int hover_skip;         /* rows of the hover's stack scrolled (j k) */
+  uint32_t hover_site;    /* the site the hover showed last */
   int have_sel;
   uint64_t sel_off;       /* selected (searched) offset */
   int searching;
@@ -480,12 +482,20 @@ void voom_json(const vapp_t *a, FILE *f);
 /* The frames of a site ("FRAME;FRAME;..." innermost first), or NULL: a
  * replay's from its trace; a live pool's are not in the stream yet. */
 const char *vapp_site_text(const vapp_t *a, uint32_t site);
-/* The innermost frame's symbol (else the frame), cut to n - 1. */
+/* A site's name, cut to n - 1: its first frame outside the framework
+ * (else its innermost), "FILE:LINE NAME" without FILE's directory, or
+ * a pool frame's symbol. "CUDACachingAllocator.c" named 13 sites. */
 const char *vsite_short(const char *frames, char *buf, size_t n);
-/* Hover lines for a used block's site: "SITE n" and its frames, each cut
- * to `width` characters; at most max rows of 80. Returns the rows. */
+/* Whether one frame (len bytes) is the framework's: PyTorch, CPython,
+ * CUDA, gpubuddy, or a GPB_SITE_FRAMEWORK pattern. */
+int vsite_is_framework(const char *f, size_t len);
+/* Hover lines for a used block's site: "SITE n" and its whole stack,
+ * the user's frames first (marked >), then the framework's (.), each
+ * innermost first and wrapped at `width` characters, never cut; the
+ * first `skip` rows scrolled past, and a last line saying how many
+ * more. At most max rows of 80. Returns the rows. */
 int vsite_hover(const vapp_t *a, uint32_t site, char (*l)[80], int max,
-                int width);
+                int width, int skip);
 /* Sites by live bytes now, the largest first (gpbt_sites_top). */
 size_t vsite_top(const vapp_t *a, gpbt_site_row_t *rows, size_t max);
 /* A model's live blocks into the per-site sums again (a keyframe). */
