@@ -1809,6 +1809,23 @@ static void test_deep_stacks(void) {
   printf("deep stacks: ok\n");
 }
 
+/* A relay that does not answer is said so, not drawn as a machine with
+ * no pools ("0 POOLS"). Port 1 on loopback: nobody listens there. */
+static void test_grid_dead_relay(void) {
+  vgrid_t g;
+  vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
+  ASSERT(vgrid_add_connect(&g, "127.0.0.1:1") < 0);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vgrid_draw(&g, &fb);
+  ASSERT(fb_has_text(&fb, 0, fb.h - 20, fb.w, fb.h, 1, VC_ALERT,
+                     "RELAY 127.0.0.1:1 NOT ANSWERING"));
+  ASSERT(!fb_has_text(&fb, 0, fb.h - 20, fb.w, fb.h, 1, VC_TEXT, "0 POOLS"));
+  gpbt_fb_free(&fb);
+  vgrid_close(&g);
+  printf("dead relay: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1836,6 +1853,7 @@ int main(void) {
   test_live_oom_burst();
   test_oom_panel_place();
   test_deep_stacks();
+  test_grid_dead_relay();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

@@ -338,8 +338,13 @@ void vapp_update(vapp_t *a, double dt) {
     if (rc == GPB_ECLOSED) {
       a->disconnected = 1;
       a->retry_ns = gpb_now_ns() + app_retry_ns(a);
-      vapp_message(a, "disconnected: the pool's program is gone; "
-                   "watching for it to come back");
+      if (a->src_remote)
+        vapp_message(a, "disconnected: the relay stopped answering or the "
+                     "pool's program is gone; trying again every %d s",
+                     (int)(VAPP_RETRY_REMOTE_NS / 1000000000ull));
+      else
+        vapp_message(a, "disconnected: the pool's program is gone; "
+                     "watching for it to come back");
     } else if (rc < 0) {
       a->failed = 1;
       vapp_message(a, "live stream error: %s%s%s", gpb_strerror(rc),

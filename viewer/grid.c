@@ -159,6 +159,7 @@ static int grid_scan_relay(vgrid_t *g, vrelay_t *r, int loud) {
   grid_names_t l = {0};
   int rc = gpb_attach_list_remote(r->addr, g->token, grid_note, &l);
   uint64_t now = gpb_now_ns();
+  r->down = rc < 0 ? rc : 0;
   if (rc < 0) {
     if (loud) vapp_attach_error(r->addr, rc);
     else vgrid_message(g, "relay at %s: %s", r->addr, gpb_strerror(rc));
@@ -474,20 +475,32 @@ void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb) {
     grid_cell(&g->cells[i], fb, i == hover);
     closed += g->cells[i].closed_ns != 0;
   }
-  if (!g->n) {
-    const char *t = g->all || g->nrelays ? "NO POOLS YET - LOOKING ONCE A SECOND"
-                                         : "NO POOLS";
-    gpbt_font_draw(fb, (fb->w - gpbt_font_width(2 * s, t)) / 2, fb->h / 3,
-                   2 * s, VC_DIM, t);
-  }
+  /* A relay that does not answer is said so (it looked like a machine
+   * with no pools: "0 POOLS"). */
+  const vrelay_t *dead = NULL;
+  for (int i = 0; i < g->nrelays && !dead; i++)
+    if (g->relays[i].down) dead = &g->relays[i];
   char line[256];
-  snprintf(line, sizeof line, "%d POOL%s%s  CLICK ONE TO OPEN IT  H: KEYS",
-           g->n, g->n == 1 ? "" : "S", closed ? " (SOME CLOSED)" : "");
+  if (!g->n) {
+    const char *t = dead ? "RELAY NOT ANSWERING"
+                    : g->all || g->nrelays ? "NO POOLS YET - LOOKING ONCE A SECOND"
+                                           : "NO POOLS";
+    gpbt_font_draw(fb, (fb->w - gpbt_font_width(2 * s, t)) / 2, fb->h / 3,
+                   2 * s, dead ? VC_ALERT : VC_DIM, t);
+  }
+  if (dead)
+    snprintf(line, sizeof line, "RELAY %.120s NOT ANSWERING (%s): TRYING AGAIN "
+             "EVERY %d S", dead->addr, gpb_strerror(dead->down),
+             (int)(VGRID_BACKOFF_NS / 1000000000ull));
+  else
+    snprintf(line, sizeof line, "%d POOL%s%s  CLICK ONE TO OPEN IT  H: KEYS",
+             g->n, g->n == 1 ? "" : "S", closed ? " (SOME CLOSED)" : "");
   int y = fb->h - (GPBT_FONT_H + 2) * s;
+  uint32_t lc = dead ? VC_ALERT : VC_TEXT;
   if (g->msg[0] && gpb_now_ns() < g->msg_until_ns) {
-    vframe_status_msg(fb, s, y, VC_TEXT, line, g->msg);
+    vframe_status_msg(fb, s, y, lc, line, g->msg);
   } else {
-    int end = gpbt_font_draw(fb, 4 * s, y, s, VC_TEXT, line);
+    int end = gpbt_font_draw(fb, 4 * s, y, s, lc, line);
     grid_legend(g, fb, end + 4 * GPBT_FONT_W * s, y, s);
   }
   if (g->show_help) vframe_help(fb, s);

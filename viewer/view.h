@@ -576,6 +576,7 @@ typedef struct vcell {
 typedef struct vrelay {
   char addr[300];       /* HOST:PORT whose pool list is read */
   uint64_t next_ns;     /* when to read it again */
+  int down;             /* the last list failed: its error; 0 when not */
 } vrelay_t;
 
 typedef struct vgrid {
