@@ -1826,6 +1826,58 @@ static void test_grid_dead_relay(void) {
   printf("dead relay: ok\n");
 }
 
+/* A program that exits gracefully frees everything, then closes its
+ * pool: the view shows the pool as it was before that teardown (it
+ * showed the emptied pool as "last state"), and a program that comes
+ * back under the name replaces it. */
+static void test_last_state(void) {
+  char name[64];
+  snprintf(name, sizeof name, "t-view-last-%d", (int)getpid());
+  gpb_pool_t *p = named_pool(name, 1024 * KIB);
+  vapp_t a;
+  ASSERT_OK(vapp_open_live(&a, name, NULL, NULL));
+  void *x, *y, *z, *w;
+  ASSERT_OK(gpb_alloc(p, 64 * KIB, &x));
+  ASSERT_OK(gpb_alloc(p, 128 * KIB, &y));
+  ASSERT_OK(gpb_alloc(p, 16 * KIB, &z));
+  gpb_free(p, x); /* churn: not the teardown */
+  ASSERT_OK(gpb_alloc(p, 256 * KIB, &w));
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  live_catch_up(&a, st.seq);
+  ASSERT_U64_EQ(a.stats.live_allocs, 3);
+  uint64_t used = a.stats.block_bytes;
+  /* Teardown: all freed, then the pool closed. */
+  gpb_free(p, y);
+  gpb_free(p, z);
+  gpb_free(p, w);
+  gpb_pool_destroy(p);
+  for (int i = 0; i < 200 && !a.disconnected; i++) {
+    vapp_update(&a, 0);
+    usleep(1000);
+  }
+  ASSERT(a.disconnected);
+  ASSERT(a.held != NULL);
+  ASSERT_U64_EQ(a.stats.live_allocs, 3);
+  ASSERT_U64_EQ(a.stats.block_bytes, used);
+  ASSERT(strstr(a.msg, "before its teardown"));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, 0, fb.w, fb.h, 2, VC_ALERT,
+                     "DISCONNECTED - LAST STATE BEFORE TEARDOWN"));
+  /* The program back under the name: its pool, not the held state. */
+  p = named_pool(name, 1024 * KIB);
+  ASSERT_OK(vapp_reopen(&a));
+  ASSERT(a.held == NULL && !a.disconnected);
+  vapp_update(&a, 0);
+  ASSERT_U64_EQ(a.stats.live_allocs, 0);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  gpb_pool_destroy(p);
+  printf("last state before teardown: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1854,6 +1906,7 @@ int main(void) {
   test_oom_panel_place();
   test_deep_stacks();
   test_grid_dead_relay();
+  test_last_state();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Above this many ops in one update, the map is rebuilt once afterwards
@@ -37,16 +38,95 @@ void vapp_message(vapp_t *a, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Live: keeps the frees since the last split or alloc (vdrain_t). */
+static void app_drain_note(vapp_t *a, const gpb_event_t *ev) {
+  vdrain_t *d = &a->drain;
+  if (ev->type == GPB_EV_ALLOC || ev->type == GPB_EV_SPLIT) {
+    d->n = 0, d->over = 0;
+    return;
+  }
+  if (ev->type != GPB_EV_FREE && ev->type != GPB_EV_MERGE) return;
+  if (d->over) return;
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 1024;
+    void *v = d->n < VDRAIN_MAX ? realloc(d->ev, cap * sizeof *d->ev) : NULL;
+    if (!v) {
+      d->over = 1;
+      return;
+    }
+    d->ev = v, d->cap = cap;
+  }
+  d->ev[d->n++] = *ev;
+}
+
+typedef struct app_blocks {
+  gpb_block_info_t *v;
+  size_t n, cap;
+} app_blocks_t;
+
+static int app_block_add(const gpb_block_info_t *b, void *user) {
+  app_blocks_t *l = user;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 256;
+    void *v = realloc(l->v, cap * sizeof *l->v);
+    if (!v) return -1;
+    l->v = v, l->cap = cap;
+  }
+  l->v[l->n++] = *b;
+  return 0;
+}
+
+/* A live pool that closed empty after a run of frees (its program's
+ * teardown): its state before them, as a model of our own (a->held)
+ * shown instead of the emptied pool. 0 when there was nothing to undo or
+ * it could not be done (the emptied pool stays). */
+static int app_hold_last(vapp_t *a) {
+  vdrain_t *d = &a->drain;
+  if (!d->n || d->over || !a->model || a->stats.live_allocs) return 0;
+  app_blocks_t l = {0};
+  gpb_model_t *m = NULL;
+  uint64_t seq = gpb_model_seq(a->model);
+  int rc = gpb_model_create(a->info.managed_size, a->info.min_block, &m);
+  if (!rc) rc = gpb_model_visit(a->model, app_block_add, &l);
+  if (!rc) rc = gpb_model_load(m, l.v, l.n, seq);
+  for (size_t i = d->n; !rc && i-- > 0;) {
+    gpb_event_t ev = d->ev[i];
+    ev.type = ev.type == GPB_EV_FREE ? GPB_EV_ALLOC : GPB_EV_SPLIT;
+    ev.seq = ++seq;
+    rc = gpb_model_apply(m, &ev);
+  }
+  free(l.v);
+  if (rc) {
+    gpb_model_destroy(m);
+    return 0;
+  }
+  a->held = m;
+  a->model = m;
+  a->map.need_rebuild = 1;
+  vsite_resync(a);
+  gpb_model_stats(a->model, &a->stats);
+  return 1;
+}
+
+static void app_drop_held(vapp_t *a) {
+  gpb_model_destroy(a->held);
+  a->held = NULL;
+  free(a->drain.ev);
+  memset(&a->drain, 0, sizeof a->drain);
+}
+
 static void app_event(const gpb_event_t *ev, void *user) {
   vapp_t *a = user;
   a->changes++;
   if (!ev) { /* resync from a keyframe: the sums must be rebuilt */
+    a->drain.n = 0, a->drain.over = 0; /* frees before it: not undoable */
     a->map.need_rebuild = 1;
     a->req_rescan = 1;
     vsite_resync(a);
     return;
   }
   a->events++;
+  if (a->kind == VSRC_LIVE) app_drain_note(a, ev);
   if ((ev->type == GPB_EV_ALLOC || ev->type == GPB_EV_FAIL) &&
       ev->requested > a->max_req)
     a->max_req = ev->requested;
@@ -221,6 +301,7 @@ int vapp_reopen(vapp_t *a) {
   a->info = info;
   a->model = model;
   gpb_attach_set_hook(at, app_event, a);
+  app_drop_held(a); /* a->model is the new reader's now */
   a->disconnected = a->failed = 0;
   a->events = 0;
   a->have_sel = 0;
@@ -241,6 +322,7 @@ int vapp_reopen(vapp_t *a) {
 }
 
 void vapp_close(vapp_t *a) {
+  app_drop_held(a);
   vreplay_close(a->rp);
   gpb_attach_close(a->at);
   vmap_free(&a->map);
@@ -338,7 +420,11 @@ void vapp_update(vapp_t *a, double dt) {
     if (rc == GPB_ECLOSED) {
       a->disconnected = 1;
       a->retry_ns = gpb_now_ns() + app_retry_ns(a);
-      if (a->src_remote)
+      if (app_hold_last(a))
+        vapp_message(a, "disconnected: the program exited; the pool as it "
+                     "was before its teardown freed %zu blocks",
+                     a->drain.n);
+      else if (a->src_remote)
         vapp_message(a, "disconnected: the relay stopped answering or the "
                      "pool's program is gone; trying again every %d s",
                      (int)(VAPP_RETRY_REMOTE_NS / 1000000000ull));

@@ -788,7 +788,9 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   frame_bottom(a, fb);
 
   if (a->disconnected || a->failed) {
-    const char *t = a->disconnected ? "DISCONNECTED - LAST STATE SHOWN"
+    const char *t = a->disconnected && a->held
+                        ? "DISCONNECTED - LAST STATE BEFORE TEARDOWN"
+                    : a->disconnected ? "DISCONNECTED - LAST STATE SHOWN"
                                     : "STOPPED ON AN ERROR - LAST GOOD STATE SHOWN";
     int ts = 2 * s, w = gpbt_font_width(ts, t) + 16 * s;
     int x = a->map_x + (a->map_w - w) / 2, y = a->map_y + 10 * s;

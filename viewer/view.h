@@ -312,6 +312,17 @@ typedef struct voom {
 
 typedef enum vsrc_kind { VSRC_REPLAY = 1, VSRC_LIVE } vsrc_kind_t;
 
+/* Live: the FREE and MERGE events since the last split or alloc. A
+ * program's graceful exit frees everything before it closes the pool,
+ * so at the close these are its teardown, and undoing them (in reverse,
+ * as ALLOC and SPLIT) gives its last state before it. */
+#define VDRAIN_MAX (1u << 20) /* events kept at most (48 MiB) */
+typedef struct vdrain {
+  gpb_event_t *ev;
+  size_t n, cap;
+  int over;             /* more than VDRAIN_MAX: not undone */
+} vdrain_t;
+
 /* Playing steps this many ops between looks at the clock. */
 #define VAPP_STEP_CHUNK 4096u
 
@@ -329,6 +340,9 @@ typedef struct vapp {
   gpb_stats_t stats;      /* refreshed once per frame */
   uint64_t events;        /* events seen by the map */
   uint64_t changes;       /* events and resyncs: the frame may differ */
+  vdrain_t drain;         /* live: frees since the last alloc */
+  gpb_model_t *held;      /* live, closed: the state before teardown,
+                             shown instead of the emptied pool; owned */
   /* state shown in the status line */
   int paused, disconnected, failed;
   char msg[256];
