@@ -1878,6 +1878,60 @@ static void test_last_state(void) {
   printf("last state before teardown: ok\n");
 }
 
+/* Two runs compared: each in its own pool, the axes shared (the higher
+ * peak, the longer run), a key steps both, a seek on one timeline moves
+ * both, a time zoom on one zooms both; --json says B - A. */
+static void test_compare(void) {
+  vcmp_t c;
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  ASSERT_OK(vcmp_open(&c, GPB_TEST_DATA "/sites_oom.trace",
+                      GPB_TEST_DATA "/churn_small.trace.gz", &cfg, 0));
+  vcmp_seek(&c, UINT64_MAX - 1);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 1600, 1000));
+  c.scale = 2;
+  vcmp_draw(&c, &fb);
+  vapp_t *a = &c.app[0], *b = &c.app[1];
+  ASSERT(a->total_ops == 8 && b->total_ops > 8);
+  ASSERT(a->info.pool_size != b->info.pool_size || vtl_peak(a) != vtl_peak(b));
+  /* Shared axes: the same byte scale and op span in both halves. */
+  ASSERT(vtl_ymax(a) == vtl_ymax(b) && vtl_ymax(a) > 0);
+  ASSERT_U64_EQ(vtl_x_at(a, a->tl_x + a->tl_w), b->total_ops);
+  ASSERT_U64_EQ(vtl_x_at(b, b->tl_x + b->tl_w), b->total_ops);
+  ASSERT(fb_has_text(&fb, 0, 0, fb.w, c.top_h, 2, VC_WASTE, "B - A: PEAK"));
+  /* Home then a step: both at op 1. */
+  vcmp_key(&c, VKEY_HOME);
+  vcmp_update(&c, 0);
+  vcmp_key(&c, '.');
+  vcmp_update(&c, 0);
+  ASSERT_U64_EQ(vapp_pos(a), 1);
+  ASSERT_U64_EQ(vapp_pos(b), 1);
+  /* A click on A's timeline seeks B to the same op. */
+  vcmp_draw(&c, &fb);
+  int cx = a->tl_x + a->tl_w / 2, cy = c.top_h + a->tl_y + a->tl_h / 2;
+  vcmp_button(&c, cx, cy, 1);
+  vcmp_button(&c, cx, cy, 0);
+  ASSERT(b->seek_to != UINT64_MAX && b->seek_to == a->seek_to);
+  /* A time zoom on B's timeline zooms A's too. */
+  int bx = c.half_w + 2 * c.scale + b->tl_x + b->tl_w / 2;
+  vcmp_wheel(&c, bx, c.top_h + b->tl_y + 2, 1);
+  ASSERT(b->tl_zhi > 0 && a->tl_zlo == b->tl_zlo && a->tl_zhi == b->tl_zhi);
+  static char js[1 << 16];
+  memset(js, 0, sizeof js);
+  FILE *f = fmemopen(js, sizeof js - 1, "w");
+  ASSERT(f);
+  vcmp_json(&c, f);
+  fclose(f);
+  char want[96];
+  snprintf(want, sizeof want, "\"diff\":{\"peak\":%" PRId64 ",",
+           (int64_t)vtl_peak(b) - (int64_t)vtl_peak(a));
+  ASSERT(strstr(js, "{\"a\":{\"name\": ") && strstr(js, want));
+  gpbt_fb_free(&fb);
+  vcmp_close(&c);
+  printf("compare: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1907,6 +1961,7 @@ int main(void) {
   test_deep_stacks();
   test_grid_dead_relay();
   test_last_state();
+  test_compare();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

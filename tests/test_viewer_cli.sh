@@ -116,6 +116,27 @@ if grep -q "^#define GPB_HAVE_SDL2_WINDOW 1" ./config.h 2>/dev/null; then
     fail "a playing replay drew '$n' frames in 1.5 s: $(cat "$tmp/err")"
 fi
 
+# --compare A B: two runs in one picture with their figures and B - A
+# as JSON; one trace only is a usage error.
+data=$(cd "$(dirname "$0")/data" && pwd)
+$view --compare "$data/sites_oom.trace" "$data/churn_small.trace.gz" \
+  --headless --png "$tmp/cmp.png" --size 1200x700 --json >"$tmp/cmp.json" \
+  2>"$tmp/err" || fail "--compare failed: $(cat "$tmp/err")"
+head -c 8 "$tmp/cmp.png" | od -An -c | grep -q "P   N   G" || fail "--compare: not a PNG"
+python3 - "$tmp/cmp.json" <<'PY' || fail "--compare --json: $(cat "$tmp/cmp.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, b = d["a"], d["b"]
+assert a["name"].endswith("sites_oom.trace") and a["ops"] == 8, a["name"]
+assert b["name"].endswith("churn_small.trace.gz") and b["ops"] > 8
+assert d["diff"]["peak"] == b["peak"] - a["peak"]
+assert d["diff"]["failures"] == b["failed_allocs"] - a["failed_allocs"]
+PY
+$view --compare "$data/sites_oom.trace" --headless --png "$tmp/c1.png" \
+  >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "two traces" "$tmp/err" ||
+  fail "--compare with one trace: $(cat "$tmp/err")"
+
 # Benchmark mode, small: every line it promises, and a trace written by a
 # sample replayed from memory and from the file with the same event count.
 $view --bench --steps 20000 --bench-frames 3 --size 320x200 >"$tmp/bench" 2>&1 ||

@@ -25,6 +25,7 @@
 
 typedef struct opts {
   const char *name, *connect, *token, *trace, *pattern, *png, *frames_dir;
+  const char *cmp_a, *cmp_b; /* --compare A B */
   int pool_size_given, json;
   const char *at, *find;
   uint64_t steps, seed;
@@ -49,6 +50,8 @@ static void usage(FILE *f) {
 "       gpubuddy-view --trace FILE         replay a trace through a virtual pool\n"
 "       gpubuddy-view --pattern churn|checker|fill [--steps N] [--seed S]\n"
 "                                          replay a built-in synthetic workload\n"
+"       gpubuddy-view --compare A B        two traces side by side, shared\n"
+"                                          axes, each in its own pool\n"
 "\n"
 "replay options:\n"
 "  --pool-size SIZE   pool to replay into (default: for --trace, the size\n"
@@ -188,6 +191,7 @@ static const optdef_t view_opts[] = {
     {"--frames", NULL, OPT_STR, OF(frames_dir), 0, 0, NULL},
     {"--at", NULL, OPT_STR, OF(at), 0, 0, NULL},
     {"--find", NULL, OPT_STR, OF(find), 0, 0, NULL},
+    {"--compare", NULL, OPT_STR, OF(cmp_a), 0, 0, NULL},
     {"--steps", NULL, OPT_U64, OF(steps), 1ull << 40, 0, NULL},
     {"--seed", NULL, OPT_U64, OF(seed), 1ull << 40, 0, NULL},
     {"--oom", NULL, OPT_U64, OF(oom), 1ull << 40, 0, NULL},
@@ -259,10 +263,21 @@ static void opts_defaults(opts_t *o) {
 
 /* The options together: one source, and values that fit each other. */
 static int check_args(opts_t *o) {
-  int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern + o->all;
+  /* --compare A B: B is the word after A, taken as a pool name. */
+  if (o->cmp_a) {
+    if (!o->name) {
+      fprintf(stderr, "gpubuddy-view: --compare wants two traces: --compare "
+              "A B (try 'gpubuddy-view --help')\n");
+      return -1;
+    }
+    o->cmp_b = o->name, o->name = NULL;
+  }
+  int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern + o->all +
+                !!o->cmp_a;
   if (!o->list && sources != 1 && !(o->bench && sources == 0)) {
     fprintf(stderr, "gpubuddy-view: give one of NAME, --all, --connect, "
-                    "--trace, --pattern (try 'gpubuddy-view --help')\n");
+                    "--trace, --pattern, --compare (try 'gpubuddy-view "
+                    "--help')\n");
     return -1;
   }
   if (o->connect) {
@@ -577,6 +592,50 @@ static int run_window(const opts_t *o, vapp_t *app, vgrid_t *grid) {
 #endif
 }
 
+/* --compare A B: headless, one picture at --at (default the end) and
+ * --json; else the window. */
+static int run_compare(opts_t *o) {
+  vcmp_t c;
+  if (vcmp_open(&c, o->cmp_a, o->cmp_b, &o->cfg, o->pool_size_given)) return 1;
+  for (int i = 0; i < 2; i++) {
+    c.app[i].map.color = (vcolor_mode_t)o->color;
+    c.app[i].map.layout = (vlayout_t)o->layout;
+    c.app[i].side_sites = o->side_sites;
+    if (o->speed >= 0) c.app[i].speed = o->speed;
+  }
+  int rc = 0;
+  if (o->headless) {
+    gpbt_fb_t fb;
+    if (!o->png) {
+      fprintf(stderr, "gpubuddy-view: --compare --headless needs --png FILE\n");
+      rc = 1;
+    } else if (gpbt_fb_init(&fb, o->w, o->h)) {
+      rc = 1;
+    } else {
+      c.scale = o->scale ? o->scale : vframe_auto_scale(fb.w, fb.h, 1);
+      c.cell_scale = o->scale ? 0 : 1;
+      vcmp_seek(&c, o->at && strcmp(o->at, "end") ? strtoull(o->at, NULL, 10)
+                                                  : UINT64_MAX - 1);
+      rc = c.app[0].failed || c.app[1].failed;
+      if (!rc) {
+        vcmp_draw(&c, &fb);
+        rc = headless_png(o->png, &fb);
+      }
+      if (!rc) fprintf(stderr, "gpubuddy-view: wrote %s\n", o->png);
+      if (!rc && o->json) vcmp_json(&c, stdout);
+      gpbt_fb_free(&fb);
+    }
+  } else {
+#ifdef GPB_HAVE_SDL2_WINDOW
+    rc = vwindow_run_cmp(&c, o->w, o->h, o->scale);
+#else
+    rc = run_window(o, NULL, NULL);
+#endif
+  }
+  vcmp_close(&c);
+  return rc ? 1 : 0;
+}
+
 /* --all, --connect A,B, or one relay with several pools: the grid. */
 static int run_grid(opts_t *o) {
   vgrid_t g;
@@ -799,6 +858,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (o.bench) return run_bench(&o);
+  if (o.cmp_a) return run_compare(&o);
   if (o.all || (o.connect && strchr(o.connect, ','))) return run_grid(&o);
   vapp_t app;
   if (o.trace && !o.pool_size_given && strcmp(o.trace, "-")) {

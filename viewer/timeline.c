@@ -41,8 +41,9 @@ static void tl_span(const vapp_t *a, uint64_t *lo, uint64_t *hi) {
   uint64_t pos = vapp_pos(a);
   *lo = 0;
   *hi = pos;
-  if (a->kind == VSRC_REPLAY && a->total_ops) {
-    *hi = a->total_ops;
+  if (a->kind == VSRC_REPLAY && (a->total_ops || a->tl_hi_fix)) {
+    /* Compared runs share the longer one's op axis. */
+    *hi = a->total_ops > a->tl_hi_fix ? a->total_ops : a->tl_hi_fix;
   } else {
     if (a->kind == VSRC_LIVE && se->n) *lo = se->x[0];
     if (se->n && se->x[se->n - 1] > *hi) *hi = se->x[se->n - 1];
@@ -105,11 +106,17 @@ static int tl_groups(const vapp_t *a, int by_tag, uint32_t *ids) {
   return n;
 }
 
-double vtl_ymax(const vapp_t *a) {
+double vtl_peak(const vapp_t *a) {
   const vseries_t *se = &a->series;
   double peak = (double)a->stats.block_bytes;
   for (int i = 0; i < se->n; i++)
     if (se->used[i] > peak) peak = se->used[i];
+  return peak;
+}
+
+double vtl_ymax(const vapp_t *a) {
+  double peak = vtl_peak(a);
+  if (a->tl_ymax_fix > peak) peak = a->tl_ymax_fix; /* compared runs */
   if (peak <= 0) return 0;
   double m = 1;
   while (m < peak) m *= 2;

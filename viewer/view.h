@@ -383,6 +383,8 @@ typedef struct vapp {
   int tl_x, tl_y, tl_w, tl_h; /* timeline: its chart (the data) */
   int tlb_x, tlb_y, tlb_w, tlb_h; /* the timeline's band: legend, axes */
   uint64_t tl_zlo, tl_zhi; /* the timeline zoomed to [lo, hi); hi 0: all */
+  double tl_ymax_fix;     /* compared runs: the byte axis at least this */
+  uint64_t tl_hi_fix;     /* compared runs: the op axis at least this */
   int tl_mouse;           /* the mouse is over the timeline's chart */
   int want_shot;
   char shot_dir[256];
@@ -458,6 +460,8 @@ void vtl_draw(vapp_t *a, gpbt_fb_t *fb);
  * rounded up to 2^k or 1.5 x 2^k, so the quarter lines fall on round
  * sizes; 0 with no data. */
 double vtl_ymax(const vapp_t *a);
+/* The most bytes used at any point of the series (or now). */
+double vtl_peak(const vapp_t *a);
 /* The hover over the chart at (x, y): the op and the bytes used there,
  * the group (site or tag) under the mouse and its bytes. Lines of at
  * most 95 characters into l; returns how many (0: not over the chart). */
@@ -650,10 +654,51 @@ uint64_t vgrid_signature(const vgrid_t *g, uint64_t now);
  * closed, then the single-pool figures. */
 void vgrid_json(const vgrid_t *g, FILE *f);
 
+/* ------------------------------------------------------- two runs compared */
+
+/* compare.c: two traces side by side (--compare A B), each replayed in
+ * its own pool and drawn as the single-pool view in half the window,
+ * with shared axes: both timelines span the longer run and the higher
+ * peak, so their charts read against each other. Keys act on both
+ * (play, step, seek: they stay at the same op); the mouse on the half
+ * under it, a seek or a time zoom on the timeline on both. A strip on
+ * top names each run with its peak, failures and fragmentation, and the
+ * differences B - A. */
+typedef struct vcmp {
+  vapp_t app[2];
+  char name[2][64];
+  int half_w;           /* the last layout: each half's width */
+  int top_h;            /* the strip naming the runs */
+  int hover;            /* the half the mouse is in; -1 none */
+  int scale, cell_scale;
+  int show_help, want_shot;
+  char title[160];
+  gpbt_fb_t sub[2];     /* each half drawn on its own, then copied */
+} vcmp_t;
+/* Opens both traces with cfg (each its own pool size unless pool_given,
+ * as --trace picks); says why not on stderr. */
+int vcmp_open(vcmp_t *c, const char *a, const char *b, const gpb_config_t *cfg,
+              int pool_given);
+void vcmp_close(vcmp_t *c);
+void vcmp_update(vcmp_t *c, double dt);
+/* Replays both to op n (UINT64_MAX - 1: their ends), paused. */
+void vcmp_seek(vcmp_t *c, uint64_t n);
+void vcmp_draw(vcmp_t *c, gpbt_fb_t *fb);
+int vcmp_key(vcmp_t *c, int key); /* 1: quit */
+void vcmp_text(vcmp_t *c, const char *utf8);
+void vcmp_wheel(vcmp_t *c, int x, int y, int dy);
+void vcmp_button(vcmp_t *c, int x, int y, int down);
+void vcmp_motion(vcmp_t *c, int x, int y, int buttons);
+uint64_t vcmp_signature(const vcmp_t *c, uint64_t now);
+/* --json: {"a":{..},"b":{..},"diff":{peak, failures, external_frag}} */
+void vcmp_json(const vcmp_t *c, FILE *f);
+
 /* window.c (SDL2 builds only): runs the window until the user quits, on
  * one pool (app) or a grid (grid; app NULL); scale 0 picks 2 on HiDPI
  * outputs, else 1. find: as --find, or NULL. */
 int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
                 const char *find);
+/* The same, on two runs compared. */
+int vwindow_run_cmp(vcmp_t *cmp, int w, int h, int scale);
 
 #endif /* GPB_VIEW_H */

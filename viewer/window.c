@@ -86,8 +86,9 @@ typedef struct vwin {
   SDL_Renderer *ren;
   SDL_Texture *tex;
   gpbt_fb_t fb;
-  vapp_t *app;        /* the pool shown, NULL for a grid */
+  vapp_t *app;        /* the pool shown, NULL for a grid or a compare */
   vgrid_t *grid;
+  vcmp_t *cmp;        /* two runs compared */
   int scale;          /* --scale, 0: automatic */
   double sx, sy;      /* window points to output pixels */
   int quit, rc, shots;
@@ -117,7 +118,7 @@ static int window_open(vwin_t *v, int w, int h) {
   }
   char title[200];
   snprintf(title, sizeof title, "gpubuddy-view: %s",
-           v->grid ? v->grid->title : v->app->title);
+           v->grid ? v->grid->title : v->cmp ? v->cmp->title : v->app->title);
   v->win = SDL_CreateWindow(title, SDL_WINDOWPOS_UNDEFINED,
                             SDL_WINDOWPOS_UNDEFINED, w, h,
                             SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
@@ -163,6 +164,7 @@ static int window_fit(vwin_t *v) {
   int ui = v->scale ? v->scale : vframe_auto_scale(ow, oh, dpr);
   int cells = v->scale ? 0 : dpr;
   if (v->grid) v->grid->scale = ui, v->grid->cell_scale = cells;
+  else if (v->cmp) v->cmp->scale = ui, v->cmp->cell_scale = cells;
   else v->app->scale = ui, v->app->cell_scale = cells;
   if (ow == v->fb.w && oh == v->fb.h && v->tex) return 0;
   if (v->tex) SDL_DestroyTexture(v->tex);
@@ -176,7 +178,7 @@ static int window_fit(vwin_t *v) {
     return -1;
   }
   if (v->grid) vgrid_layout(v->grid, v->fb.w, v->fb.h);
-  else vframe_layout(v->app, v->fb.w, v->fb.h);
+  else if (v->app) vframe_layout(v->app, v->fb.w, v->fb.h);
   v->input = 1;
   return 0;
 }
@@ -184,10 +186,40 @@ static int window_fit(vwin_t *v) {
 /* The mouse's window points in output pixels. */
 static int window_px(double p, double s) { return (int)(p * s); }
 
-/* One SDL event to input.c or grid.c. */
+/* Input to the grid, the compare or the one pool. */
+static int win_key(vwin_t *v, int k) {
+  return v->grid ? vgrid_key(v->grid, k)
+         : v->cmp ? vcmp_key(v->cmp, k) : vinput_key(v->app, k);
+}
+static void win_text(vwin_t *v, const char *t) {
+  if (v->grid) vgrid_text(v->grid, t);
+  else if (v->cmp) vcmp_text(v->cmp, t);
+  else vinput_text(v->app, t);
+}
+static void win_motion(vwin_t *v, int x, int y, int b) {
+  if (v->grid) vgrid_motion(v->grid, x, y, b);
+  else if (v->cmp) vcmp_motion(v->cmp, x, y, b);
+  else vinput_motion(v->app, x, y, b);
+}
+static void win_button(vwin_t *v, int x, int y, int down) {
+  if (v->grid) vgrid_button(v->grid, x, y, down);
+  else if (v->cmp) vcmp_button(v->cmp, x, y, down);
+  else vinput_button(v->app, x, y, down);
+}
+static void win_wheel(vwin_t *v, int x, int y, int dy) {
+  if (v->grid) vgrid_wheel(v->grid, x, y, dy);
+  else if (v->cmp) vcmp_wheel(v->cmp, x, y, dy);
+  else vinput_wheel(v->app, x, y, dy);
+}
+
+/* The pool whose search prompt takes text: the focused one. */
+static vapp_t *win_cur(const vwin_t *v) {
+  return v->grid ? v->grid->focus : v->cmp ? &v->cmp->app[0] : v->app;
+}
+
+/* One SDL event to input.c, grid.c or compare.c. */
 static void window_event(vwin_t *v, const SDL_Event *e) {
-  vgrid_t *g = v->grid;
-  vapp_t *cur = g ? g->focus : v->app; /* in a grid: the focused pool */
+  vapp_t *cur = win_cur(v);
   double sx = v->sx, sy = v->sy;
   v->input = 1;
   switch (e->type) {
@@ -198,40 +230,33 @@ static void window_event(vwin_t *v, const SDL_Event *e) {
     int k = sdl_key(&e->key.keysym);
     /* Printable keys arrive as text while the search prompt is open. */
     if (cur && cur->searching && k >= 32 && k < 127) break;
-    if (k && (g ? vgrid_key(g, k) : vinput_key(v->app, k))) v->quit = 1;
+    if (k && win_key(v, k)) v->quit = 1;
     break;
   }
   case SDL_TEXTINPUT:
-    if (g) vgrid_text(g, e->text.text);
-    else vinput_text(v->app, e->text.text);
+    win_text(v, e->text.text);
     break;
-  case SDL_MOUSEMOTION: {
-    int x = window_px(e->motion.x, sx), y = window_px(e->motion.y, sy);
-    if (g) vgrid_motion(g, x, y, (int)e->motion.state);
-    else vinput_motion(v->app, x, y, (int)e->motion.state);
+  case SDL_MOUSEMOTION:
+    win_motion(v, window_px(e->motion.x, sx), window_px(e->motion.y, sy),
+               (int)e->motion.state);
     break;
-  }
   case SDL_MOUSEBUTTONDOWN:
-  case SDL_MOUSEBUTTONUP: {
+  case SDL_MOUSEBUTTONUP:
     if (e->button.button != SDL_BUTTON_LEFT) break;
-    int x = window_px(e->button.x, sx), y = window_px(e->button.y, sy);
-    int down = e->type == SDL_MOUSEBUTTONDOWN;
-    if (g) vgrid_button(g, x, y, down);
-    else vinput_button(v->app, x, y, down);
+    win_button(v, window_px(e->button.x, sx), window_px(e->button.y, sy),
+               e->type == SDL_MOUSEBUTTONDOWN);
     break;
-  }
   case SDL_MOUSEWHEEL: {
     int mx, my;
     SDL_GetMouseState(&mx, &my);
-    int x = window_px(mx, sx), y = window_px(my, sy);
-    if (e->wheel.y && g) vgrid_wheel(g, x, y, e->wheel.y);
-    else if (e->wheel.y) vinput_wheel(v->app, x, y, e->wheel.y);
+    if (e->wheel.y) win_wheel(v, window_px(mx, sx), window_px(my, sy), e->wheel.y);
     break;
   }
   case SDL_WINDOWEVENT:
     if (e->window.event == SDL_WINDOWEVENT_LEAVE) {
-      if (g) g->mouse_in = 0;
-      if (cur) cur->mouse_in = cur->tl_mouse = 0;
+      if (v->grid) v->grid->mouse_in = 0;
+      if (v->cmp) vcmp_motion(v->cmp, -1, -1, 0);
+      else if (cur) cur->mouse_in = cur->tl_mouse = 0;
     }
     break;
   default:
@@ -244,7 +269,11 @@ static void window_event(vwin_t *v, const SDL_Event *e) {
 static void window_shot(vwin_t *v) {
   vapp_t *cur = v->grid ? v->grid->focus : v->app;
   char msg[256];
-  if (cur && cur->want_shot) {
+  if (v->cmp && v->cmp->want_shot) {
+    v->cmp->want_shot = 0;
+    save_shot(&v->shots, &v->fb, msg, sizeof msg);
+    for (int i = 0; i < 2; i++) vapp_message(&v->cmp->app[i], "%s", msg);
+  } else if (cur && cur->want_shot) {
     cur->want_shot = 0;
     save_shot(&v->shots, &v->fb, msg, sizeof msg);
     vapp_message(cur, "%s", msg);
@@ -257,12 +286,14 @@ static void window_shot(vwin_t *v) {
 
 static int window_want_shot(const vwin_t *v) {
   vapp_t *cur = v->grid ? v->grid->focus : v->app;
-  return (cur && cur->want_shot) || (v->grid && v->grid->want_shot);
+  return (cur && cur->want_shot) || (v->grid && v->grid->want_shot) ||
+         (v->cmp && v->cmp->want_shot);
 }
 
 /* Draws and presents a frame: 0, or -1 having said why. */
 static int window_draw(vwin_t *v, uint64_t now) {
   if (v->grid) vgrid_draw(v->grid, &v->fb);
+  else if (v->cmp) vcmp_draw(v->cmp, &v->fb);
   else vframe_draw(v->app, &v->fb);
   window_shot(v);
   if (SDL_UpdateTexture(v->tex, NULL, v->fb.px,
@@ -285,7 +316,9 @@ static int window_wait_ms(const vwin_t *v, int changed, uint64_t now) {
     uint64_t due = v->last_draw_ns + WINDOW_FRAME_NS;
     return due > now ? (int)((due - now) / 1000000u) + 1 : 0;
   }
-  if (!v->grid && window_idle(v->app)) return WINDOW_IDLE_MS;
+  if (v->app && window_idle(v->app)) return WINDOW_IDLE_MS;
+  if (v->cmp && window_idle(&v->cmp->app[0]) && window_idle(&v->cmp->app[1]))
+    return WINDOW_IDLE_MS;
   return WINDOW_POLL_MS;
 }
 
@@ -316,59 +349,81 @@ static void window_state(const char *path, const vapp_t *a, const gpbt_fb_t *fb)
   fclose(f);
 }
 
-int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
-                const char *find) {
-  vwin_t v = {0};
-  v.app = app;
-  v.grid = grid;
-  v.scale = scale;
-  v.sx = v.sy = 1;
-  if (window_open(&v, w, h)) return 1;
+/* Brings the source forward by dt and says what the frame would show. */
+static uint64_t window_update(vwin_t *v, double dt, uint64_t now,
+                              const char **find) {
+  if (v->grid) {
+    vgrid_update(v->grid, dt);
+    return vgrid_signature(v->grid, now);
+  }
+  if (v->cmp) {
+    vcmp_update(v->cmp, dt);
+    return vcmp_signature(v->cmp, now);
+  }
+  vapp_update(v->app, dt);
+  if (*find) vinput_find(v->app, *find), v->input = 1;
+  *find = NULL;
+  return vapp_signature(v->app, now);
+}
+
+static int window_loop(vwin_t *v, int w, int h, const char *find) {
+  if (window_open(v, w, h)) return 1;
   uint64_t last = gpb_now_ns(), t0 = last, quit_ns = 0;
   const char *qe = getenv("GPB_VIEW_TEST_QUIT_MS");
   if (qe && *qe) quit_ns = strtoull(qe, NULL, 10) * 1000000ull;
   int changed = 1, wait_ms = 0;
   SDL_StartTextInput();
-  while (!v.quit && !v.rc) {
+  while (!v->quit && !v->rc) {
     if (quit_ns && gpb_now_ns() - t0 >= quit_ns) break;
     /* Sleep until input, or until the source is due a look: a frame
      * costs a whole upload and present, so one is drawn only on input or
      * when what it shows changed (60 a second took 85% of a core). The
      * event stays queued for the loop below. */
     if (wait_ms > 0) SDL_WaitEventTimeout(NULL, wait_ms);
-    if (window_fit(&v)) {
-      v.rc = 1;
+    if (window_fit(v)) {
+      v->rc = 1;
       break;
     }
     SDL_Event e;
-    while (SDL_PollEvent(&e)) window_event(&v, &e);
+    while (SDL_PollEvent(&e)) window_event(v, &e);
     uint64_t now = gpb_now_ns();
     double dt = (double)(now - last) / 1e9;
     last = now;
     if (dt > 0.25) dt = 0.25;
-    if (grid) {
-      vgrid_update(grid, dt);
-    } else {
-      vapp_update(app, dt);
-      if (find) vinput_find(app, find), v.input = 1;
-      find = NULL;
-    }
-    uint64_t sig = grid ? vgrid_signature(grid, now) : vapp_signature(app, now);
-    if (sig != v.sig || !v.frames) changed = 1;
-    v.sig = sig;
-    int due = now - v.last_draw_ns >= WINDOW_FRAME_NS;
-    if (v.input || window_want_shot(&v) || (changed && due)) {
-      if (window_draw(&v, now)) v.rc = 1;
+    uint64_t sig = window_update(v, dt, now, &find);
+    if (sig != v->sig || !v->frames) changed = 1;
+    v->sig = sig;
+    int due = now - v->last_draw_ns >= WINDOW_FRAME_NS;
+    if (v->input || window_want_shot(v) || (changed && due)) {
+      if (window_draw(v, now)) v->rc = 1;
       changed = 0;
     }
-    wait_ms = window_wait_ms(&v, changed, gpb_now_ns());
+    wait_ms = window_wait_ms(v, changed, gpb_now_ns());
   }
   if (quit_ns)
     fprintf(stderr, "gpubuddy-view: %" PRIu64 " frames in %" PRIu64 " ms\n",
-            v.frames, (uint64_t)((gpb_now_ns() - t0) / 1000000u));
+            v->frames, (uint64_t)((gpb_now_ns() - t0) / 1000000u));
   const char *sp = getenv("GPB_VIEW_TEST_STATE");
-  if (sp && *sp && !grid) window_state(sp, app, &v.fb);
+  if (sp && *sp && v->app) window_state(sp, v->app, &v->fb);
   SDL_StopTextInput();
-  window_close(&v);
-  return v.rc;
+  window_close(v);
+  return v->rc;
+}
+
+int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
+                const char *find) {
+  vwin_t v = {0};
+  v.app = grid ? NULL : app;
+  v.grid = grid;
+  v.scale = scale;
+  v.sx = v.sy = 1;
+  return window_loop(&v, w, h, find);
+}
+
+int vwindow_run_cmp(vcmp_t *cmp, int w, int h, int scale) {
+  vwin_t v = {0};
+  v.cmp = cmp;
+  v.scale = scale;
+  v.sx = v.sy = 1;
+  return window_loop(&v, w, h, NULL);
 }
