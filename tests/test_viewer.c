@@ -1932,6 +1932,56 @@ static void test_compare(void) {
   printf("compare: ok\n");
 }
 
+/* One band per allocation (memory_viz's active memory timeline): each
+ * allocation recorded once (a replay run again adds none), stacked on
+ * those made before it, falling when one below is freed; the hover names
+ * it. */
+static void test_bands(void) {
+  gpb_trace_op_t ops[] = {
+      op_alloc(0, 64 * KIB, 1), op_alloc(1, 128 * KIB, 2),
+      op_alloc(2, 64 * KIB, 3), op_free(0), op_free(2), op_free(1)};
+  vapp_t a;
+  replay_at(&a, ops, 6, 6);
+  ASSERT_OK(vapp_seek(&a, 0));
+  ASSERT_OK(vapp_seek(&a, 6));
+  vapp_update(&a, 0);
+  ASSERT_EQ((int)a.bands.n, 3);
+  ASSERT_U64_EQ(a.bands.peak, 256 * KIB);
+  ASSERT_U64_EQ(a.bands.v[0].t0, 1);
+  ASSERT_U64_EQ(a.bands.v[0].t1, 4);
+  ASSERT_U64_EQ(a.bands.v[1].t1, 6);
+  vinput_key(&a, 'a');
+  ASSERT(a.show_bands);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  /* The chart's column at op 3.5 (A, B, C live), and at op 4.5 (A freed:
+   * B at the bottom, C above it). */
+  int c3 = (int)((double)a.map_w * 3.5 / 6), c4 = (int)((double)a.map_w * 4.5 / 6);
+  int bottom = a.map_h - 1;
+  const vband_t *r = vbands_at(&a.bands, c3, bottom);
+  ASSERT(r && r == &a.bands.v[0]);
+  r = vbands_at(&a.bands, c4, bottom);
+  ASSERT(r && r == &a.bands.v[1]);
+  r = vbands_at(&a.bands, c4, a.map_h - 1 - (int)(a.map_h * 0.6));
+  ASSERT(r && r == &a.bands.v[2]); /* C at 128..192 KiB of 256 */
+  ASSERT(!vbands_at(&a.bands, c4, 2)); /* above the stack */
+  ASSERT_EQ(px(&fb, a.map_x + c4, a.map_y + 2 + 20), VC_BG);
+  a.mouse_in = 1;
+  a.mouse_x = a.map_x + c4;
+  a.mouse_y = a.map_y + bottom;
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "ALLOCATION 2 OF 3");
+  ASSERT_TEXT(&fb, VC_TEXT, "OPS 2 TO 6");
+  /* Kept: a redraw with nothing changed renders no new chart. */
+  uint64_t n = a.bands.renders;
+  vframe_draw(&a, &fb);
+  ASSERT_U64_EQ(a.bands.renders, n);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("allocation bands: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1962,6 +2012,7 @@ int main(void) {
   test_grid_dead_relay();
   test_last_state();
   test_compare();
+  test_bands();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

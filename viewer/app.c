@@ -120,6 +120,7 @@ static void app_event(const gpb_event_t *ev, void *user) {
   a->changes++;
   if (!ev) { /* resync from a keyframe: the sums must be rebuilt */
     a->drain.n = 0, a->drain.over = 0; /* frees before it: not undoable */
+    vbands_resync(&a->bands, vapp_pos(a));
     a->map.need_rebuild = 1;
     a->req_rescan = 1;
     vsite_resync(a);
@@ -133,6 +134,7 @@ static void app_event(const gpb_event_t *ev, void *user) {
   vmap_event(&a->map, ev);
   /* A replay's x is its op, so the timeline seeks by it; live: the seq. */
   uint64_t x = a->kind == VSRC_REPLAY ? vreplay_pos(a->rp) : ev->seq;
+  vbands_event(&a->bands, ev, x);
   if (ev->type == GPB_EV_ALLOC) {
     gpbt_sites_alloc(&a->sites, ev->site, ev->size);
   } else if (ev->type == GPB_EV_FREE) {
@@ -150,6 +152,7 @@ static int app_common(vapp_t *a) {
   vseries_reset(&a->series);
   a->series.oom_latest = a->kind == VSRC_LIVE;
   voom_init(&a->oom);
+  vbands_init(&a->bands);
   if (gpbt_sites_init(&a->sites)) return GPB_EHOSTMEM;
   a->seek_to = UINT64_MAX;
   a->scale = 1;
@@ -302,6 +305,7 @@ int vapp_reopen(vapp_t *a) {
   a->model = model;
   gpb_attach_set_hook(at, app_event, a);
   app_drop_held(a); /* a->model is the new reader's now */
+  vbands_fini(&a->bands); /* another program's allocations */
   a->disconnected = a->failed = 0;
   a->events = 0;
   a->have_sel = 0;
@@ -323,6 +327,7 @@ int vapp_reopen(vapp_t *a) {
 
 void vapp_close(vapp_t *a) {
   app_drop_held(a);
+  vbands_fini(&a->bands);
   vreplay_close(a->rp);
   gpb_attach_close(a->at);
   vmap_free(&a->map);

@@ -737,6 +737,61 @@ void vframe_help(gpbt_fb_t *fb, int s) {
   }
 }
 
+/* The allocation bands in the map's place: bytes in its margin, the
+ * timeline's ops (and zoom) across. */
+static void frame_bands(vapp_t *a, gpbt_fb_t *fb) {
+  int s = a->scale < 1 ? 1 : a->scale;
+  uint64_t lo, hi;
+  vtl_span(a, &lo, &hi);
+  gpbt_fb_fill(fb, 0, 0, a->map_x, a->map_h, VC_PANEL);
+  if (vbands_draw(&a->bands, fb, a->map_x, a->map_y, a->map_w, a->map_h, lo,
+                  hi, gpb_now_ns()))
+    vapp_message(a, "out of memory for the allocation bands");
+  char t[64];
+  for (int q = 0; q <= 2 && a->map_x > 0; q++) {
+    vfmt_bytes((uint64_t)(a->bands.ymax * q / 2), t, sizeof t);
+    int y = a->map_y + a->map_h - (int)((double)a->map_h * q / 2) -
+            (q ? 0 : GPBT_FONT_H * s);
+    gpbt_font_draw(fb, a->map_x - gpbt_font_width(s, t) - 2 * s, y, s,
+                   VC_DIM, t);
+  }
+  snprintf(t, sizeof t, "%zu ALLOCATIONS, ONE BAND EACH (A: BLOCK MAP)%s",
+           a->bands.n, a->bands.over ? " - NO MORE RECORDED" : "");
+  gpbt_font_draw(fb, a->map_x + 4 * s, a->map_y + 2 * s, s, VC_TEXT, t);
+}
+
+/* The hover over a band: the allocation, its bytes, its ops, its site. */
+static void frame_bands_hover(vapp_t *a, gpbt_fb_t *fb) {
+  const vband_t *r = vbands_at(&a->bands, a->mouse_x - a->map_x,
+                               a->mouse_y - a->map_y);
+  if (!r) return;
+  int s = a->scale < 1 ? 1 : a->scale, lh = (GPBT_FONT_H + 1) * s, n = 0;
+  char l[5][96], b1[32], sh[64];
+  snprintf(l[n++], 96, "ALLOCATION %zu OF %zu", (size_t)(r - a->bands.v) + 1,
+           a->bands.n);
+  snprintf(l[n++], 96, "SIZE   %s  TAG %u", vfmt_bytes(r->size, b1, 32), r->tag);
+  if (r->t1 == UINT64_MAX)
+    snprintf(l[n++], 96, "%s %" PRIu64 " TO NOW", a->kind == VSRC_REPLAY ?
+             "OP" : "EVENT", r->t0);
+  else
+    snprintf(l[n++], 96, "%s %" PRIu64 " TO %" PRIu64, a->kind == VSRC_REPLAY ?
+             "OPS" : "EVENTS", r->t0, r->t1);
+  if (r->site)
+    snprintf(l[n++], 96, "SITE   %u %s", r->site,
+             vsite_short(vapp_site_text(a, r->site), sh, sizeof sh));
+  int w = 0;
+  for (int i = 0; i < n; i++)
+    if (gpbt_font_width(s, l[i]) > w) w = gpbt_font_width(s, l[i]);
+  w += 8 * s;
+  int h = n * lh + 6 * s, x = a->mouse_x + 14 * s, y = a->mouse_y + 14 * s;
+  if (x + w > fb->w) x = a->mouse_x - w - 6 * s;
+  if (y + h > fb->h) y = fb->h - h;
+  frame_box(fb, x < 0 ? 0 : x, y < 0 ? 0 : y, w, h);
+  for (int i = 0; i < n; i++)
+    gpbt_font_draw(fb, (x < 0 ? 0 : x) + 4 * s, (y < 0 ? 0 : y) + 3 * s + i * lh,
+                   s, VC_TEXT, l[i]);
+}
+
 void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale < 1 ? 1 : a->scale;
   vframe_layout(a, fb->w, fb->h);
@@ -745,13 +800,17 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   int right = a->map_x + a->map_w;
   gpbt_fb_fill(fb, right, 0, fb->w - right, fb->h, VC_PANEL);
   gpbt_fb_fill(fb, 0, a->map_h, right, fb->h - a->map_h, VC_PANEL);
-  vframe_map(a, fb);
-  frame_ruler(a, fb);
+  if (a->show_bands) {
+    frame_bands(a, fb);
+  } else {
+    vframe_map(a, fb);
+    frame_ruler(a, fb);
+  }
 
   gpb_block_info_t hb;
   int hover = 0;
   uint64_t hoff = UINT64_MAX;
-  if (a->mouse_in) {
+  if (a->mouse_in && !a->show_bands) {
     hoff = vframe_offset_at(a, a->mouse_x, a->mouse_y, NULL);
     if (hoff != UINT64_MAX && gpb_model_lookup(a->model, hoff, &hb) == 0) hover = 1;
   }
@@ -798,6 +857,7 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
     gpbt_font_draw(fb, x + 8 * s, y + 3 * s, ts, VC_ALERT, t);
   }
   if (hover) frame_hover(a, fb, &hb, hoff, a->mouse_x, a->mouse_y);
+  if (a->show_bands && a->mouse_in) frame_bands_hover(a, fb);
   else if (a->have_sel && !a->mouse_in)
     frame_hover(a, fb, &sb, a->sel_off, a->map_x + a->map_w / 2,
                 a->map_y + a->map_h / 3);

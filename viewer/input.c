@@ -26,6 +26,7 @@ const char *const vinput_keys_help =
     "c            cycle colours: state, order, tag, age, site (1-5)\n"
     "s            side panel: free blocks per order / live bytes by site\n"
     "t            block map / buddy tree (one row per order)\n"
+    "a            allocations over time, one band each / block map\n"
     "/            find an address or offset (0x.., 123, 4K);\n"
     "             a replay also finds the trace's own addresses\n"
     "click map    select a block (hover: its call site)   Esc  clear\n"
@@ -184,6 +185,9 @@ int vinput_key(vapp_t *a, int key) {
     break;
   case 's':
     a->side_sites = !a->side_sites;
+    break;
+  case 'a':
+    a->show_bands = !a->show_bands;
     break;
   case 'j':
     a->hover_skip++;

@@ -34,6 +34,7 @@ typedef struct opts {
   int color, layout;
   uint64_t oom;      /* --oom N: explain the Nth failure; 0 none */
   int side_sites;    /* --sites */
+  int bands;         /* --bands */
   double speed;
   gpb_config_t cfg;
 } opts_t;
@@ -70,6 +71,8 @@ static void usage(FILE *f) {
 "  --color MODE       state, order, tag, age or site (default state)\n"
 "  --tree             start in the buddy-tree layout (one row per order)\n"
 "  --sites            side panel: live bytes by call site (key S)\n"
+"  --bands            allocations over time, one band each, in the map's\n"
+"                     place (key A)\n"
 "  --find WHERE       select and zoom to an address or offset (0x.., 4096, 1M)\n"
 "  --size WxH         window or image size (default 1280x800)\n"
 "  --scale N          UI scale of text and map (default: text at 2 from\n"
@@ -183,6 +186,7 @@ static const optdef_t view_opts[] = {
     {"--tree", NULL, OPT_FLAG, OF(layout), 0, VLAYOUT_TREE, NULL},
     {"--json", NULL, OPT_FLAG, OF(json), 0, 1, NULL},
     {"--sites", NULL, OPT_FLAG, OF(side_sites), 0, 1, NULL},
+    {"--bands", NULL, OPT_FLAG, OF(bands), 0, 1, NULL},
     {"--connect", NULL, OPT_STR, OF(connect), 0, 0, NULL},
     {"--token", NULL, OPT_STR, OF(token), 0, 0, NULL},
     {"--trace", NULL, OPT_STR, OF(trace), 0, 0, NULL},
@@ -410,6 +414,7 @@ static int open_source(opts_t *o, vapp_t *app) {
   app->map.color = (vcolor_mode_t)o->color;
   app->map.layout = (vlayout_t)o->layout;
   app->side_sites = o->side_sites;
+  app->show_bands = o->bands;
   return 0;
 }
 
@@ -601,6 +606,7 @@ static int run_compare(opts_t *o) {
     c.app[i].map.color = (vcolor_mode_t)o->color;
     c.app[i].map.layout = (vlayout_t)o->layout;
     c.app[i].side_sites = o->side_sites;
+    c.app[i].show_bands = o->bands;
     if (o->speed >= 0) c.app[i].speed = o->speed;
   }
   int rc = 0;
@@ -748,6 +754,26 @@ static void bench_frames(vapp_t *app, gpbt_fb_t *fb, int n,
   free(ft);
 }
 
+/* The allocation bands (key a) over the whole run and zoomed to its
+ * middle half: what a view change costs (the chart is kept between). */
+static void bench_bands(vapp_t *app, gpbt_fb_t *fb) {
+  app->show_bands = 1;
+  uint64_t t0 = gpb_now_ns();
+  vframe_draw(app, fb);
+  uint64_t t1 = gpb_now_ns();
+  vtl_zoom(app, app->tl_x + app->tl_w / 2, 1);
+  vframe_draw(app, fb);
+  uint64_t t2 = gpb_now_ns();
+  vframe_draw(app, fb); /* kept: a hover's redraw */
+  uint64_t t3 = gpb_now_ns();
+  printf("bands  %dx%d map, %zu allocations: whole run %.1f ms, zoomed %.1f "
+         "ms, redraw kept %.2f ms\n", app->map_w, app->map_h, app->bands.n,
+         (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+         (double)(t3 - t2) / 1e6);
+  app->tl_zlo = app->tl_zhi = 0;
+  app->show_bands = 0;
+}
+
 /* Fill: `steps` min-block allocations, then churn at that many live
  * blocks (or --trace / --pattern). Reports the source's own rate (trace
  * parsing or the pattern's generator), replay ingest from ops in memory
@@ -808,6 +834,7 @@ static int run_bench(opts_t *o) {
   vapp_update(&app, 0);
   bench_frames(&app, &fb, o->bench_frames, 0);
   if (fill) bench_frames(&app, &fb, o->bench_frames, 2000);
+  bench_bands(&app, &fb);
 
   /* Live path: the same events into a fresh model and map. */
   bench_rec_t rec = {0};

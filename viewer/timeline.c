@@ -58,6 +58,10 @@ static void tl_span(const vapp_t *a, uint64_t *lo, uint64_t *hi) {
   }
 }
 
+void vtl_span(const vapp_t *a, uint64_t *lo, uint64_t *hi) {
+  tl_span(a, lo, hi);
+}
+
 uint64_t vtl_x_at(const vapp_t *a, int px) {
   uint64_t lo, hi;
   tl_span(a, &lo, &hi);

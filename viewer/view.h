@@ -27,6 +27,7 @@
 #include "raster.h" /* the pixel buffer, font and PNG writer (tools/common) */
 #include "oom.h"      /* the failed-allocation explainer (tools/common) */
 #include "topsites.h" /* bytes by call site (tools/common) */
+#include "idmap.h"    /* the tools' hash table (tools/common) */
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -308,6 +309,47 @@ typedef struct voom {
   int panel_y, panel_h; /* where the last frame drew the panel */
 } voom_t;
 
+/* ---------------------------------------------------- allocation bands */
+
+/* bands.c: one band per allocation over time (memory_viz's active memory
+ * timeline), in the map's place (key a). */
+#define VBANDS_MAX (4u << 20) /* allocations recorded at most (128 MiB) */
+typedef struct vband {
+  uint64_t t0, t1;      /* op (live: event) allocated, freed; UINT64_MAX */
+  uint64_t size;        /* block bytes */
+  uint32_t site, tag;
+} vband_t;
+typedef struct vbands {
+  vband_t *v;           /* in the order they were made */
+  size_t n, cap, nfreed;
+  int over;             /* VBANDS_MAX reached: no more recorded */
+  gpbt_idmap_t live;    /* offset -> index of its live allocation */
+  uint64_t last_x, live_bytes, peak;
+  double ymax;
+  /* the chart drawn last, and each pixel's allocation + 1 */
+  uint32_t *img, *who, *by_free;
+  size_t nsorted, sorted_nfreed, in;
+  int iw, ih;
+  uint64_t ilo, ihi, render_ns;
+  double iymax;
+  uint64_t renders;     /* charts drawn (tests) */
+} vbands_t;
+void vbands_init(vbands_t *b);
+void vbands_fini(vbands_t *b);
+/* An ALLOC or FREE at x (others are ignored); events at an x before the
+ * last one recorded (a replay run again) add nothing. */
+void vbands_event(vbands_t *b, const gpb_event_t *ev, uint64_t x);
+/* A live view's keyframe: the allocations recorded live end at x (the
+ * keyframe's own are not events). */
+void vbands_resync(vbands_t *b, uint64_t x);
+/* The chart of ops [lo, hi) into fb's w x h rectangle at (x, y), bytes
+ * up to the peak; drawn again when the view changed, or new data came
+ * and half a second passed. 0 or GPB_EHOSTMEM. */
+int vbands_draw(vbands_t *b, gpbt_fb_t *fb, int x, int y, int w, int h,
+                uint64_t lo, uint64_t hi, uint64_t now_ns);
+/* The allocation under pixel (px, py) of the last chart, or NULL. */
+const vband_t *vbands_at(const vbands_t *b, int px, int py);
+
 /* -------------------------------------------------------------- the app */
 
 typedef enum vsrc_kind { VSRC_REPLAY = 1, VSRC_LIVE } vsrc_kind_t;
@@ -337,6 +379,8 @@ typedef struct vapp {
   vseries_t series;
   gpbt_sites_t sites;     /* live bytes by call site (sites.c) */
   voom_t oom;             /* failures explained (oomview.c) */
+  vbands_t bands;         /* one band per allocation (bands.c) */
+  int show_bands;         /* the bands in the map's place (a) */
   gpb_stats_t stats;      /* refreshed once per frame */
   uint64_t events;        /* events seen by the map */
   uint64_t changes;       /* events and resyncs: the frame may differ */
@@ -473,6 +517,8 @@ void vtl_zoom(vapp_t *a, int x, int steps);
 void vtl_pan(vapp_t *a, int quarters);
 /* The x (op or event) under pixel px of the timeline. */
 uint64_t vtl_x_at(const vapp_t *a, int px);
+/* The ops (events) the timeline spans now: [*lo, *hi], zoomed or not. */
+void vtl_span(const vapp_t *a, uint64_t *lo, uint64_t *hi);
 /* A press at (x, y): 1 when it was on the timeline (and acted on). */
 int vtl_click(vapp_t *a, int x, int y);
 /* Whether it stacks by tag: the colour mode is TAG, or no site is known. */
