@@ -204,6 +204,13 @@ $view --trace "$sites" --pool-size 1M --min-block 4K --headless \
   --png "$tmp/s2.png" --oom 2 >/dev/null 2>"$tmp/err" &&
   fail "--oom 2 of a trace with one failure succeeded"
 grep -q "has 1 failed allocation" "$tmp/err" || fail "--oom 2: $(cat "$tmp/err")"
+# The pool --trace picks is larger than the traced program's: its
+# recorded failure does not recur, and --oom 1 says so and what to do
+# (it said only "0 failed allocations").
+$view --trace "$sites" --headless --png "$tmp/s3.png" --oom 1 \
+  >/dev/null 2>"$tmp/err" && fail "--oom 1 with no failure replayed succeeded"
+grep -q "the trace recorded 1 in its own pool: give that pool's size with --pool-size" \
+  "$tmp/err" || fail "--oom 1, no failure replayed: $(cat "$tmp/err")"
 # torch-gpt in a 256 MiB pool: 881 failures, the first ones explained.
 $view --trace "$top/samples/traces/torch-gpt.trace.gz" --pool-size 256M \
   --headless --png "$tmp/g3.png" --at end --json > "$tmp/j3.json" 2>/dev/null ||

@@ -477,10 +477,24 @@ static int apply_oom(const opts_t *o, vapp_t *app) {
   if (app->series.noom < o->oom) vapp_seek(app, UINT64_MAX - 1);
   if (app->failed) return GPB_EFORMAT; /* a bad trace: said already */
   if (app->series.noom < o->oom) {
-    fprintf(stderr, "gpubuddy-view: --oom %llu: the replay has %llu failed "
-            "allocation%s\n", (unsigned long long)o->oom,
+    /* Failures the trace recorded happened in the traced program's own
+     * pool; a replay into another size need not meet them. */
+    gpbt_seq_t q;
+    char err[256], b1[32];
+    uint64_t rec = 0;
+    if (o->trace && gpbt_seq_load(o->trace, 1, &q, err, sizeof err) == 0) {
+      rec = q.failed;
+      gpbt_seq_free(&q);
+    }
+    fprintf(stderr, "gpubuddy-view: --oom %llu: the replay into %s has %llu "
+            "failed allocation%s", (unsigned long long)o->oom,
+            vfmt_bytes(app->info.pool_size, b1, sizeof b1),
             (unsigned long long)app->series.ooms,
             app->series.ooms == 1 ? "" : "s");
+    if (rec)
+      fprintf(stderr, "; the trace recorded %llu in its own pool: give that "
+              "pool's size with --pool-size", (unsigned long long)rec);
+    fputc('\n', stderr);
     return GPB_ENOTFOUND;
   }
   voom_pick(app, (size_t)(o->oom - 1));
