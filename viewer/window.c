@@ -343,6 +343,14 @@ static void window_state(const char *path, const vapp_t *a, const gpbt_fb_t *fb)
   gpbt_json_put_u64(&j, "map_start", a->map.start);
   gpbt_json_put_u64(&j, "map_end", a->map.end);
   gpbt_json_put_int(&j, "color", (int)a->map.color);
+  gpbt_json_put_bool(&j, "bands", a->show_bands);
+  gpbt_json_put_int(&j, "hover_skip", a->hover_skip);
+  gpbt_json_put_int(&j, "tl_x", a->tl_x);
+  gpbt_json_put_int(&j, "tl_y", a->tl_y);
+  gpbt_json_put_int(&j, "tl_w", a->tl_w);
+  gpbt_json_put_int(&j, "tl_h", a->tl_h);
+  gpbt_json_put_u64(&j, "tl_zlo", a->tl_zlo);
+  gpbt_json_put_u64(&j, "tl_zhi", a->tl_zhi);
   fputc(',', f);
   vapp_json_members(a, f);
   fputs("}\n", f);
