@@ -1900,6 +1900,14 @@ static void test_compare(void) {
   ASSERT_U64_EQ(vtl_x_at(a, a->tl_x + a->tl_w), b->total_ops);
   ASSERT_U64_EQ(vtl_x_at(b, b->tl_x + b->tl_w), b->total_ops);
   ASSERT(fb_has_text(&fb, 0, 0, fb.w, c.top_h, 2, VC_WASTE, "B - A: PEAK"));
+  /* Each half's status line fits its half: the position whole. */
+  char pos[32];
+  snprintf(pos, sizeof pos, "OP %" PRIu64 "/%" PRIu64, vapp_pos(b), b->total_ops);
+  ASSERT(fb_has_text(&fb, c.half_w, fb.h - 30, fb.w, fb.h, 2, VC_TEXT, pos));
+  /* ... and ends before its edge (it ran into it, cut mid-word). */
+  for (int y = fb.h - 24; y < fb.h; y++)
+    for (int x = c.half_w - 10; x < c.half_w; x++)
+      ASSERT(px(&fb, x, y) != VC_TEXT);
   /* Home then a step: both at op 1. */
   vcmp_key(&c, VKEY_HOME);
   vcmp_update(&c, 0);

@@ -626,12 +626,25 @@ static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
    * drawn in a narrow window. */
   const char *name = strrchr(a->title, '/');
   name = name && name[1] ? name + 1 : a->title;
-  snprintf(line, sizeof line, "%.60s%s%s%s  %s  CELL %s  %s %s  H: KEYS", name,
-           *name ? "  " : "", state, speed, pos, vfmt_bytes(a->map.bpc, b1, 32),
+  /* As much as fits, the least needed left out first: the keys hint,
+   * the view's mode, the cell size, the speed (a half of --compare, a
+   * narrow window). */
+  int fit = (fb->w - 8 * s) / (GPBT_FONT_W * s);
+  char cell[48], mode[32];
+  snprintf(cell, sizeof cell, "  CELL %s", vfmt_bytes(a->map.bpc, b1, 32));
+  snprintf(mode, sizeof mode, "  %s %s",
            a->map.layout == VLAYOUT_TREE ? "TREE" : "MAP",
            frame_color_names[a->map.layout == VLAYOUT_TREE
                                  ? vmap_tree_color(a->map.color)
                                  : a->map.color]);
+  const char *keys = "  H: KEYS";
+  for (int drop = 0; drop <= 4; drop++) {
+    snprintf(line, sizeof line, "%.60s%s%s%s  %s%s%s%s", name,
+             *name ? "  " : "", state, drop >= 4 ? "" : speed, pos,
+             drop >= 3 ? "" : cell, drop >= 2 ? "" : mode,
+             drop >= 1 ? "" : keys);
+    if ((int)strlen(line) <= fit) break;
+  }
   uint32_t col = a->failed || a->disconnected ? VC_ALERT : VC_TEXT;
   if (a->searching) {
     snprintf(line, sizeof line, "FIND ADDRESS OR OFFSET: %s_", a->search);
