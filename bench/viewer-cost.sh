@@ -8,6 +8,7 @@
 #   quiet     a live pool that changes once in 3 s
 #   busy      a live pool changing every 200 us
 #   grid      4 quiet live pools, through one gpubuddy-relay --all
+#   grid-busy 4 live pools changing every 200 us, through the relay
 #   paused    a replay paused at its end (the window idle)
 # Needs Xvfb; run from anywhere, BUILD_DIR defaults to ./build.
 set -eu
@@ -61,7 +62,7 @@ measure() {
     printf "| %s | %.1f%% | %.1f |\n", $1, cpu, $7 / ($8 / 1000) }'
 }
 for q in 1 2 3 4; do start "vcost-q$q-$$" 3000000; done
-start "vcost-busy-$$" 200
+for q in 1 2 3 4; do start "vcost-b$q-$$" 200; done
 "$relay" --all --listen 127.0.0.1:0 --port-file "$tmp/port" >/dev/null 2>&1 &
 pids="$pids $!"
 i=0
@@ -70,6 +71,7 @@ r=127.0.0.1:$(cat "$tmp/port")
 echo "| case (1600x1000, Xvfb, $secs s) | CPU (one core) | frames/s |"
 echo "|---|---|---|"
 measure quiet "vcost-q1-$$"
-measure busy "vcost-busy-$$"
+measure busy "vcost-b1-$$"
 measure grid --connect "$r/vcost-q1-$$,$r/vcost-q2-$$,$r/vcost-q3-$$,$r/vcost-q4-$$"
+measure grid-busy --connect "$r/vcost-b1-$$,$r/vcost-b2-$$,$r/vcost-b3-$$,$r/vcost-b4-$$"
 measure paused --pattern churn --steps 100000 --speed 0
