@@ -1757,6 +1757,20 @@ static void test_deep_stacks(void) {
   ASSERT_OK(vapp_seek(&a, 2));
   a.paused = 1;
   vapp_update(&a, 0);
+  /* The framework's frames; a library installed beside torch is not. */
+  static const char *const fw[] = {
+      "/opt/pytorch/c10/cuda/CUDACachingAllocator.cpp:1200 malloc",
+      "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1518 x",
+      "/usr/lib/python3.11/threading.py:1016 run", "<frozen runpy>:88 _run_code",
+      "??:0 c10::cuda::alloc", "/usr/lib/libgpubuddy.so.0+0x41d8 gpb_alloc"};
+  for (size_t i = 0; i < sizeof fw / sizeof *fw; i++)
+    ASSERT(vsite_is_framework(fw[i], strlen(fw[i])));
+  static const char *const user[] = {
+      "/venv/lib/python3.11/site-packages/transformers/models/llama/"
+      "modeling_llama.py:216 forward",
+      "/home/user/train.py:40 step", "/srv/app+0x1a2f3 load_weights"};
+  for (size_t i = 0; i < sizeof user / sizeof *user; i++)
+    ASSERT(!vsite_is_framework(user[i], strlen(user[i])));
   char sh[64];
   ASSERT(!strcmp(vsite_short(vapp_site_text(&a, 1), sh, sizeof sh),
                  "modeling_llama.py:216 forward"));

@@ -31,8 +31,8 @@ const char *vapp_site_text(const vapp_t *a, uint32_t site) {
  * ("pat,pat") adds the user's own. */
 static const char *const site_fw[] = {
     "torch/", "torch::", "c10", "at::", "aten", "libtorch", "caffe2",
-    "CUDACachingAllocator", "THC", "<frozen", "/lib/python", "??:0",
-    "libcuda", "libcudart", "gpubuddy", "libgpb", NULL};
+    "CUDACachingAllocator", "THC", "<frozen", "??:0", "libcuda",
+    "libcudart", "gpubuddy", "libgpb", "libpython", NULL};
 
 /* Whether pattern p (np bytes) occurs in f[0..len). */
 static int site_has(const char *f, size_t len, const char *p, size_t np) {
@@ -43,6 +43,11 @@ static int site_has(const char *f, size_t len, const char *p, size_t np) {
 }
 
 int vsite_is_framework(const char *f, size_t len) {
+  /* CPython's own modules, not a package installed beside them (the
+   * user's libraries, transformers say, live in site-packages). */
+  if (site_has(f, len, "/lib/python3", 12) &&
+      !site_has(f, len, "-packages/", 10))
+    return 1;
   for (int i = 0; site_fw[i]; i++)
     if (site_has(f, len, site_fw[i], strlen(site_fw[i]))) return 1;
   const char *e = getenv("GPB_SITE_FRAMEWORK");
