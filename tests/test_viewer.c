@@ -873,6 +873,76 @@ static void test_grid(void) {
   vgrid_close(&g);
 }
 
+/* A pool of 524 live 64 KiB blocks in 512 MiB: its largest free block is
+ * 256 MiB. */
+static vapp_t *grid_pool_524(void) {
+  gpb_trace_op_t *ops = calloc(524, sizeof *ops);
+  ASSERT(ops);
+  for (int i = 0; i < 524; i++) ops[i] = op_alloc((uint64_t)i, 64 * KIB, 1);
+  vops_t *o;
+  ASSERT_OK(vops_take_array(ops, 524, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 512 * 1024 * KIB, 64 * KIB, GPB_POLICY_BUDDY);
+  vapp_t *a = malloc(sizeof *a);
+  ASSERT(a);
+  ASSERT_OK(vapp_open_replay(a, o, &cfg));
+  ASSERT_OK(vapp_seek(a, 524));
+  a->paused = 1;
+  vapp_update(a, 0);
+  return a;
+}
+
+/* The grid's captions are whole figures ("LIVE 5" was 524 live,
+ * "LARGEST 256.0 Mi"), at the cell's text scale or at 1; the status line
+ * has a colour legend; a closed pool's map stays readable. */
+static void test_grid_captions(void) {
+  static const int sizes[][2] = {{1600, 1000}, {900, 600}};
+  for (int t = 0; t < 2; t++) {
+    vgrid_t g;
+    vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
+    for (int i = 0; i < 6; i++) {
+      char key[16];
+      snprintf(key, sizeof key, "pool-%d", i);
+      ASSERT_OK(vgrid_add_app(&g, grid_pool_524(), key));
+    }
+    gpbt_fb_t fb;
+    int w = sizes[t][0], h = sizes[t][1];
+    ASSERT_OK(gpbt_fb_init(&fb, w, h));
+    g.scale = vframe_auto_scale(w, h, 1);
+    vgrid_update(&g, 0);
+    vgrid_draw(&g, &fb);
+    const vcell_t *c = &g.cells[5];
+    const vapp_t *a = c->app;
+    ASSERT_U64_EQ(a->stats.live_allocs, 524);
+    int y0 = a->map_y + a->map_h, y1 = c->y + c->h;
+    static const char *const want[] = {"LIVE 524", "LARGEST 256.0 MiB",
+                                       "FAILED 0", "EXT FRAG"};
+    for (int k = 0; k < 4; k++) {
+      int ok = 0;
+      for (int sc = g.scale; sc >= 1 && !ok; sc--)
+        ok = fb_has_text(&fb, c->x, y0, c->x + c->w, y1, sc, VC_DIM, want[k]);
+      if (!ok) FAILF("%dx%d: the caption has no whole \"%s\"", w, h, want[k]);
+    }
+    ASSERT(fb_has_text(&fb, w / 2, h - 30, w, h, g.scale, VC_DIM, "REQUESTED"));
+    /* Closed: the map's used blue is still far from the panel (the
+     * brightest of its first row: block starts are drawn darker). */
+    c->app->kind = VSRC_LIVE;
+    c->app->disconnected = 1;
+    vgrid_draw(&g, &fb);
+    int best = 0;
+    for (int x = 0; x < 40; x++) {
+      int d = rgb_dist(px(&fb, a->map_x + x, a->map_y), VC_PANEL);
+      if (d > best) best = d;
+    }
+    if (best <= 150) FAILF("a closed map is too dim: %d from the panel", best);
+    c->app->kind = VSRC_REPLAY;
+    c->app->disconnected = 0;
+    gpbt_fb_free(&fb);
+    vgrid_close(&g);
+  }
+  printf("grid captions: ok\n");
+}
+
 /* ------------------------------------------------------------- unusable */
 
 /* UNUSABLE is for the largest request seen: two free 256 KiB blocks serve
@@ -1210,7 +1280,7 @@ static void test_sites(void) {
   ASSERT(a.tl_h > 20); /* a frame this tall has the timeline */
   /* ... stacked by site (the state colors name no sites): its legend. */
   ASSERT_TEXT(&fb, VC_DIM, "LIVE BYTES BY SITE");
-  ASSERT_TEXT(&fb, VC_DIM, "#2 forward");
+  ASSERT_TEXT(&fb, VC_DIM, "#2 model.py:12 forward");
 
   /* The hover over site 1's block names it and its frames, innermost
    * first. */
@@ -1223,7 +1293,7 @@ static void test_sites(void) {
   ASSERT_TEXT(&fb, VC_TEXT, "/srv/app+0x1a2f3 load_weights");
   ASSERT_TEXT(&fb, VC_TEXT, "/srv/app+0x2b10 main");
   char l[8][80];
-  ASSERT_EQ(vsite_hover(&a, 2, l, 8, 79), 3);
+  ASSERT_EQ(vsite_hover(&a, 2, l, 8, 79, 0), 3);
   ASSERT(strstr(l[1], "model.py:12 forward") && strstr(l[2], "train.py:40 step"));
   a.mouse_in = 0;
 
@@ -1348,13 +1418,13 @@ static void test_live_oom(void) {
   ASSERT_U64_EQ(r[0].bytes, 512 * KIB);
   ASSERT_U64_EQ(r[1].bytes, 256 * KIB);
   char l[4][80];
-  ASSERT_EQ(vsite_hover(&a, 7000, l, 4, 79), 1); /* an id never sent */
+  ASSERT_EQ(vsite_hover(&a, 7000, l, 4, 79, 0), 1); /* an id never sent */
   ASSERT(strstr(l[0], "NO FRAMES"));
   /* A site's frames come with the stream: the hover shows the pool's own
    * text, innermost frame first. */
   char want[4096];
   ASSERT(gpb_pool_site_text(p, r[0].site, want, sizeof want) > 0);
-  ASSERT(vsite_hover(&a, r[0].site, l, 4, 79) >= 2);
+  ASSERT(vsite_hover(&a, r[0].site, l, 4, 79, 0) >= 2);
   ASSERT(!strstr(l[0], "NO FRAMES"));
   size_t n1 = strcspn(want, ";"); /* the innermost frame; the hover keeps */
   want[n1] = 0;                   /* its end when it must cut it */
@@ -1380,6 +1450,560 @@ static void test_live_oom(void) {
   printf("live OOM: ok\n");
 }
 
+/* The timeline reads like a chart: a 7 MiB run in a 512 MiB pool fills
+ * the chart's height (it was scaled to the pool: a flat line), the
+ * byte axis names the scale, the op axis its start, the legend sits on a
+ * strip of its own above the data, the hover names the op, the bytes
+ * and the tag under the mouse, and the wheel zooms it in time. */
+static void test_timeline_chart(void) {
+  gpb_trace_op_t ops[16];
+  size_t n = 0;
+  for (int i = 0; i < 6; i++) ops[n++] = op_alloc((uint64_t)i, 1024 * KIB, 7);
+  ops[n++] = op_alloc(6, 614 * KIB, 9);
+  for (int i = 0; i < 7; i++) ops[n++] = op_free((uint64_t)i);
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, n, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 512 * 1024 * KIB, 64 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, n));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  ASSERT(a.tl_h > 20 && a.tl_y > a.tlb_y && a.tl_x > a.tlb_x);
+  /* Each op's point is its end state (it was its first event's: the
+   * state before an alloc that split blocks first). */
+  ASSERT_EQ(a.series.n, (int)n);
+  for (int i = 0; i < 7; i++)
+    ASSERT(a.series.used[i] == (double)(i + 1) * 1024 * KIB);
+  /* The 7 MiB peak (op 7) rounds up to 8 MiB and reaches past 3/4. */
+  ASSERT(vtl_ymax(&a) == 8.0 * 1024 * KIB);
+  int pk = a.tl_x + (int)((double)a.tl_w * 7.5 / (double)n);
+  uint32_t top = px(&fb, pk, a.tl_y + a.tl_h / 5);
+  ASSERT(top != VC_GRID && top != VC_PANEL);
+  ASSERT(fb_has_text(&fb, a.tlb_x, a.tl_y - 8, a.tl_x, a.tl_y + 8, 1,
+                     VC_DIM, "8.0 MiB"));
+  ASSERT(fb_has_text(&fb, a.tlb_x, a.tl_y + a.tl_h, a.tl_x + 40,
+                     a.tlb_y + a.tlb_h, 1, VC_DIM, "OP 0"));
+  /* The legend: above the chart, none of it over the data. */
+  ASSERT(fb_has_text(&fb, a.tlb_x, a.tlb_y, a.tlb_x + a.tlb_w, a.tl_y - 8,
+                     1, VC_DIM, "LIVE BYTES BY TAG"));
+  ASSERT(!fb_has_text(&fb, a.tl_x, a.tl_y, a.tl_x + a.tl_w, a.tl_y + a.tl_h,
+                      1, VC_DIM, "LIVE BYTES BY TAG"));
+  /* The hover at the peak: op 7, 7 MiB used; near the bottom tag 7's
+   * 6 MiB, near the top tag 9's 1 MiB block. */
+  char l[4][96];
+  int hy = a.tl_y + a.tl_h - 3;
+  ASSERT_EQ(vtl_hover(&a, pk, hy, l, 4), 2);
+  ASSERT(strstr(l[0], "OP 7") && strstr(l[0], "USED 7.0 MiB"));
+  ASSERT(strstr(l[1], "TAG 7") && strstr(l[1], "6.0 MiB"));
+  int ty = a.tl_y + a.tl_h - (int)(6.5 / 8 * a.tl_h);
+  ASSERT_EQ(vtl_hover(&a, pk, ty, l, 4), 2);
+  ASSERT(strstr(l[1], "TAG 9") && strstr(l[1], "1.0 MiB"));
+  ASSERT_EQ(vtl_hover(&a, pk, a.tlb_y, l, 4), 0); /* the legend strip */
+  a.tl_mouse = 1, a.mouse_x = pk, a.mouse_y = hy;
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "TAG 7  6.0 MiB");
+  a.tl_mouse = 0;
+  /* Zoom in time at the chart's middle: its ends move in; < and > pan;
+   * all the way out is the whole run again. */
+  int mid = a.tl_x + a.tl_w / 2;
+  vtl_zoom(&a, mid, 1);
+  uint64_t l0 = vtl_x_at(&a, a.tl_x), h0 = vtl_x_at(&a, a.tl_x + a.tl_w);
+  ASSERT(l0 > 0 && h0 < n && h0 - l0 <= n / 2 + 1);
+  vinput_key(&a, '>');
+  ASSERT(vtl_x_at(&a, a.tl_x) > l0);
+  vinput_key(&a, '<');
+  vinput_key(&a, '<');
+  ASSERT(vtl_x_at(&a, a.tl_x) < l0);
+  vinput_wheel(&a, mid, a.tl_y + 2, -1);
+  vinput_wheel(&a, mid, a.tl_y + 2, -1);
+  ASSERT_U64_EQ(vtl_x_at(&a, a.tl_x), 0);
+  ASSERT_U64_EQ(vtl_x_at(&a, a.tl_x + a.tl_w), n);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("timeline chart: ok\n");
+}
+
+/* Free blocks per order, readable: at 1600x1000 (10 orders with free
+ * blocks), the default 1280x800 (they were 3-pixel slivers, then not
+ * drawn at all under the taller timeline) and 900x600 (their labels
+ * collided), every order's size and count are drawn whole (at the
+ * panel's text scale or at 1). */
+static void test_buddyinfo_legible(void) {
+  gpb_trace_op_t ops[] = {op_alloc(0, 4 * KIB, 1)};
+  vops_t *o;
+  ASSERT_OK(vops_open_array(ops, 1, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 4096 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 1));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  static const int sizes[][2] = {{1600, 1000}, {1280, 800}, {900, 600}};
+  for (int i = 0; i < 3; i++) {
+    gpbt_fb_t fb;
+    int w = sizes[i][0], h = sizes[i][1];
+    ASSERT_OK(gpbt_fb_init(&fb, w, h));
+    a.scale = vframe_auto_scale(w, h, 1);
+    vframe_draw(&a, &fb);
+    ASSERT_EQ((int)a.stats.num_orders, 11);
+    int px0 = a.map_x + a.map_w;
+    for (uint32_t k = 0; k < 10; k++) {
+      char b1[32], num[8];
+      vfmt_bytes((4 * KIB) << k, b1, sizeof b1);
+      snprintf(num, sizeof num, "%" PRIu64, a.stats.free_blocks[k]);
+      ASSERT_U64_EQ(a.stats.free_blocks[k], 1);
+      int ok = 0;
+      for (int sc = a.scale; sc >= 1 && !ok; sc--)
+        ok = fb_has_text(&fb, px0, 0, w, a.map_h, sc, VC_DIM, b1) &&
+             fb_has_text(&fb, px0 + 40, 0, w, a.map_h, sc, VC_DIM, num);
+      if (!ok) FAILF("%dx%d: order %u (%s, %s free) is not drawn whole", w, h,
+                     k, b1, num);
+    }
+    gpbt_fb_free(&fb);
+  }
+  vapp_close(&a);
+  printf("free blocks per order, legible: ok\n");
+}
+
+/* 64 tags, 64 colours apart from each other and from free blocks and
+ * the background (they shared 16: tag 16 looked like tag 0). */
+static void test_tag_colors(void) {
+  for (uint32_t i = 0; i < GPB_MAX_TAGS; i++) {
+    ASSERT(rgb_dist(vc_tag(i), VC_FREE) >= 150);
+    ASSERT(rgb_dist(vc_tag(i), VC_BG) >= 150);
+    for (uint32_t j = 0; j < i; j++)
+      if (rgb_dist(vc_tag(i), vc_tag(j)) < 40)
+        FAILF("tags %u and %u: %08x and %08x are too close", i, j,
+              vc_tag(i), vc_tag(j));
+  }
+  printf("tag colours: ok\n");
+}
+
+/* Status messages at 1600 px (text at scale 2) are not cut at the right
+ * edge: a long one goes alone, on two lines if it must. */
+static void test_status_msg(void) {
+  gpb_trace_op_t ops[] = {op_alloc(0, 64 * KIB, 1)};
+  vapp_t a;
+  replay_at(&a, ops, 1, 1);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 1600, 1000));
+  a.scale = vframe_auto_scale(1600, 1000, 1);
+  ASSERT_EQ(a.scale, 2);
+  vapp_message(&a, "disconnected: the pool's program is gone; watching for "
+               "it to come back (the relay at 127.0.0.1:7461 end)");
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, fb.h - 60, fb.w, fb.h, 2, VC_WASTE,
+                     "(the relay at 127.0.0.1:7461 end)"));
+  /* Longer than the window: both halves drawn. */
+  char m[256];
+  memset(m, 0, sizeof m);
+  for (int i = 0; i < 17; i++) strcat(m, "word1234 ");
+  strcat(m, "LASTWORD");
+  vapp_message(&a, "%s", m);
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, fb.h - 60, fb.w, fb.h, 2, VC_WASTE, "LASTWORD"));
+  ASSERT(fb_has_text(&fb, 0, fb.h - 60, fb.w, fb.h, 2, VC_WASTE,
+                     "word1234 word1234"));
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("status messages: ok\n");
+}
+
+/* A live pool failing fast (2000 failures at once, as ~150 a second
+ * for many seconds): o shows the latest failure explained, [ and ] walk
+ * the explained ones, a tick of one not explained shows the nearest that
+ * is. o said "was not explained" and [ did not move; past 1024 failures
+ * the series kept only the first ones. */
+static void test_live_oom_burst(void) {
+  char name[64];
+  snprintf(name, sizeof name, "t-view-oomb-%d", (int)getpid());
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = GPB_BACKEND_HOST;
+  cfg.pool_size = 1024 * KIB;
+  cfg.min_block = 4 * KIB;
+  cfg.name = name;
+  cfg.flags = GPB_CFG_NO_ENV;
+  gpb_pool_t *p;
+  ASSERT_OK(gpb_pool_create(&cfg, &p));
+  vapp_t a;
+  ASSERT_OK(vapp_open_live(&a, name, NULL, NULL));
+  void *x, *y, *z = NULL;
+  ASSERT_OK(gpb_alloc(p, 512 * KIB, &x));
+  ASSERT_OK(gpb_alloc(p, 256 * KIB, &y));
+  for (int i = 0; i < 2000; i++) {
+    ASSERT(gpb_alloc(p, 512 * KIB, &z) == GPB_ENOMEM);
+    /* Poll now and then, as a window does, so the ring is read. */
+    if (i % 100 == 99) vapp_update(&a, 0);
+  }
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  live_catch_up(&a, st.seq);
+  ASSERT_U64_EQ(a.series.ooms, 2000);
+  const vseries_t *se = &a.series;
+  uint64_t last = se->oom[se->noom - 1].x;
+  ASSERT_U64_EQ(last, gpb_model_seq(a.model)); /* the latest is kept */
+  vinput_key(&a, 'o');
+  ASSERT(a.oom.sel >= 0);
+  ASSERT_U64_EQ(a.oom.ex[a.oom.sel].rec.x, last);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "FREE 256.0 KiB  LARGEST FREE BLOCK 256.0 KiB");
+  /* [ walks back through the explained ones, one by one. */
+  uint64_t prev = last;
+  for (int i = 0; i < VOOM_LIVE - 1; i++) {
+    vinput_key(&a, '[');
+    ASSERT(a.oom.sel >= 0);
+    uint64_t cur = a.oom.ex[a.oom.sel].rec.x;
+    if (cur >= prev) FAILF("[ went from event %" PRIu64 " to %" PRIu64, prev, cur);
+    prev = cur;
+  }
+  vinput_key(&a, ']');
+  ASSERT(a.oom.ex[a.oom.sel].rec.x > prev);
+  /* A tick in the middle of the timeline, a failure not explained: the
+   * nearest explained one is shown, and the message says so. */
+  vinput_key(&a, VKEY_ESC);
+  ASSERT_EQ(a.oom.sel, -1);
+  vframe_draw(&a, &fb);
+  voom_pick(&a, se->noom / 2);
+  ASSERT(a.oom.sel >= 0);
+  ASSERT(strstr(a.msg, "nearest explained"));
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  gpb_free(p, x);
+  gpb_free(p, y);
+  gpb_pool_destroy(p);
+  printf("live OOM burst: ok\n");
+}
+
+/* The failure's panel does not cover the window it explains (the
+ * window of op 6 is the map's top half: the panel goes to the bottom),
+ * and in a narrow window its lines end inside the map. */
+static void test_oom_panel_place(void) {
+  vapp_t a;
+  sites_open(&a);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  voom_pick(&a, 0); /* not seen yet: no failure, no panel */
+  ASSERT_OK(vapp_seek(&a, 8));
+  a.paused = 1;
+  vinput_key(&a, 'o');
+  vapp_update(&a, 0);
+  ASSERT(a.oom.sel >= 0);
+  const gpbt_oom_t *w = &a.oom.ex[a.oom.sel].why;
+  ASSERT_U64_EQ(w->win.offset, 0);
+  ASSERT_U64_EQ(w->win.size, 512 * KIB);
+  vframe_draw(&a, &fb);
+  uint64_t row = (uint64_t)a.map.cols * a.map.bpc;
+  int wy1 = a.map_y + (int)((512 * KIB + row - 1) / row) * a.cell_px;
+  if (a.oom.panel_y < wy1)
+    FAILF("the panel (y %d..%d) covers the window (y %d..%d)", a.oom.panel_y,
+          a.oom.panel_y + a.oom.panel_h, a.map_y, wy1);
+  /* Narrow: no red border pixel right of the map (the box is inside). */
+  gpbt_fb_t nb;
+  ASSERT_OK(gpbt_fb_init(&nb, 640, 400));
+  vframe_draw(&a, &nb);
+  ASSERT(a.map_x + a.map_w < 640);
+  for (int x = a.map_x + a.map_w; x < nb.w; x++)
+    ASSERT(px(&nb, x, a.oom.panel_y) != VC_ALERT);
+  gpbt_fb_free(&nb);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("OOM panel placement: ok\n");
+}
+
+/* PyTorch-like stacks: 15 frames of the caching allocator, c10 and
+ * torch's Python before the user's code, the same innermost frame for
+ * every site. The site is named by its first frame outside the framework
+ * (legend, hover), the hover shows the user's frames first and whole
+ * (wrapped, not cut at the start), and j k scroll the rest of the stack;
+ * it showed about 15 C++ frames cut at their start and could not reach
+ * the user's. */
+static void test_deep_stacks(void) {
+  char path[] = "/tmp/test_viewer_deep_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  ASSERT(f);
+  fputs("# gpubuddy-trace v2\n", f);
+  for (int site = 1; site <= 2; site++) {
+    fprintf(f, "# site %d ", site);
+    for (int i = 0; i < 15; i++)
+      fprintf(f, "/opt/pytorch/c10/cuda/CUDACachingAllocator.cpp:%d "
+                 "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator"
+                 "::malloc_%d;", 1200 + i, i);
+    fprintf(f, "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1518 "
+               "_call_impl;/home/user/src/transformers/models/llama/"
+               "modeling_llama.py:%d forward;/home/user/train.py:40 step\n",
+            site == 1 ? 216 : 301);
+  }
+  fputs("1 1000 alloc 0x10 262144 1 0x0 1\n2 2000 alloc 0x20 131072 2 0x0 2\n",
+        f);
+  fclose(f);
+  vops_t *o;
+  ASSERT_OK(vops_open_trace(path, &o));
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  vapp_t a;
+  ASSERT_OK(vapp_open_replay(&a, o, &cfg));
+  ASSERT_OK(vapp_seek(&a, 2));
+  a.paused = 1;
+  vapp_update(&a, 0);
+  /* The framework's frames; a library installed beside torch is not. */
+  static const char *const fw[] = {
+      "/opt/pytorch/c10/cuda/CUDACachingAllocator.cpp:1200 malloc",
+      "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1518 x",
+      "/usr/lib/python3.11/threading.py:1016 run", "<frozen runpy>:88 _run_code",
+      "??:0 c10::cuda::alloc", "/usr/lib/libgpubuddy.so.0+0x41d8 gpb_alloc"};
+  for (size_t i = 0; i < sizeof fw / sizeof *fw; i++)
+    ASSERT(vsite_is_framework(fw[i], strlen(fw[i])));
+  static const char *const user[] = {
+      "/venv/lib/python3.11/site-packages/transformers/models/llama/"
+      "modeling_llama.py:216 forward",
+      "/home/user/train.py:40 step", "/srv/app+0x1a2f3 load_weights"};
+  for (size_t i = 0; i < sizeof user / sizeof *user; i++)
+    ASSERT(!vsite_is_framework(user[i], strlen(user[i])));
+  char sh[64];
+  ASSERT(!strcmp(vsite_short(vapp_site_text(&a, 1), sh, sizeof sh),
+                 "modeling_llama.py:216 forward"));
+  ASSERT(!strcmp(vsite_short(vapp_site_text(&a, 2), sh, sizeof sh),
+                 "modeling_llama.py:301 forward"));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 1600, 1000));
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_DIM, "#1 modeling_llama.py:216 forward");
+  ASSERT_TEXT(&fb, VC_DIM, "#2 modeling_llama.py:301 forward");
+  /* The side panel by site names them too. */
+  a.side_sites = 1;
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, a.map_x + a.map_w, 0, fb.w, fb.h, a.scale, VC_DIM,
+                     "modeling_llama.py:216 forward"));
+  a.side_sites = 0;
+  /* The hover: the user's frames first, whole (their directories too). */
+  char l[12][80];
+  int n = vsite_hover(&a, 1, l, 12, 60, 0);
+  ASSERT_EQ(n, 12);
+  ASSERT(strstr(l[0], "18 FRAMES, 2 YOURS FIRST"));
+  ASSERT(!strcmp(l[1], "  >  /home/user/src/transformers/models/llama/modeling_llama"));
+  ASSERT(!strcmp(l[2], "     .py:216 forward"));
+  ASSERT(!strcmp(l[3], "  >  /home/user/train.py:40 step"));
+  ASSERT(!strncmp(l[4], "  .  /opt/pytorch/c10/cuda/CUDACachingAllocator.cpp:1200", 56));
+  ASSERT(strstr(l[11], "MORE (J K SCROLL)"));
+  /* j scrolls down a row at a time; the last rows can be reached. */
+  int skip = 0;
+  while (skip < 100 && !strstr(l[n - 1], "step") &&
+         !strstr(l[n - 1], "_call_impl")) {
+    n = vsite_hover(&a, 1, l, 12, 60, ++skip);
+  }
+  ASSERT(skip < 100 && strstr(l[n - 1], "_call_impl"));
+  /* In the window: hovering site 1's block draws its user frame, and j
+   * scrolls the box. */
+  a.mouse_in = 1;
+  a.mouse_x = a.map_x + 10;
+  a.mouse_y = a.map_y + 2;
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, 0, fb.w, fb.h, a.scale, VC_TEXT,
+                     "  >  /home/user/train.py:40 step"));
+  vinput_key(&a, 'j');
+  ASSERT_EQ(a.hover_skip, 1);
+  vinput_key(&a, 'k');
+  vinput_key(&a, 'k');
+  ASSERT_EQ(a.hover_skip, 0);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  unlink(path);
+  printf("deep stacks: ok\n");
+}
+
+/* A relay that does not answer is said so, not drawn as a machine with
+ * no pools ("0 POOLS"). Port 1 on loopback: nobody listens there. */
+static void test_grid_dead_relay(void) {
+  vgrid_t g;
+  vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
+  ASSERT(vgrid_add_connect(&g, "127.0.0.1:1") < 0);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vgrid_draw(&g, &fb);
+  ASSERT(fb_has_text(&fb, 0, fb.h - 20, fb.w, fb.h, 1, VC_ALERT,
+                     "RELAY 127.0.0.1:1 NOT ANSWERING"));
+  ASSERT(!fb_has_text(&fb, 0, fb.h - 20, fb.w, fb.h, 1, VC_TEXT, "0 POOLS"));
+  gpbt_fb_free(&fb);
+  vgrid_close(&g);
+  printf("dead relay: ok\n");
+}
+
+/* A program that exits gracefully frees everything, then closes its
+ * pool: the view shows the pool as it was before that teardown (it
+ * showed the emptied pool as "last state"), and a program that comes
+ * back under the name replaces it. */
+static void test_last_state(void) {
+  char name[64];
+  snprintf(name, sizeof name, "t-view-last-%d", (int)getpid());
+  gpb_pool_t *p = named_pool(name, 1024 * KIB);
+  vapp_t a;
+  ASSERT_OK(vapp_open_live(&a, name, NULL, NULL));
+  void *x, *y, *z, *w;
+  ASSERT_OK(gpb_alloc(p, 64 * KIB, &x));
+  ASSERT_OK(gpb_alloc(p, 128 * KIB, &y));
+  ASSERT_OK(gpb_alloc(p, 16 * KIB, &z));
+  gpb_free(p, x); /* churn: not the teardown */
+  ASSERT_OK(gpb_alloc(p, 256 * KIB, &w));
+  gpb_stats_t st;
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  live_catch_up(&a, st.seq);
+  ASSERT_U64_EQ(a.stats.live_allocs, 3);
+  uint64_t used = a.stats.block_bytes;
+  /* Teardown: all freed, then the pool closed. */
+  gpb_free(p, y);
+  gpb_free(p, z);
+  gpb_free(p, w);
+  gpb_pool_destroy(p);
+  for (int i = 0; i < 200 && !a.disconnected; i++) {
+    vapp_update(&a, 0);
+    usleep(1000);
+  }
+  ASSERT(a.disconnected);
+  ASSERT(a.held != NULL);
+  ASSERT_U64_EQ(a.stats.live_allocs, 3);
+  ASSERT_U64_EQ(a.stats.block_bytes, used);
+  ASSERT(strstr(a.msg, "before its teardown"));
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  ASSERT(fb_has_text(&fb, 0, 0, fb.w, fb.h, 2, VC_ALERT,
+                     "DISCONNECTED - LAST STATE BEFORE TEARDOWN"));
+  /* The program back under the name: its pool, not the held state. */
+  p = named_pool(name, 1024 * KIB);
+  ASSERT_OK(vapp_reopen(&a));
+  ASSERT(a.held == NULL && !a.disconnected);
+  vapp_update(&a, 0);
+  ASSERT_U64_EQ(a.stats.live_allocs, 0);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  gpb_pool_destroy(p);
+  printf("last state before teardown: ok\n");
+}
+
+/* Two runs compared: each in its own pool, the axes shared (the higher
+ * peak, the longer run), a key steps both, a seek on one timeline moves
+ * both, a time zoom on one zooms both; --json says B - A. */
+static void test_compare(void) {
+  vcmp_t c;
+  gpb_config_t cfg;
+  cfg_for(&cfg, 1024 * KIB, 4 * KIB, GPB_POLICY_BUDDY);
+  ASSERT_OK(vcmp_open(&c, GPB_TEST_DATA "/sites_oom.trace",
+                      GPB_TEST_DATA "/churn_small.trace.gz", &cfg, 0));
+  vcmp_seek(&c, UINT64_MAX - 1);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 1600, 1000));
+  c.scale = 2;
+  vcmp_draw(&c, &fb);
+  vapp_t *a = &c.app[0], *b = &c.app[1];
+  ASSERT(a->total_ops == 8 && b->total_ops > 8);
+  ASSERT(a->info.pool_size != b->info.pool_size || vtl_peak(a) != vtl_peak(b));
+  /* Shared axes: the same byte scale and op span in both halves. */
+  ASSERT(vtl_ymax(a) == vtl_ymax(b) && vtl_ymax(a) > 0);
+  ASSERT_U64_EQ(vtl_x_at(a, a->tl_x + a->tl_w), b->total_ops);
+  ASSERT_U64_EQ(vtl_x_at(b, b->tl_x + b->tl_w), b->total_ops);
+  ASSERT(fb_has_text(&fb, 0, 0, fb.w, c.top_h, 2, VC_WASTE, "B - A: PEAK"));
+  /* Each half's status line fits its half: the position whole. */
+  char pos[32];
+  snprintf(pos, sizeof pos, "OP %" PRIu64 "/%" PRIu64, vapp_pos(b), b->total_ops);
+  ASSERT(fb_has_text(&fb, c.half_w, fb.h - 30, fb.w, fb.h, 2, VC_TEXT, pos));
+  /* ... and ends before its edge (it ran into it, cut mid-word). */
+  for (int y = fb.h - 24; y < fb.h; y++)
+    for (int x = c.half_w - 10; x < c.half_w; x++)
+      ASSERT(px(&fb, x, y) != VC_TEXT);
+  /* Home then a step: both at op 1. */
+  vcmp_key(&c, VKEY_HOME);
+  vcmp_update(&c, 0);
+  vcmp_key(&c, '.');
+  vcmp_update(&c, 0);
+  ASSERT_U64_EQ(vapp_pos(a), 1);
+  ASSERT_U64_EQ(vapp_pos(b), 1);
+  /* A click on A's timeline seeks B to the same op. */
+  vcmp_draw(&c, &fb);
+  int cx = a->tl_x + a->tl_w / 2, cy = c.top_h + a->tl_y + a->tl_h / 2;
+  vcmp_button(&c, cx, cy, 1);
+  vcmp_button(&c, cx, cy, 0);
+  ASSERT(b->seek_to != UINT64_MAX && b->seek_to == a->seek_to);
+  /* A time zoom on B's timeline zooms A's too. */
+  int bx = c.half_w + 2 * c.scale + b->tl_x + b->tl_w / 2;
+  vcmp_wheel(&c, bx, c.top_h + b->tl_y + 2, 1);
+  ASSERT(b->tl_zhi > 0 && a->tl_zlo == b->tl_zlo && a->tl_zhi == b->tl_zhi);
+  static char js[1 << 16];
+  memset(js, 0, sizeof js);
+  FILE *f = fmemopen(js, sizeof js - 1, "w");
+  ASSERT(f);
+  vcmp_json(&c, f);
+  fclose(f);
+  char want[96];
+  snprintf(want, sizeof want, "\"diff\":{\"peak\":%" PRId64 ",",
+           (int64_t)vtl_peak(b) - (int64_t)vtl_peak(a));
+  ASSERT(strstr(js, "{\"a\":{\"name\": ") && strstr(js, want));
+  gpbt_fb_free(&fb);
+  vcmp_close(&c);
+  printf("compare: ok\n");
+}
+
+/* One band per allocation (memory_viz's active memory timeline): each
+ * allocation recorded once (a replay run again adds none), stacked on
+ * those made before it, falling when one below is freed; the hover names
+ * it. */
+static void test_bands(void) {
+  gpb_trace_op_t ops[] = {
+      op_alloc(0, 64 * KIB, 1), op_alloc(1, 128 * KIB, 2),
+      op_alloc(2, 64 * KIB, 3), op_free(0), op_free(2), op_free(1)};
+  vapp_t a;
+  replay_at(&a, ops, 6, 6);
+  ASSERT_OK(vapp_seek(&a, 0));
+  ASSERT_OK(vapp_seek(&a, 6));
+  vapp_update(&a, 0);
+  ASSERT_EQ((int)a.bands.n, 3);
+  ASSERT_U64_EQ(a.bands.peak, 256 * KIB);
+  ASSERT_U64_EQ(a.bands.v[0].t0, 1);
+  ASSERT_U64_EQ(a.bands.v[0].t1, 4);
+  ASSERT_U64_EQ(a.bands.v[1].t1, 6);
+  vinput_key(&a, 'a');
+  ASSERT(a.show_bands);
+  gpbt_fb_t fb;
+  ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
+  vframe_draw(&a, &fb);
+  /* The chart's column at op 3.5 (A, B, C live), and at op 4.5 (A freed:
+   * B at the bottom, C above it). */
+  int c3 = (int)((double)a.map_w * 3.5 / 6), c4 = (int)((double)a.map_w * 4.5 / 6);
+  int bottom = a.map_h - 1;
+  const vband_t *r = vbands_at(&a.bands, c3, bottom);
+  ASSERT(r && r == &a.bands.v[0]);
+  r = vbands_at(&a.bands, c4, bottom);
+  ASSERT(r && r == &a.bands.v[1]);
+  r = vbands_at(&a.bands, c4, a.map_h - 1 - (int)(a.map_h * 0.6));
+  ASSERT(r && r == &a.bands.v[2]); /* C at 128..192 KiB of 256 */
+  ASSERT(!vbands_at(&a.bands, c4, 2)); /* above the stack */
+  ASSERT_EQ(px(&fb, a.map_x + c4, a.map_y + 2 + 20), VC_BG);
+  a.mouse_in = 1;
+  a.mouse_x = a.map_x + c4;
+  a.mouse_y = a.map_y + bottom;
+  vframe_draw(&a, &fb);
+  ASSERT_TEXT(&fb, VC_TEXT, "ALLOCATION 2 OF 3");
+  ASSERT_TEXT(&fb, VC_TEXT, "OPS 2 TO 6");
+  /* Kept: a redraw with nothing changed renders no new chart. */
+  uint64_t n = a.bands.renders;
+  vframe_draw(&a, &fb);
+  ASSERT_U64_EQ(a.bands.renders, n);
+  gpbt_fb_free(&fb);
+  vapp_close(&a);
+  printf("allocation bands: ok\n");
+}
+
 int main(void) {
   uint64_t seed = test_seed();
   double sc = test_scale();
@@ -1399,6 +2023,18 @@ int main(void) {
   test_legible();
   test_sites();
   test_live_oom();
+  test_timeline_chart();
+  test_status_msg();
+  test_tag_colors();
+  test_buddyinfo_legible();
+  test_grid_captions();
+  test_live_oom_burst();
+  test_oom_panel_place();
+  test_deep_stacks();
+  test_grid_dead_relay();
+  test_last_state();
+  test_compare();
+  test_bands();
   for (int pol = 0; pol < 2; pol++)
     for (int lay = 0; lay < 2; lay++)
       for (int zoom = 0; zoom <= 8; zoom += 4)

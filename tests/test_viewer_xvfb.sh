@@ -6,6 +6,8 @@
 # without typing itself, a trace address typed there selects its block,
 # space pauses, c changes the colouring, a resized window refits its map
 # and its screenshots (p) follow the new size, and q quits with status 0.
+# Then on a longer trace: the wheel over the timeline zooms it in time,
+# > (shift+.) pans it, a shows the allocation bands, j scrolls the hover.
 # The viewer writes what the input left behind at exit
 # (GPB_VIEW_TEST_STATE). Skips without Xvfb, xdotool, python3 or a window
 # build. Run from the build directory.
@@ -97,5 +99,48 @@ for n in ("gpubuddy-view-000.png", "gpubuddy-view-001.png"):
     check(b[:8] == b"\x89PNG\r\n\x1a\n", n + " is not a PNG")
     sizes.append(struct.unpack(">II", b[16:24]))
 check(sizes == [(800, 500), (640, 400)], "screenshots %s, not 800x500 then 640x400" % sizes)
+PY
+
+# The timeline's chart, where a first run of this size put it.
+data=$(cd "$(dirname "$0")/data" 2>/dev/null && pwd)
+[ -n "$data" ] || data=$(cd "$(dirname "$view")/../tests/data" && pwd)
+run2() {
+  GPB_VIEW_TEST_STATE=$tmp/state2.json $view --trace "$data/churn_small.trace.gz" \
+    --speed 0 --size 800x500 >"$tmp/out" 2>"$tmp/err" &
+  vpid=$!
+  win=$(timeout 20 xdotool search --sync --name '^gpubuddy-view' | head -1)
+  [ -n "$win" ] || fail "no window for the second trace"
+  xdotool windowfocus --sync "$win" || fail "cannot focus the window"
+  sleep 1
+}
+quit2() {
+  key q
+  i=0
+  while kill -0 $vpid 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  wait $vpid || fail "the viewer exited $?"
+  vpid=
+}
+run2
+quit2
+set -- $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
+print(s["tl_x"] + s["tl_w"] // 2, s["tl_y"] + s["tl_h"] // 2, s["tl_h"])' "$tmp/state2.json")
+[ "${3:-0}" -gt 10 ] || fail "no timeline chart at 800x500: $(cat "$tmp/state2.json")"
+run2
+xdotool mousemove --window "$win" "$1" "$2"
+sleep 0.3
+xdotool click 4
+sleep 0.3
+key shift+period
+key a
+key j
+quit2
+python3 - "$tmp/state2.json" <<'PY' || fail "state: $(cat "$tmp/state2.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["tl_zhi"] > 0 and s["tl_zhi"] - s["tl_zlo"] < s["total_ops"], "the wheel did not zoom the timeline"
+# Zoomed at the middle: [N/4, 3N/4); > pans a quarter of that on.
+assert s["tl_zlo"] > 0.3 * s["total_ops"], "> did not pan the zoomed timeline"
+assert s["bands"], "a did not show the allocation bands"
+assert s["hover_skip"] == 1, "j did not scroll the hover"
 PY
 echo "viewer_xvfb: all checks passed"

@@ -161,6 +161,29 @@ static void app_scan(gpbr_t *r) {
   }
 }
 
+/* One pool by name, closed: a program that restarts publishes the name
+ * again, and the relay follows it (it served the dead pool's last state
+ * for good). The old readers were told CLOSED; new ones get the new
+ * pool. A segment that opens but whose reader fails (a killed
+ * program's) is not followed. */
+static void app_follow(gpbr_t *r, const char *name) {
+  if (gpbr_src_count(r) == 0) { /* the new one could not be read: again */
+    if (app_attach(r, name, 0))
+      gpbr_log(r, 0, "pool '%s' is back: serving the new one", name);
+    return;
+  }
+  if (gpbr_src_count(r) != 1 || !gpbr_src_is_closed(gpbr_src_at(r, 0))) return;
+  gpb_attach_t *a;
+  if (gpb_attach_open(name, &a)) return;
+  int rc = 0;
+  for (int i = 0; i < 2 && rc >= 0; i++) rc = gpb_attach_poll(a);
+  gpb_attach_close(a);
+  if (rc < 0) return;
+  app_detach(gpbr_src_at(r, 0));
+  if (app_attach(r, name, 1))
+    gpbr_log(r, 0, "pool '%s' is back: serving the new one", name);
+}
+
 /* Polls every open source's reader. */
 static void app_poll(gpbr_t *r, int exit_on_close, uint64_t *last_err) {
   for (int i = 0; i < gpbr_src_count(r); i++) {
@@ -450,8 +473,9 @@ int main(int argc, char **argv) {
     app_poll(r, exit_on_close, &last_err);
     gpbr_step(r, 10);
     uint64_t now = now_ns();
-    if (all && now - last_scan > 1000000000ull) {
-      app_scan(r);
+    if (now - last_scan > 1000000000ull) {
+      if (all) app_scan(r);
+      else if (!exit_on_close) app_follow(r, name);
       last_scan = now;
     }
     if (exit_on_close && gpbr_src_is_closed(gpbr_src_at(r, 0))) {

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Above this many ops in one update, the map is rebuilt once afterwards
@@ -37,21 +38,103 @@ void vapp_message(vapp_t *a, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Live: keeps the frees since the last split or alloc (vdrain_t). */
+static void app_drain_note(vapp_t *a, const gpb_event_t *ev) {
+  vdrain_t *d = &a->drain;
+  if (ev->type == GPB_EV_ALLOC || ev->type == GPB_EV_SPLIT) {
+    d->n = 0, d->over = 0;
+    return;
+  }
+  if (ev->type != GPB_EV_FREE && ev->type != GPB_EV_MERGE) return;
+  if (d->over) return;
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 1024;
+    void *v = d->n < VDRAIN_MAX ? realloc(d->ev, cap * sizeof *d->ev) : NULL;
+    if (!v) {
+      d->over = 1;
+      return;
+    }
+    d->ev = v, d->cap = cap;
+  }
+  d->ev[d->n++] = *ev;
+}
+
+typedef struct app_blocks {
+  gpb_block_info_t *v;
+  size_t n, cap;
+} app_blocks_t;
+
+static int app_block_add(const gpb_block_info_t *b, void *user) {
+  app_blocks_t *l = user;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 256;
+    void *v = realloc(l->v, cap * sizeof *l->v);
+    if (!v) return -1;
+    l->v = v, l->cap = cap;
+  }
+  l->v[l->n++] = *b;
+  return 0;
+}
+
+/* A live pool that closed empty after a run of frees (its program's
+ * teardown): its state before them, as a model of our own (a->held)
+ * shown instead of the emptied pool. 0 when there was nothing to undo or
+ * it could not be done (the emptied pool stays). */
+static int app_hold_last(vapp_t *a) {
+  vdrain_t *d = &a->drain;
+  if (!d->n || d->over || !a->model || a->stats.live_allocs) return 0;
+  app_blocks_t l = {0};
+  gpb_model_t *m = NULL;
+  uint64_t seq = gpb_model_seq(a->model);
+  int rc = gpb_model_create(a->info.managed_size, a->info.min_block, &m);
+  if (!rc) rc = gpb_model_visit(a->model, app_block_add, &l);
+  if (!rc) rc = gpb_model_load(m, l.v, l.n, seq);
+  for (size_t i = d->n; !rc && i-- > 0;) {
+    gpb_event_t ev = d->ev[i];
+    ev.type = ev.type == GPB_EV_FREE ? GPB_EV_ALLOC : GPB_EV_SPLIT;
+    ev.seq = ++seq;
+    rc = gpb_model_apply(m, &ev);
+  }
+  free(l.v);
+  if (rc) {
+    gpb_model_destroy(m);
+    return 0;
+  }
+  a->held = m;
+  a->model = m;
+  a->map.need_rebuild = 1;
+  vsite_resync(a);
+  gpb_model_stats(a->model, &a->stats);
+  return 1;
+}
+
+static void app_drop_held(vapp_t *a) {
+  gpb_model_destroy(a->held);
+  a->held = NULL;
+  free(a->drain.ev);
+  memset(&a->drain, 0, sizeof a->drain);
+}
+
 static void app_event(const gpb_event_t *ev, void *user) {
   vapp_t *a = user;
+  a->changes++;
   if (!ev) { /* resync from a keyframe: the sums must be rebuilt */
+    a->drain.n = 0, a->drain.over = 0; /* frees before it: not undoable */
+    vbands_resync(&a->bands, vapp_pos(a));
     a->map.need_rebuild = 1;
     a->req_rescan = 1;
     vsite_resync(a);
     return;
   }
   a->events++;
+  if (a->kind == VSRC_LIVE) app_drain_note(a, ev);
   if ((ev->type == GPB_EV_ALLOC || ev->type == GPB_EV_FAIL) &&
       ev->requested > a->max_req)
     a->max_req = ev->requested;
   vmap_event(&a->map, ev);
   /* A replay's x is its op, so the timeline seeks by it; live: the seq. */
   uint64_t x = a->kind == VSRC_REPLAY ? vreplay_pos(a->rp) : ev->seq;
+  vbands_event(&a->bands, ev, x);
   if (ev->type == GPB_EV_ALLOC) {
     gpbt_sites_alloc(&a->sites, ev->site, ev->size);
   } else if (ev->type == GPB_EV_FREE) {
@@ -67,7 +150,9 @@ static int app_common(vapp_t *a) {
   int rc = vmap_init(&a->map, a->info.managed_size, a->info.min_block);
   if (rc) return rc;
   vseries_reset(&a->series);
+  a->series.oom_latest = a->kind == VSRC_LIVE;
   voom_init(&a->oom);
+  vbands_init(&a->bands);
   if (gpbt_sites_init(&a->sites)) return GPB_EHOSTMEM;
   a->seek_to = UINT64_MAX;
   a->scale = 1;
@@ -219,6 +304,8 @@ int vapp_reopen(vapp_t *a) {
   a->info = info;
   a->model = model;
   gpb_attach_set_hook(at, app_event, a);
+  app_drop_held(a); /* a->model is the new reader's now */
+  vbands_fini(&a->bands); /* another program's allocations */
   a->disconnected = a->failed = 0;
   a->events = 0;
   a->have_sel = 0;
@@ -226,6 +313,7 @@ int vapp_reopen(vapp_t *a) {
   a->req_rescan = 1;
   a->req_rescan_ns = 0; /* a new reader: look at once */
   vseries_reset(&a->series);
+  a->series.oom_latest = 1;
   voom_fini(&a->oom);
   voom_init(&a->oom);
   vsite_resync(a);
@@ -238,6 +326,8 @@ int vapp_reopen(vapp_t *a) {
 }
 
 void vapp_close(vapp_t *a) {
+  app_drop_held(a);
+  vbands_fini(&a->bands);
   vreplay_close(a->rp);
   gpb_attach_close(a->at);
   vmap_free(&a->map);
@@ -335,8 +425,17 @@ void vapp_update(vapp_t *a, double dt) {
     if (rc == GPB_ECLOSED) {
       a->disconnected = 1;
       a->retry_ns = gpb_now_ns() + app_retry_ns(a);
-      vapp_message(a, "disconnected: the pool's program is gone; "
-                   "watching for it to come back");
+      if (app_hold_last(a))
+        vapp_message(a, "disconnected: the program exited; the pool as it "
+                     "was before its teardown freed %zu blocks",
+                     a->drain.n);
+      else if (a->src_remote)
+        vapp_message(a, "disconnected: the relay stopped answering or the "
+                     "pool's program is gone; trying again every %d s",
+                     (int)(VAPP_RETRY_REMOTE_NS / 1000000000ull));
+      else
+        vapp_message(a, "disconnected: the pool's program is gone; "
+                     "watching for it to come back");
     } else if (rc < 0) {
       a->failed = 1;
       vapp_message(a, "live stream error: %s%s%s", gpb_strerror(rc),
@@ -373,6 +472,28 @@ void vapp_sync_map(vapp_t *a) {
   if (a->map.need_rebuild) vmap_rebuild(&a->map, a->model);
   vmap_refresh(&a->map, a->model);
   vmap_colorize(&a->map);
+}
+
+/* FNV-1a over one 64-bit value at a time. */
+static uint64_t app_mix(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; i++, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t vapp_signature(const vapp_t *a, uint64_t now) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = app_mix(h, a->changes);
+  h = app_mix(h, vapp_pos(a));
+  h = app_mix(h, (uint64_t)a->paused | (uint64_t)a->disconnected << 1 |
+                     (uint64_t)a->failed << 2 |
+                     (uint64_t)(a->seek_to != UINT64_MAX) << 3 |
+                     (uint64_t)(a->msg[0] && now < a->msg_until_ns) << 4);
+  h = app_mix(h, a->msg_until_ns);
+  h = app_mix(h, a->last_age_rebuild_ns);
+  h = app_mix(h, a->series.count);
+  h = app_mix(h, a->series.ooms);
+  h = app_mix(h, (uint64_t)a->oom.nex << 32 | (uint32_t)a->oom.sel);
+  return h;
 }
 
 int vapp_closed(const vapp_t *a) {

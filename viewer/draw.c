@@ -50,13 +50,30 @@ uint32_t vc_free_of(uint32_t c) {
   return vc_mix(c, 0xFF6B7280u, 0.6);
 }
 
+/* All GPB_MAX_TAGS tags apart (they shared 16 colours): the first 16
+ * as before, the other 48 picked farthest first from the colours already
+ * taken, the background, the free green, white and the timeline's grey,
+ * so any two differ by at least 40 in summed RGB (82 for the 48) and
+ * stand off free blocks. */
 uint32_t vc_tag(uint32_t tag) {
-  static const uint32_t pal[16] = {
+  static const uint32_t pal[64] = {
       0xFF3B82F6u, 0xFFEF4444u, 0xFF10B981u, 0xFFF59E0Bu,
       0xFF8B5CF6u, 0xFFEC4899u, 0xFF06B6D4u, 0xFF84CC16u,
       0xFFF97316u, 0xFF6366F1u, 0xFF14B8A6u, 0xFFE11D48u,
-      0xFFA3E635u, 0xFFFACC15u, 0xFF94A3B8u, 0xFFD946EFu};
-  return pal[tag & 15];
+      0xFFA3E635u, 0xFFFACC15u, 0xFF94A3B8u, 0xFFD946EFu,
+      0xFF00FF00u, 0xFF66FFDDu, 0xFF884400u, 0xFF44FF55u,
+      0xFFAA11BBu, 0xFFBB8866u, 0xFFEEFF66u, 0xFF77DD88u,
+      0xFFFFAA88u, 0xFFFF00DDu, 0xFF00FFFFu, 0xFF77BBFFu,
+      0xFFCCFF00u, 0xFFFF77CCu, 0xFFFF1100u, 0xFF0066BBu,
+      0xFF00FF99u, 0xFF33DDEEu, 0xFF44DD00u, 0xFF44EEAAu,
+      0xFF7722DDu, 0xFF99FFAAu, 0xFFAA6622u, 0xFFBB00FFu,
+      0xFFBB3377u, 0xFFBB66BBu, 0xFFCCCC77u, 0xFFFF0077u,
+      0xFFBB88FFu, 0xFFCC3311u, 0xFF00DD55u, 0xFF1155FFu,
+      0xFF999900u, 0xFFCCAA33u, 0xFF4499BBu, 0xFF00AA00u,
+      0xFF22EE22u, 0xFF22FFCCu, 0xFF55CCCCu, 0xFF66FF11u,
+      0xFF8833AAu, 0xFF88BB66u, 0xFFCC9999u, 0xFFDD00AAu,
+      0xFFEE9955u, 0xFF66AA99u, 0xFFFF6666u, 0xFFDDDD44u};
+  return pal[tag % 64];
 }
 
 uint32_t vc_site(uint32_t site) {

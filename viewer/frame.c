@@ -21,7 +21,7 @@
 #define FRAME_PANEL_W 250  /* at scale 1 */
 #define FRAME_MAX_CELLS 2500000u
 #define FRAME_TALL_H 360   /* frames this tall (at scale 1) get ... */
-#define FRAME_TL_H 48      /* ... a timeline this tall */
+#define FRAME_TL_H 76      /* ... a timeline this tall (with its axes) */
 
 const char *vfmt_bytes(uint64_t v, char *buf, size_t n) {
   gpb_size_format(v, buf, n);
@@ -91,10 +91,7 @@ void vframe_layout(vapp_t *a, int w, int h) {
   a->map_h = h - bottom - axis;
   if (a->map_w < 1) a->map_w = 1;
   if (a->map_h < 1) a->map_h = 1;
-  a->tl_x = 4 * s;
-  a->tl_w = w - 8 * s;
-  a->tl_h = tlh;
-  a->tl_y = a->map_h + axis + 2 * s;
+  vtl_layout(a, 4 * s, a->map_h + axis + 2 * s, w - 8 * s, tlh);
   /* One cell per (scaled) pixel, coarser only on huge screens so the sums
    * stay a few tens of MB. */
   int cp = a->cell_scale > 0 ? a->cell_scale : s;
@@ -369,7 +366,7 @@ static uint32_t frame_age_color(double t) { return vc_ramp(1.0 - t); }
 static void frame_legend(vapp_t *a, frame_pen_t *p) {
   const vmap_t *m = &a->map;
   int tree = m->layout == VLAYOUT_TREE, x = p->x;
-  char b1[32], b2[32];
+  char b1[56], b2[32];
   switch (tree ? vmap_tree_color(m->color) : m->color) {
   case VCOLOR_ORDER:
     pen_line(p, VC_DIM, "COLOR: BLOCK SIZE (ORDER)%s",
@@ -399,7 +396,7 @@ static void frame_legend(vapp_t *a, frame_pen_t *p) {
     gpbt_site_row_t r[4];
     size_t n = vsite_top(a, r, 4);
     for (size_t i = 0; i < n; i++) {
-      char sh[24];
+      char sh[40];
       vsite_short(vapp_site_text(a, r[i].site), sh, sizeof sh);
       snprintf(b1, sizeof b1, "#%u %s", r[i].site, sh);
       if (x > p->x && x + gpbt_font_width(p->s, b1) + 14 * p->s > p->x + p->w) {
@@ -430,35 +427,72 @@ static void frame_legend(vapp_t *a, frame_pen_t *p) {
   p->y += (GPBT_FONT_H + 1) * p->s;
 }
 
+/* The orders the bars show: 0 up to the largest with a free block (the
+ * empty ones above it are said in one line). */
+static uint32_t frame_orders_shown(const gpb_stats_t *st) {
+  uint32_t hi = 0;
+  for (uint32_t k = 0; k < st->num_orders; k++)
+    if (st->free_blocks[k]) hi = k;
+  return st->num_orders ? hi + 1 : 0;
+}
+
+/* The height the bars take at text scale s: a header, a line of text
+ * per order shown, and the "none free" line. */
+static int frame_buddyinfo_h(const gpb_stats_t *st, int s) {
+  uint32_t n = frame_orders_shown(st);
+  int lh = (GPBT_FONT_H + 1) * s;
+  return lh * (int)(n + 1 + (n < st->num_orders)) + 4 * s;
+}
+
+/* Free blocks per order, one labelled bar per line: the block size on
+ * the left, the count on the right, log-scaled bars between. Text at the
+ * panel's scale where it fits by max_y, else at scale 1; the bars were
+ * 3-pixel slivers at 1280x800 and their labels collided at 900x600. */
 static void frame_buddyinfo(vapp_t *a, frame_pen_t *p, int max_y) {
   const gpb_stats_t *st = &a->stats;
-  uint32_t n = st->num_orders;
+  uint32_t n = frame_orders_shown(st);
   if (!n) return;
-  int s = p->s, rowh = (GPBT_FONT_H - 1) * s;
-  pen_line(p, VC_TEXT, "FREE BLOCKS PER ORDER");
-  int avail = max_y - p->y;
-  if (rowh * (int)n > avail) rowh = avail / (int)n;
-  if (rowh < 2) return;
+  int s = p->s;
+  if (s > 1 && p->y + frame_buddyinfo_h(st, s) > max_y) s = 1;
+  if (p->y + frame_buddyinfo_h(st, s) > max_y) return;
+  int lh = (GPBT_FONT_H + 1) * s;
+  gpbt_font_draw(p->fb, p->x, p->y, s, VC_TEXT, "FREE BLOCKS PER ORDER");
+  p->y += lh;
   uint64_t mx = 1;
-  for (uint32_t k = 0; k < n; k++)
-    if (st->free_blocks[k] > mx) mx = st->free_blocks[k];
-  int lx = p->x, bx = p->x + 9 * GPBT_FONT_W * s, bw = p->w - 9 * GPBT_FONT_W * s - 8 * GPBT_FONT_W * s;
+  int cw = 1;
   for (uint32_t k = 0; k < n; k++) {
-    int y = p->y + (int)(n - 1 - k) * rowh;
+    char num[32];
+    if (st->free_blocks[k] > mx) mx = st->free_blocks[k];
+    int w = snprintf(num, sizeof num, "%" PRIu64, st->free_blocks[k]);
+    if (w > cw) cw = w;
+  }
+  int fw = GPBT_FONT_W * s;
+  int bx = p->x + 10 * fw, bw = p->w - 10 * fw - (cw + 1) * fw;
+  for (uint32_t k = 0; k < n; k++) {
+    int y = p->y + (int)(n - 1 - k) * lh;
     char b1[32], num[32];
     uint64_t c = st->free_blocks[k];
-    if (rowh >= GPBT_FONT_H * s - s) {
-      gpbt_font_draw(p->fb, lx, y - s, s, VC_DIM, vfmt_bytes(st->min_block << k, b1, 32));
-      snprintf(num, sizeof num, "%" PRIu64, c);
-      gpbt_font_draw(p->fb, bx + bw + 2 * s, y - s, s, VC_DIM, num);
-    }
+    gpbt_font_draw(p->fb, p->x, y, s, VC_DIM, vfmt_bytes(st->min_block << k, b1, 32));
+    snprintf(num, sizeof num, "%" PRIu64, c);
+    gpbt_font_draw(p->fb, p->x + p->w - gpbt_font_width(s, num), y, s,
+                   VC_DIM, num);
+    if (bw < 4) continue;
     int len = c ? (int)((double)bw * log1p((double)c) / log1p((double)mx)) : 0;
     if (c && len < 1) len = 1;
-    gpbt_fb_fill(p->fb, bx, y + s, bw, rowh - 2 * s > 0 ? rowh - 2 * s : 1, VC_GRID);
-    gpbt_fb_fill(p->fb, bx, y + s, len, rowh - 2 * s > 0 ? rowh - 2 * s : 1,
-                 vc_ramp(n > 1 ? (double)k / (n - 1) : 0));
+    gpbt_fb_fill(p->fb, bx, y + s, bw, lh - 3 * s, VC_GRID);
+    gpbt_fb_fill(p->fb, bx, y + s, len, lh - 3 * s,
+                 vc_ramp(st->num_orders > 1 ? (double)k / (st->num_orders - 1) : 0));
   }
-  p->y += (int)n * rowh + 4 * s;
+  p->y += (int)n * lh;
+  if (n < st->num_orders) {
+    char b1[32];
+    char t[64];
+    snprintf(t, sizeof t, "NONE FREE FROM %s UP",
+             vfmt_bytes(st->min_block << n, b1, 32));
+    gpbt_font_draw(p->fb, p->x, p->y, s, VC_DIM, t);
+    p->y += lh;
+  }
+  p->y += 4 * s;
 }
 
 /* The side panel grouped by call site (S): the sites holding the most
@@ -467,19 +501,24 @@ static void frame_sites(vapp_t *a, frame_pen_t *p, int max_y) {
   int s = p->s, lh = (GPBT_FONT_H + 1) * s;
   pen_line(p, VC_TEXT, "LIVE BYTES BY CALL SITE");
   gpbt_site_row_t r[16];
-  int rows = (max_y - p->y) / lh;
+  int rows = (max_y - p->y) / (2 * lh);
   size_t n = vsite_top(a, r, rows < 16 ? (size_t)(rows > 0 ? rows : 0) : 16);
   if (!n) pen_line(p, VC_DIM, "NOTHING LIVE");
   int chars = (p->w - 8 * s) / (GPBT_FONT_W * s);
   for (size_t i = 0; i < n; i++) {
-    char b1[32], line[160];
+    char b1[32], line[160], sh[96];
     const char *t = vapp_site_text(a, r[i].site);
-    snprintf(line, sizeof line, "%-5u %9s %s", r[i].site,
-             vfmt_bytes(r[i].bytes, b1, 32),
-             t ? t : r[i].site ? "" : "(UNKNOWN)");
-    if (chars > 0 && chars < (int)sizeof line) line[chars] = 0;
+    /* Its bytes, then its name (the first frame in the user's code) on
+     * a line of its own, keeping its end when it must be cut. */
+    snprintf(line, sizeof line, "#%u  %s", r[i].site,
+             vfmt_bytes(r[i].bytes, b1, 32));
     gpbt_fb_fill(p->fb, p->x, p->y + 2 * s, 5 * s, 5 * s, vc_site(r[i].site));
     gpbt_font_draw(p->fb, p->x + 8 * s, p->y, s, VC_TEXT, line);
+    p->y += lh;
+    const char *name = t ? vsite_short(t, sh, sizeof sh)
+                         : r[i].site ? "(NO FRAMES)" : "(UNKNOWN)";
+    if (chars > 0) vfmt_tail(name, (size_t)chars, line, sizeof line);
+    gpbt_font_draw(p->fb, p->x + 8 * s, p->y, s, VC_DIM, line);
     p->y += lh;
   }
 }
@@ -508,14 +547,18 @@ static void frame_chart(frame_pen_t *p, const char *label, const double *v,
   p->y += h + 4 * s;
 }
 
-static void frame_series(vapp_t *a, frame_pen_t *p) {
+/* The last n of the charts: fragmentation first, then the largest
+ * free block, then used bytes (which the timeline shows too). */
+static void frame_series(vapp_t *a, frame_pen_t *p, int n) {
   const vseries_t *se = &a->series;
   char b1[32];
   double m = (double)a->stats.managed_bytes;
-  frame_chart(p, "USED", se->used, se, m, VC_USED,
-              vfmt_bytes(a->stats.block_bytes, b1, 32));
-  frame_chart(p, "LARGEST FREE", se->largest, se, m, 0xFF7FBF80u,
-              vfmt_bytes(a->stats.largest_free, b1, 32));
+  if (n >= 3)
+    frame_chart(p, "USED", se->used, se, m, VC_USED,
+                vfmt_bytes(a->stats.block_bytes, b1, 32));
+  if (n >= 2)
+    frame_chart(p, "LARGEST FREE", se->largest, se, m, 0xFF7FBF80u,
+                vfmt_bytes(a->stats.largest_free, b1, 32));
   char fr[32];
   snprintf(fr, sizeof fr, "%.3f", a->stats.external_frag);
   frame_chart(p, "EXT FRAGMENTATION", se->frag, se, 1.0, VC_WASTE, fr);
@@ -525,6 +568,37 @@ static void frame_series(vapp_t *a, frame_pen_t *p) {
 
 static const char *const frame_color_names[] = {"STATE", "ORDER", "TAG", "AGE",
                                                 "SITE"};
+
+/* The status line with a message: after the line where both fit, else
+ * the message alone, on two lines (the one above cleared) when it is
+ * longer than the window is wide. Messages ran off the right edge. */
+void vframe_status_msg(gpbt_fb_t *fb, int s, int y, uint32_t col,
+                      const char *line, const char *msg) {
+  int fit = (fb->w - 8 * s) / (GPBT_FONT_W * s);
+  int nl = (int)strlen(line), nm = (int)strlen(msg);
+  if (fit < 8) return;
+  if (nl + 4 + nm <= fit) {
+    int x = gpbt_font_draw(fb, 4 * s, y, s, col, line);
+    gpbt_font_draw(fb, x + 4 * GPBT_FONT_W * s, y, s, VC_WASTE, msg);
+    return;
+  }
+  char buf[512];
+  if (nm <= fit) {
+    gpbt_font_draw(fb, 4 * s, y, s, VC_WASTE, msg);
+    return;
+  }
+  /* Break at the last space that fits the first line. */
+  int cut = fit;
+  while (cut > fit / 2 && msg[cut] != ' ') cut--;
+  if (msg[cut] != ' ') cut = fit;
+  snprintf(buf, sizeof buf, "%.*s", cut, msg);
+  int lh = (GPBT_FONT_H + 2) * s;
+  gpbt_fb_fill(fb, 0, y - lh - s, fb->w, lh, VC_PANEL);
+  gpbt_font_draw(fb, 4 * s, y - lh, s, VC_WASTE, buf);
+  const char *rest = msg + cut + (msg[cut] == ' ');
+  snprintf(buf, sizeof buf, "%.*s", fit, rest);
+  gpbt_font_draw(fb, 4 * s, y, s, VC_WASTE, buf);
+}
 
 static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale;
@@ -552,19 +626,31 @@ static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
    * drawn in a narrow window. */
   const char *name = strrchr(a->title, '/');
   name = name && name[1] ? name + 1 : a->title;
-  snprintf(line, sizeof line, "%.60s%s%s%s  %s  CELL %s  %s %s  H: KEYS", name,
-           *name ? "  " : "", state, speed, pos, vfmt_bytes(a->map.bpc, b1, 32),
+  /* As much as fits, the least needed left out first: the keys hint,
+   * the view's mode, the cell size, the speed (a half of --compare, a
+   * narrow window). */
+  int fit = (fb->w - 8 * s) / (GPBT_FONT_W * s);
+  char cell[48], mode[32];
+  snprintf(cell, sizeof cell, "  CELL %s", vfmt_bytes(a->map.bpc, b1, 32));
+  snprintf(mode, sizeof mode, "  %s %s",
            a->map.layout == VLAYOUT_TREE ? "TREE" : "MAP",
            frame_color_names[a->map.layout == VLAYOUT_TREE
                                  ? vmap_tree_color(a->map.color)
                                  : a->map.color]);
+  const char *keys = "  H: KEYS";
+  for (int drop = 0; drop <= 4; drop++) {
+    snprintf(line, sizeof line, "%.60s%s%s%s  %s%s%s%s", name,
+             *name ? "  " : "", state, drop >= 4 ? "" : speed, pos,
+             drop >= 3 ? "" : cell, drop >= 2 ? "" : mode,
+             drop >= 1 ? "" : keys);
+    if ((int)strlen(line) <= fit) break;
+  }
   uint32_t col = a->failed || a->disconnected ? VC_ALERT : VC_TEXT;
   if (a->searching) {
     snprintf(line, sizeof line, "FIND ADDRESS OR OFFSET: %s_", a->search);
     col = VC_WASTE;
   } else if (a->msg[0] && gpb_now_ns() < a->msg_until_ns) {
-    int x = gpbt_font_draw(fb, 4 * s, y, s, col, line);
-    gpbt_font_draw(fb, x + 4 * GPBT_FONT_W * s, y, s, VC_WASTE, a->msg);
+    vframe_status_msg(fb, s, y, col, line, a->msg);
     return;
   }
   gpbt_font_draw(fb, 4 * s, y, s, col, line);
@@ -579,7 +665,7 @@ static void frame_box(gpbt_fb_t *fb, int x, int y, int w, int h) {
 static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
                         uint64_t at, int mx, int my) {
   int s = a->scale, lh = (GPBT_FONT_H + 1) * s;
-  char l[24][80], b1[32], b2[32];
+  char l[64][80], b1[32], b2[32];
   int n = 0;
   snprintf(l[n++], 80, "OFFSET 0x%" PRIx64 " (%" PRIu64 ")", b->offset, b->offset);
   if (a->info.base)
@@ -609,11 +695,15 @@ static void frame_hover(vapp_t *a, gpbt_fb_t *fb, const gpb_block_info_t *b,
     }
   }
   snprintf(l[n++], 80, "BUDDY  %s", frame_buddy(a, b));
-  /* Why it is there: its call site, innermost frame first, each cut to
-   * the width of the frame's map. */
-  if (b->used)
-    n += vsite_hover(a, b->site, l + n, 24 - n,
-                     a->map_w / (GPBT_FONT_W * s) - 4);
+  /* Why it is there: its call site's whole stack, the user's frames
+   * first, as many rows as the window is tall (j k scroll the rest). */
+  if (b->used) {
+    if (b->site != a->hover_site) a->hover_site = b->site, a->hover_skip = 0;
+    int rows = (fb->h - 6 * s) / lh - n;
+    if (rows > 64 - n) rows = 64 - n;
+    n += vsite_hover(a, b->site, l + n, rows, a->map_w / (GPBT_FONT_W * s) - 4,
+                     a->hover_skip);
+  }
   int w = 0;
   for (int i = 0; i < n; i++) {
     int lw = gpbt_font_width(s, l[i]);
@@ -660,6 +750,61 @@ void vframe_help(gpbt_fb_t *fb, int s) {
   }
 }
 
+/* The allocation bands in the map's place: bytes in its margin, the
+ * timeline's ops (and zoom) across. */
+static void frame_bands(vapp_t *a, gpbt_fb_t *fb) {
+  int s = a->scale < 1 ? 1 : a->scale;
+  uint64_t lo, hi;
+  vtl_span(a, &lo, &hi);
+  gpbt_fb_fill(fb, 0, 0, a->map_x, a->map_h, VC_PANEL);
+  if (vbands_draw(&a->bands, fb, a->map_x, a->map_y, a->map_w, a->map_h, lo,
+                  hi, gpb_now_ns()))
+    vapp_message(a, "out of memory for the allocation bands");
+  char t[64];
+  for (int q = 0; q <= 2 && a->map_x > 0; q++) {
+    vfmt_bytes((uint64_t)(a->bands.ymax * q / 2), t, sizeof t);
+    int y = a->map_y + a->map_h - (int)((double)a->map_h * q / 2) -
+            (q ? 0 : GPBT_FONT_H * s);
+    gpbt_font_draw(fb, a->map_x - gpbt_font_width(s, t) - 2 * s, y, s,
+                   VC_DIM, t);
+  }
+  snprintf(t, sizeof t, "%zu ALLOCATIONS, ONE BAND EACH (A: BLOCK MAP)%s",
+           a->bands.n, a->bands.over ? " - NO MORE RECORDED" : "");
+  gpbt_font_draw(fb, a->map_x + 4 * s, a->map_y + 2 * s, s, VC_TEXT, t);
+}
+
+/* The hover over a band: the allocation, its bytes, its ops, its site. */
+static void frame_bands_hover(vapp_t *a, gpbt_fb_t *fb) {
+  const vband_t *r = vbands_at(&a->bands, a->mouse_x - a->map_x,
+                               a->mouse_y - a->map_y);
+  if (!r) return;
+  int s = a->scale < 1 ? 1 : a->scale, lh = (GPBT_FONT_H + 1) * s, n = 0;
+  char l[5][96], b1[32], sh[64];
+  snprintf(l[n++], 96, "ALLOCATION %zu OF %zu", (size_t)(r - a->bands.v) + 1,
+           a->bands.n);
+  snprintf(l[n++], 96, "SIZE   %s  TAG %u", vfmt_bytes(r->size, b1, 32), r->tag);
+  if (r->t1 == UINT64_MAX)
+    snprintf(l[n++], 96, "%s %" PRIu64 " TO NOW", a->kind == VSRC_REPLAY ?
+             "OP" : "EVENT", r->t0);
+  else
+    snprintf(l[n++], 96, "%s %" PRIu64 " TO %" PRIu64, a->kind == VSRC_REPLAY ?
+             "OPS" : "EVENTS", r->t0, r->t1);
+  if (r->site)
+    snprintf(l[n++], 96, "SITE   %u %s", r->site,
+             vsite_short(vapp_site_text(a, r->site), sh, sizeof sh));
+  int w = 0;
+  for (int i = 0; i < n; i++)
+    if (gpbt_font_width(s, l[i]) > w) w = gpbt_font_width(s, l[i]);
+  w += 8 * s;
+  int h = n * lh + 6 * s, x = a->mouse_x + 14 * s, y = a->mouse_y + 14 * s;
+  if (x + w > fb->w) x = a->mouse_x - w - 6 * s;
+  if (y + h > fb->h) y = fb->h - h;
+  frame_box(fb, x < 0 ? 0 : x, y < 0 ? 0 : y, w, h);
+  for (int i = 0; i < n; i++)
+    gpbt_font_draw(fb, (x < 0 ? 0 : x) + 4 * s, (y < 0 ? 0 : y) + 3 * s + i * lh,
+                   s, VC_TEXT, l[i]);
+}
+
 void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   int s = a->scale < 1 ? 1 : a->scale;
   vframe_layout(a, fb->w, fb->h);
@@ -668,13 +813,17 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
   int right = a->map_x + a->map_w;
   gpbt_fb_fill(fb, right, 0, fb->w - right, fb->h, VC_PANEL);
   gpbt_fb_fill(fb, 0, a->map_h, right, fb->h - a->map_h, VC_PANEL);
-  vframe_map(a, fb);
-  frame_ruler(a, fb);
+  if (a->show_bands) {
+    frame_bands(a, fb);
+  } else {
+    vframe_map(a, fb);
+    frame_ruler(a, fb);
+  }
 
   gpb_block_info_t hb;
   int hover = 0;
   uint64_t hoff = UINT64_MAX;
-  if (a->mouse_in) {
+  if (a->mouse_in && !a->show_bands) {
     hoff = vframe_offset_at(a, a->mouse_x, a->mouse_y, NULL);
     if (hoff != UINT64_MAX && gpb_model_lookup(a->model, hoff, &hb) == 0) hover = 1;
   }
@@ -691,23 +840,29 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
     p.y += 3 * s;
     frame_legend(a, &p);
     p.y += 3 * s;
-    /* The charts at the bottom, where there is room for them under the
-     * figures; the bars per order take what is left. */
-    int charts = 3 * (GPBT_FONT_H * s + 38 * s);
-    int cy = a->map_h - charts;
+    /* The charts at the bottom, as many as fit under the figures and
+     * the bars per order (the bars come first: the charts are the
+     * timeline's figures again, over time). */
+    int ch = GPBT_FONT_H * s + 38 * s, nch = 3;
+    int need = a->side_sites ? 6 * (GPBT_FONT_H + 1) * s
+                             : frame_buddyinfo_h(&a->stats, 1);
+    while (nch > 0 && a->map_h - nch * ch < p.y + need) nch--;
+    int cy = a->map_h - nch * ch;
     if (a->side_sites)
-      frame_sites(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
+      frame_sites(a, &p, cy - 4 * s);
     else
-      frame_buddyinfo(a, &p, cy >= p.y + 4 * s ? cy - 4 * s : a->map_h);
-    if (cy >= p.y) {
+      frame_buddyinfo(a, &p, cy - 4 * s);
+    if (nch) {
       p.y = cy;
-      frame_series(a, &p);
+      frame_series(a, &p, nch);
     }
   }
   frame_bottom(a, fb);
 
   if (a->disconnected || a->failed) {
-    const char *t = a->disconnected ? "DISCONNECTED - LAST STATE SHOWN"
+    const char *t = a->disconnected && a->held
+                        ? "DISCONNECTED - LAST STATE BEFORE TEARDOWN"
+                    : a->disconnected ? "DISCONNECTED - LAST STATE SHOWN"
                                     : "STOPPED ON AN ERROR - LAST GOOD STATE SHOWN";
     int ts = 2 * s, w = gpbt_font_width(ts, t) + 16 * s;
     int x = a->map_x + (a->map_w - w) / 2, y = a->map_y + 10 * s;
@@ -715,6 +870,7 @@ void vframe_draw(vapp_t *a, gpbt_fb_t *fb) {
     gpbt_font_draw(fb, x + 8 * s, y + 3 * s, ts, VC_ALERT, t);
   }
   if (hover) frame_hover(a, fb, &hb, hoff, a->mouse_x, a->mouse_y);
+  if (a->show_bands && a->mouse_in) frame_bands_hover(a, fb);
   else if (a->have_sel && !a->mouse_in)
     frame_hover(a, fb, &sb, a->sel_off, a->map_x + a->map_w / 2,
                 a->map_y + a->map_h / 3);

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRID_LINES 4 /* text lines under each map */
+#define GRID_LINES 5 /* text lines under each map: the name, figures */
 
 void vgrid_init(vgrid_t *g, const char *token, vcolor_mode_t color,
                 vlayout_t layout) {
@@ -159,6 +159,7 @@ static int grid_scan_relay(vgrid_t *g, vrelay_t *r, int loud) {
   grid_names_t l = {0};
   int rc = gpb_attach_list_remote(r->addr, g->token, grid_note, &l);
   uint64_t now = gpb_now_ns();
+  r->down = rc < 0 ? rc : 0;
   if (rc < 0) {
     if (loud) vapp_attach_error(r->addr, rc);
     else vgrid_message(g, "relay at %s: %s", r->addr, gpb_strerror(rc));
@@ -251,6 +252,18 @@ void vgrid_update(vgrid_t *g, double dt) {
   }
 }
 
+uint64_t vgrid_signature(const vgrid_t *g, uint64_t now) {
+  if (g->focus) return vapp_signature(g->focus, now) ^ 0x9e3779b97f4a7c15ull;
+  uint64_t h = (uint64_t)g->n * 0x100000001b3ull;
+  h ^= (uint64_t)(g->msg[0] && now < g->msg_until_ns) << 63;
+  h ^= g->msg_until_ns;
+  for (int i = 0; i < g->n; i++) {
+    h = h * 31 + vapp_signature(g->cells[i].app, now);
+    h = h * 31 + g->cells[i].closed_ns;
+  }
+  return h;
+}
+
 /* ----------------------------------------------------------------- layout */
 
 static int grid_line_h(int s) { return (GPBT_FONT_H + 1) * s; }
@@ -332,25 +345,49 @@ static void grid_text(gpbt_fb_t *fb, int x, int y, int s, int room,
   gpbt_font_draw(fb, x, y, s, color, buf);
 }
 
+/* Whole figures flowed into `lines` lines of `room` pixels at text
+ * scale s (never one cut in two: "LIVE 5" was 524 live): 1 when all of
+ * them fit. Draws them when fb is not NULL. */
+static int grid_flow(gpbt_fb_t *fb, int x, int y, int s, int room, int lines,
+                     char (*items)[48], const uint32_t *col, int n) {
+  int lh = grid_line_h(s), cx = x, line = 0, gap = 2 * GPBT_FONT_W * s;
+  for (int i = 0; i < n; i++) {
+    int w = gpbt_font_width(s, items[i]);
+    if (cx > x && cx + w > x + room) cx = x, line++;
+    if (line >= lines || w > room) return 0;
+    if (fb) gpbt_font_draw(fb, cx, y + line * lh, s, col[i], items[i]);
+    cx += w + gap;
+  }
+  return 1;
+}
+
+/* A closed pool's map stays readable (its last state), dimmed a little,
+ * with CLOSED on a box of its own. */
+static void grid_closed(const vapp_t *a, gpbt_fb_t *fb, int s) {
+  for (int y = a->map_y; y < a->map_y + a->map_h && y < fb->h; y++)
+    for (int x = a->map_x; x < a->map_x + a->map_w && x < fb->w; x++) {
+      uint32_t *p = fb->px + (size_t)y * (size_t)fb->w + x;
+      *p = vc_mix(*p, VC_PANEL, 0.4);
+    }
+  const char *t = "CLOSED - LAST STATE";
+  int ts = a->map_h > 40 * s && gpbt_font_width(2 * s, t) < a->map_w ? 2 * s : s;
+  if (gpbt_font_width(ts, t) + 8 * s > a->map_w) t = "CLOSED";
+  int w = gpbt_font_width(ts, t) + 8 * s, h = GPBT_FONT_H * ts + 6 * s;
+  int x = a->map_x + (a->map_w - w) / 2, y = a->map_y + (a->map_h - h) / 2;
+  gpbt_fb_fill(fb, x, y, w, h, 0xFF0B0E13u);
+  gpbt_fb_rect(fb, x, y, w, h, VC_ALERT);
+  gpbt_font_draw(fb, x + 4 * s, y + 3 * s, ts, VC_ALERT, t);
+}
+
 static void grid_cell(const vcell_t *c, gpbt_fb_t *fb, int hover) {
   vapp_t *a = c->app;
   const gpb_stats_t *st = &a->stats;
   int s = a->scale, lh = grid_line_h(s), closed = vapp_closed(a);
   vapp_sync_map(a);
   vframe_map(a, fb);
-  if (closed) {
-    for (int y = a->map_y; y < a->map_y + a->map_h && y < fb->h; y++)
-      for (int x = a->map_x; x < a->map_x + a->map_w && x < fb->w; x++) {
-        uint32_t *p = fb->px + (size_t)y * (size_t)fb->w + x;
-        *p = vc_mix(*p, VC_PANEL, 0.7);
-      }
-    const char *t = "CLOSED";
-    int ts = a->map_h > 40 * s ? 2 * s : s;
-    gpbt_font_draw(fb, a->map_x + (a->map_w - gpbt_font_width(ts, t)) / 2,
-                   a->map_y + (a->map_h - GPBT_FONT_H * ts) / 2, ts, VC_ALERT, t);
-  }
+  if (closed) grid_closed(a, fb, s);
   if (hover) gpbt_fb_rect(fb, c->x - s, c->y - s, c->w + 2 * s, c->h + 2 * s, VC_HILITE);
-  char l[160], b1[32], b2[32], b3[32];
+  char l[160], b1[32];
   int x = c->x, y = a->map_y + a->map_h + 2 * s;
   const char *name = c->key + c->name_at;
   if (c->name_at)
@@ -359,20 +396,57 @@ static void grid_cell(const vcell_t *c, gpbt_fb_t *fb, int hover) {
     snprintf(l, sizeof l, "%s", name);
   grid_text(fb, x, y, s, c->w, closed ? VC_DIM : VC_TEXT, l);
   y += lh;
+  char it[6][48];
+  uint32_t col[6];
+  int n = 0;
   double pct = st->managed_bytes ? 100.0 * (double)st->block_bytes /
                                        (double)st->managed_bytes : 0;
-  snprintf(l, sizeof l, "POOL %s  USED %s (%.0f%%)",
-           vfmt_bytes(a->info.pool_size, b1, 32),
-           vfmt_bytes(st->block_bytes, b2, 32), pct);
-  grid_text(fb, x, y, s, c->w, VC_DIM, l);
-  y += lh;
-  snprintf(l, sizeof l, "LARGEST %s  EXT FRAG %.3f",
-           vfmt_bytes(st->largest_free, b3, 32), st->external_frag);
-  grid_text(fb, x, y, s, c->w, VC_DIM, l);
-  y += lh;
-  snprintf(l, sizeof l, "FAILED %" PRIu64 "  LIVE %" PRIu64, st->failures,
-           st->live_allocs);
-  grid_text(fb, x, y, s, c->w, st->failures ? VC_ALERT : VC_DIM, l);
+  snprintf(it[n], 48, "USED %s (%.0f%%)", vfmt_bytes(st->block_bytes, b1, 32), pct);
+  col[n++] = VC_DIM;
+  snprintf(it[n], 48, "LIVE %" PRIu64, st->live_allocs);
+  col[n++] = VC_DIM;
+  snprintf(it[n], 48, "FAILED %" PRIu64, st->failures);
+  col[n++] = st->failures ? VC_ALERT : VC_DIM;
+  snprintf(it[n], 48, "LARGEST %s", vfmt_bytes(st->largest_free, b1, 32));
+  col[n++] = VC_DIM;
+  snprintf(it[n], 48, "EXT FRAG %.3f", st->external_frag);
+  col[n++] = VC_DIM;
+  snprintf(it[n], 48, "POOL %s", vfmt_bytes(a->info.pool_size, b1, 32));
+  col[n++] = VC_DIM;
+  /* At the cell's scale, else at 1 (twice the lines), else the first
+   * figures that fit whole. */
+  int lines = GRID_LINES - 1, ts = s;
+  while (n > 0 && !grid_flow(NULL, x, y, ts, c->w, lines * s / ts, it, col, n)) {
+    if (ts > 1) ts = 1;
+    else n--;
+  }
+  grid_flow(fb, x, y, ts, c->w, lines * s / ts, it, col, n);
+}
+
+/* What the maps' colours mean, at the right of the status line (the
+ * grid had no legend): the state colours, or the mode's name. */
+static void grid_legend(const vgrid_t *g, gpbt_fb_t *fb, int x0, int y, int s) {
+  static const struct { uint32_t c; const char *t; } st[] = {
+      {VC_FREE, "FREE"}, {VC_USED, "REQUESTED"}, {VC_WASTE, "WASTE"}};
+  static const char *const modes[] = {"", "COLOUR: BUDDY ORDER",
+                                      "COLOUR: TAG", "COLOUR: AGE",
+                                      "COLOUR: CALL SITE"};
+  int w = 0, sw = 8 * s;
+  if (g->color == VCOLOR_STATE) {
+    for (int i = 0; i < 3; i++) w += sw + gpbt_font_width(s, st[i].t) + 3 * GPBT_FONT_W * s;
+  } else {
+    w = gpbt_font_width(s, modes[g->color]);
+  }
+  int x = fb->w - 4 * s - w;
+  if (x < x0) return;
+  if (g->color != VCOLOR_STATE) {
+    gpbt_font_draw(fb, x, y, s, VC_DIM, modes[g->color]);
+    return;
+  }
+  for (int i = 0; i < 3; i++) {
+    gpbt_fb_fill(fb, x, y + s, 6 * s, 6 * s, st[i].c);
+    x = gpbt_font_draw(fb, x + sw, y, s, VC_DIM, st[i].t) + 3 * GPBT_FONT_W * s;
+  }
 }
 
 /* The focused view says how to come back, at the right of its status
@@ -401,19 +475,34 @@ void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb) {
     grid_cell(&g->cells[i], fb, i == hover);
     closed += g->cells[i].closed_ns != 0;
   }
-  if (!g->n) {
-    const char *t = g->all || g->nrelays ? "NO POOLS YET - LOOKING ONCE A SECOND"
-                                         : "NO POOLS";
-    gpbt_font_draw(fb, (fb->w - gpbt_font_width(2 * s, t)) / 2, fb->h / 3,
-                   2 * s, VC_DIM, t);
-  }
+  /* A relay that does not answer is said so (it looked like a machine
+   * with no pools: "0 POOLS"). */
+  const vrelay_t *dead = NULL;
+  for (int i = 0; i < g->nrelays && !dead; i++)
+    if (g->relays[i].down) dead = &g->relays[i];
   char line[256];
-  snprintf(line, sizeof line, "%d POOL%s%s  CLICK ONE TO OPEN IT  H: KEYS",
-           g->n, g->n == 1 ? "" : "S", closed ? " (SOME CLOSED)" : "");
+  if (!g->n) {
+    const char *t = dead ? "RELAY NOT ANSWERING"
+                    : g->all || g->nrelays ? "NO POOLS YET - LOOKING ONCE A SECOND"
+                                           : "NO POOLS";
+    gpbt_font_draw(fb, (fb->w - gpbt_font_width(2 * s, t)) / 2, fb->h / 3,
+                   2 * s, dead ? VC_ALERT : VC_DIM, t);
+  }
+  if (dead)
+    snprintf(line, sizeof line, "RELAY %.120s NOT ANSWERING (%s): TRYING AGAIN "
+             "EVERY %d S", dead->addr, gpb_strerror(dead->down),
+             (int)(VGRID_BACKOFF_NS / 1000000000ull));
+  else
+    snprintf(line, sizeof line, "%d POOL%s%s  CLICK ONE TO OPEN IT  H: KEYS",
+             g->n, g->n == 1 ? "" : "S", closed ? " (SOME CLOSED)" : "");
   int y = fb->h - (GPBT_FONT_H + 2) * s;
-  int x = gpbt_font_draw(fb, 4 * s, y, s, VC_TEXT, line);
-  if (g->msg[0] && gpb_now_ns() < g->msg_until_ns)
-    gpbt_font_draw(fb, x + 4 * GPBT_FONT_W * s, y, s, VC_WASTE, g->msg);
+  uint32_t lc = dead ? VC_ALERT : VC_TEXT;
+  if (g->msg[0] && gpb_now_ns() < g->msg_until_ns) {
+    vframe_status_msg(fb, s, y, lc, line, g->msg);
+  } else {
+    int end = gpbt_font_draw(fb, 4 * s, y, s, lc, line);
+    grid_legend(g, fb, end + 4 * GPBT_FONT_W * s, y, s);
+  }
   if (g->show_help) vframe_help(fb, s);
 }
 

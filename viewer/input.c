@@ -12,30 +12,33 @@
 #include <string.h>
 
 const char *const vinput_keys_help =
-    "KEYS\n"
-    "SPACE        PLAY / PAUSE (LIVE: FREEZE THE VIEW, NOT THE PROGRAM)\n"
-    "RIGHT  .     STEP ONE OP (REPLAY)\n"
-    "LEFT   ,     STEP BACK ONE OP (REPLAY)\n"
-    "+  -         FASTER / SLOWER      0  AS FAST AS POSSIBLE\n"
-    "HOME  END    START / END OF THE TRACE\n"
-    "CLICK TIMELINE    SEEK (REPLAY); A RED MARK: EXPLAIN THAT FAILURE\n"
-    "O            EXPLAIN A FAILED ALLOCATION    [  ]  PREVIOUS / NEXT\n"
-    "WHEEL  Z  X  ZOOM IN / OUT        F  FIT THE WHOLE POOL\n"
-    "UP DOWN PGUP PGDN  DRAG    SCROLL\n"
-    "C            CYCLE COLORS: STATE, ORDER, TAG, AGE, SITE (1-5)\n"
-    "S            SIDE PANEL: FREE BLOCKS PER ORDER / LIVE BYTES BY SITE\n"
-    "T            BLOCK MAP / BUDDY TREE (ONE ROW PER ORDER)\n"
-    "/            FIND AN ADDRESS OR OFFSET (0X.., 123, 4K);\n"
-    "             A REPLAY ALSO FINDS THE TRACE'S OWN ADDRESSES\n"
-    "CLICK MAP    SELECT A BLOCK (HOVER: ITS CALL SITE)   ESC  CLEAR\n"
-    "P            SAVE A PNG SCREENSHOT\n"
-    "GRID OF POOLS (--ALL, --CONNECT A,B): CLICK ONE TO WATCH IT\n"
-    "G            BACK TO THE GRID (ESC TOO, WITH NOTHING SELECTED)\n"
-    "H  ?         THIS HELP            Q  QUIT\n"
-    "FIGURES COUNT FREE BUDDIES MERGED, AS A REQUEST FINDS THEM.\n"
-    "UNUSABLE X FOR S: SHARE OF THE FREE BYTES IN BLOCKS SMALLER THAN S,\n"
-    "THE BLOCK OF THE LARGEST REQUEST SEEN (0: ANY FREE BLOCK TAKES IT,\n"
-    "1: NONE DOES, AND SUCH A REQUEST FAILS NOW)";
+    "Keys\n"
+    "space        play / pause (live: freeze the view, not the program)\n"
+    "right  .     step one op (replay)\n"
+    "left   ,     step back one op (replay)\n"
+    "+  -         faster / slower      0  as fast as possible\n"
+    "Home  End    start / end of the trace\n"
+    "click timeline    seek (replay); a red mark: explain that failure\n"
+    "o            explain a failed allocation    [  ]  previous / next\n"
+    "wheel  z  x  zoom in / out        f  fit the whole pool\n"
+    "wheel on the timeline: zoom in time   <  >  pan it\n"
+    "up down PgUp PgDn  drag    scroll\n"
+    "c            cycle colours: state, order, tag, age, site (1-5)\n"
+    "s            side panel: free blocks per order / live bytes by site\n"
+    "t            block map / buddy tree (one row per order)\n"
+    "a            allocations over time, one band each / block map\n"
+    "/            find an address or offset (0x.., 123, 4K);\n"
+    "             a replay also finds the trace's own addresses\n"
+    "click map    select a block (hover: its call site)   Esc  clear\n"
+    "j  k         scroll the hover's call stack (your frames first)\n"
+    "p            save a PNG screenshot\n"
+    "grid of pools (--all, --connect A,B): click one to watch it\n"
+    "g            back to the grid (Esc too, with nothing selected)\n"
+    "h  ?         this help            q  quit\n"
+    "Figures count free buddies merged, as a request finds them.\n"
+    "UNUSABLE x for S: share of the free bytes in blocks smaller than S,\n"
+    "the block of the largest request seen (0: any free block takes it,\n"
+    "1: none does, and such a request fails now)";
 
 /* Parses "0x1f00", "4096", "64K", "1.5MiB": hex or gpb_size_parse. */
 int vinput_parse_where(const char *s, uint64_t *out) {
@@ -119,23 +122,55 @@ static void input_zoom_center(vapp_t *a, int steps) {
   vmap_zoom(&a->map, steps, off, cell);
 }
 
+/* The search prompt's keys: Return finds, Esc closes, Backspace. */
+static void input_search_key(vapp_t *a, int key) {
+  size_t n = strlen(a->search);
+  if (key == VKEY_ENTER) {
+    a->searching = 0;
+    input_find(a);
+  } else if (key == VKEY_ESC) {
+    a->searching = 0;
+  } else if (key == VKEY_BACKSPACE && n) {
+    a->search[n - 1] = 0;
+  }
+}
+
+/* The map's keys: zoom, scroll, colours, layout. 1 when it was one. */
+static int input_map_key(vapp_t *a, int key) {
+  int64_t page = a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows;
+  switch (key) {
+  case 'z': input_zoom_center(a, 1); return 1;
+  case 'x': input_zoom_center(a, -1); return 1;
+  case 'f': vmap_fit(&a->map); return 1;
+  case VKEY_UP: vmap_scroll(&a->map, -8); return 1;
+  case VKEY_DOWN: vmap_scroll(&a->map, 8); return 1;
+  case VKEY_PGUP: vmap_scroll(&a->map, -page); return 1;
+  case VKEY_PGDN: vmap_scroll(&a->map, page); return 1;
+  case 'c':
+    vmap_set_color(&a->map, (vcolor_mode_t)((a->map.color + 1) % VCOLOR_COUNT));
+    return 1;
+  case '1': case '2': case '3': case '4': case '5':
+    vmap_set_color(&a->map, (vcolor_mode_t)(key - '1'));
+    return 1;
+  case 't':
+    vmap_set_layout(&a->map, a->map.layout == VLAYOUT_TREE ? VLAYOUT_LINEAR
+                                                          : VLAYOUT_TREE);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 int vinput_key(vapp_t *a, int key) {
   if (a->searching) {
-    size_t n = strlen(a->search);
-    if (key == VKEY_ENTER) {
-      a->searching = 0;
-      input_find(a);
-    } else if (key == VKEY_ESC) {
-      a->searching = 0;
-    } else if (key == VKEY_BACKSPACE && n) {
-      a->search[n - 1] = 0;
-    }
+    input_search_key(a, key);
     return 0;
   }
   if (a->show_help && key != 'h' && key != '?') {
     a->show_help = 0;
     if (key == VKEY_ESC) return 0;
   }
+  if (input_map_key(a, key)) return 0;
   switch (key) {
   case 'q':
     return 1;
@@ -150,6 +185,19 @@ int vinput_key(vapp_t *a, int key) {
     break;
   case 's':
     a->side_sites = !a->side_sites;
+    break;
+  case 'a':
+    a->show_bands = !a->show_bands;
+    break;
+  case 'j':
+    a->hover_skip++;
+    break;
+  case 'k':
+    if (a->hover_skip > 0) a->hover_skip--;
+    break;
+  case '<':
+  case '>':
+    vtl_pan(a, key == '<' ? -1 : 1);
     break;
   case VKEY_SPACE:
     a->paused = !a->paused;
@@ -181,41 +229,6 @@ int vinput_key(vapp_t *a, int key) {
   case VKEY_END:
     if (a->kind == VSRC_REPLAY) a->seek_to = a->total_ops ? a->total_ops : UINT64_MAX - 1;
     break;
-  case 'z':
-    input_zoom_center(a, 1);
-    break;
-  case 'x':
-    input_zoom_center(a, -1);
-    break;
-  case 'f':
-    vmap_fit(&a->map);
-    break;
-  case VKEY_UP:
-    vmap_scroll(&a->map, -8);
-    break;
-  case VKEY_DOWN:
-    vmap_scroll(&a->map, 8);
-    break;
-  case VKEY_PGUP:
-    vmap_scroll(&a->map, -(int64_t)(a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows));
-    break;
-  case VKEY_PGDN:
-    vmap_scroll(&a->map, a->map.layout == VLAYOUT_TREE ? 4 : a->map.rows);
-    break;
-  case 'c':
-    vmap_set_color(&a->map, (vcolor_mode_t)((a->map.color + 1) % VCOLOR_COUNT));
-    break;
-  case '1':
-  case '2':
-  case '3':
-  case '4':
-  case '5':
-    vmap_set_color(&a->map, (vcolor_mode_t)(key - '1'));
-    break;
-  case 't':
-    vmap_set_layout(&a->map, a->map.layout == VLAYOUT_TREE ? VLAYOUT_LINEAR
-                                                          : VLAYOUT_TREE);
-    break;
   case '/':
     a->searching = 1;
     a->search[0] = 0;
@@ -245,6 +258,11 @@ void vinput_text(vapp_t *a, const char *utf8) {
 }
 
 void vinput_wheel(vapp_t *a, int x, int y, int dy) {
+  if (a->tl_h > 0 && x >= a->tl_x && x < a->tl_x + a->tl_w &&
+      y >= a->tlb_y && y < a->tlb_y + a->tlb_h) {
+    vtl_zoom(a, x, dy > 0 ? 1 : -1);
+    return;
+  }
   uint64_t cell;
   uint64_t off = vframe_offset_at(a, x, y, &cell);
   if (off == UINT64_MAX) return;
@@ -271,6 +289,8 @@ void vinput_motion(vapp_t *a, int x, int y, int buttons) {
   a->mouse_y = y;
   a->mouse_in = x >= a->map_x && x < a->map_x + a->map_w && y >= a->map_y &&
                 y < a->map_y + a->map_h;
+  a->tl_mouse = x >= a->tl_x && x < a->tl_x + a->tl_w && y >= a->tl_y &&
+                y < a->tl_y + a->tl_h;
   if (!buttons) {
     a->dragging = 0;
     return;

@@ -14,6 +14,7 @@
 #include "opseq.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 typedef struct opts {
   const char *name, *connect, *token, *trace, *pattern, *png, *frames_dir;
+  const char *cmp_a, *cmp_b; /* --compare A B */
   int pool_size_given, json;
   const char *at, *find;
   uint64_t steps, seed;
@@ -32,6 +34,7 @@ typedef struct opts {
   int color, layout;
   uint64_t oom;      /* --oom N: explain the Nth failure; 0 none */
   int side_sites;    /* --sites */
+  int bands;         /* --bands */
   double speed;
   gpb_config_t cfg;
 } opts_t;
@@ -48,6 +51,8 @@ static void usage(FILE *f) {
 "       gpubuddy-view --trace FILE         replay a trace through a virtual pool\n"
 "       gpubuddy-view --pattern churn|checker|fill [--steps N] [--seed S]\n"
 "                                          replay a built-in synthetic workload\n"
+"       gpubuddy-view --compare A B        two traces side by side, shared\n"
+"                                          axes, each in its own pool\n"
 "\n"
 "replay options:\n"
 "  --pool-size SIZE   pool to replay into (default: for --trace, the size\n"
@@ -66,6 +71,8 @@ static void usage(FILE *f) {
 "  --color MODE       state, order, tag, age or site (default state)\n"
 "  --tree             start in the buddy-tree layout (one row per order)\n"
 "  --sites            side panel: live bytes by call site (key S)\n"
+"  --bands            allocations over time, one band each, in the map's\n"
+"                     place (key A)\n"
 "  --find WHERE       select and zoom to an address or offset (0x.., 4096, 1M)\n"
 "  --size WxH         window or image size (default 1280x800)\n"
 "  --scale N          UI scale of text and map (default: text at 2 from\n"
@@ -102,7 +109,149 @@ static int parse_wh(const char *v, int *w, int *h) {
   return 0;
 }
 
-static int parse_args(int argc, char **argv, opts_t *o) {
+/* ------------------------------------------------------------ options */
+
+/* An option's value goes to one field of opts_t: a flag sets an int to
+ * `val`, a string keeps argv's pointer, a number is checked against
+ * `max`; the rest parse their value in a function of their own. */
+typedef enum optkind { OPT_FLAG, OPT_STR, OPT_U64, OPT_INT, OPT_FN } optkind_t;
+typedef struct optdef {
+  const char *name, *alias;
+  optkind_t kind;
+  size_t off;     /* field of opts_t */
+  uint64_t max;   /* OPT_U64, OPT_INT */
+  int val;        /* OPT_FLAG */
+  int (*fn)(opts_t *o, const char *opt, const char *v);
+} optdef_t;
+
+static int opt_speed(opts_t *o, const char *opt, const char *v) {
+  char *end;
+  errno = 0;
+  o->speed = strtod(v, &end);
+  /* !(>= 0) also catches nan; 1e999 is inf (and ERANGE). */
+  if (errno || end == v || *end || !(o->speed >= 0) || !isfinite(o->speed)) {
+    fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", opt, v);
+    return -1;
+  }
+  return 0;
+}
+
+static int opt_size(opts_t *o, const char *opt, const char *v) {
+  if (!parse_wh(v, &o->w, &o->h)) return 0;
+  fprintf(stderr, "gpubuddy-view: %s wants WxH, 64..16384\n", opt);
+  return -1;
+}
+
+static int opt_pool_size(opts_t *o, const char *opt, const char *v) {
+  if (parse_size_opt(opt, v, &o->cfg.pool_size)) return -1;
+  if (!o->cfg.pool_size) {
+    fprintf(stderr, "gpubuddy-view: %s: must be more than 0\n", opt);
+    return -1;
+  }
+  o->pool_size_given = 1;
+  return 0;
+}
+
+static int opt_min_block(opts_t *o, const char *opt, const char *v) {
+  if (parse_size_opt(opt, v, &o->cfg.min_block)) return -1;
+  size_t mb = o->cfg.min_block;
+  if (mb < 16 || (mb & (mb - 1))) {
+    fprintf(stderr, "gpubuddy-view: %s: must be a power of two >= 16, not "
+            "'%s'\n", opt, v);
+    return -1;
+  }
+  return 0;
+}
+
+static int opt_policy(opts_t *o, const char *opt, const char *v) {
+  if (!gpb_policy_parse(v, &o->cfg.policy)) return 0;
+  fprintf(stderr, "gpubuddy-view: %s: unknown policy %s\n", opt, v);
+  return -1;
+}
+
+static int opt_color(opts_t *o, const char *opt, const char *v) {
+  static const char *const names[] = {"state", "order", "tag", "age", "site"};
+  for (int j = 0; j < VCOLOR_COUNT; j++)
+    if (!strcmp(v, names[j])) return o->color = j, 0;
+  fprintf(stderr, "gpubuddy-view: %s: state, order, tag, age or site\n", opt);
+  return -1;
+}
+
+#define OF(f) offsetof(opts_t, f)
+static const optdef_t view_opts[] = {
+    {"--list", NULL, OPT_FLAG, OF(list), 0, 1, NULL},
+    {"--all", NULL, OPT_FLAG, OF(all), 0, 1, NULL},
+    {"--headless", NULL, OPT_FLAG, OF(headless), 0, 1, NULL},
+    {"--bench", NULL, OPT_FLAG, OF(bench), 0, 1, NULL},
+    {"--tree", NULL, OPT_FLAG, OF(layout), 0, VLAYOUT_TREE, NULL},
+    {"--json", NULL, OPT_FLAG, OF(json), 0, 1, NULL},
+    {"--sites", NULL, OPT_FLAG, OF(side_sites), 0, 1, NULL},
+    {"--bands", NULL, OPT_FLAG, OF(bands), 0, 1, NULL},
+    {"--connect", NULL, OPT_STR, OF(connect), 0, 0, NULL},
+    {"--token", NULL, OPT_STR, OF(token), 0, 0, NULL},
+    {"--trace", NULL, OPT_STR, OF(trace), 0, 0, NULL},
+    {"--pattern", "--selftest-pattern", OPT_STR, OF(pattern), 0, 0, NULL},
+    {"--png", NULL, OPT_STR, OF(png), 0, 0, NULL},
+    {"--frames", NULL, OPT_STR, OF(frames_dir), 0, 0, NULL},
+    {"--at", NULL, OPT_STR, OF(at), 0, 0, NULL},
+    {"--find", NULL, OPT_STR, OF(find), 0, 0, NULL},
+    {"--compare", NULL, OPT_STR, OF(cmp_a), 0, 0, NULL},
+    {"--steps", NULL, OPT_U64, OF(steps), 1ull << 40, 0, NULL},
+    {"--seed", NULL, OPT_U64, OF(seed), 1ull << 40, 0, NULL},
+    {"--oom", NULL, OPT_U64, OF(oom), 1ull << 40, 0, NULL},
+    {"--count", NULL, OPT_INT, OF(count), 1000000, 0, NULL},
+    {"--interval-ms", NULL, OPT_INT, OF(interval_ms), 1000000, 0, NULL},
+    {"--bench-frames", NULL, OPT_INT, OF(bench_frames), 1000000, 0, NULL},
+    {"--scale", NULL, OPT_INT, OF(scale), 1000000, 0, NULL},
+    {"--speed", NULL, OPT_FN, 0, 0, 0, opt_speed},
+    {"--size", NULL, OPT_FN, 0, 0, 0, opt_size},
+    {"--pool-size", NULL, OPT_FN, 0, 0, 0, opt_pool_size},
+    {"--min-block", NULL, OPT_FN, 0, 0, 0, opt_min_block},
+    {"--policy", NULL, OPT_FN, 0, 0, 0, opt_policy},
+    {"--color", NULL, OPT_FN, 0, 0, 0, opt_color},
+};
+#undef OF
+
+static const optdef_t *opt_find(const char *a) {
+  for (size_t i = 0; i < sizeof view_opts / sizeof *view_opts; i++)
+    if (!strcmp(a, view_opts[i].name) ||
+        (view_opts[i].alias && !strcmp(a, view_opts[i].alias)))
+      return &view_opts[i];
+  return NULL;
+}
+
+/* Stores v into d's field: 0, or -1 having said why. */
+static int opt_apply(opts_t *o, const optdef_t *d, const char *a,
+                     const char *v) {
+  char *field = (char *)o + d->off;
+  if (d->kind == OPT_STR) return *(const char **)(void *)field = v, 0;
+  if (d->kind == OPT_FN) return d->fn(o, a, v);
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (errno || end == v || *end || v[0] == '-' || n > (1ull << 40)) {
+    fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", a, v);
+    return -1;
+  }
+  if (n > d->max) {
+    fprintf(stderr, "gpubuddy-view: %s: %s is too large\n", a, v);
+    return -1;
+  }
+  if (d->kind == OPT_U64) *(uint64_t *)(void *)field = n;
+  else *(int *)(void *)field = (int)n;
+  return 0;
+}
+
+static void print_version(void) {
+#ifdef GPB_HAVE_SDL2_WINDOW
+  printf("gpubuddy-view %s (window: SDL2)\n", gpb_version());
+#else
+  printf("gpubuddy-view %s (headless only: built without SDL2)\n",
+         gpb_version());
+#endif
+}
+
+static void opts_defaults(opts_t *o) {
   memset(o, 0, sizeof *o);
   gpb_config_init(&o->cfg);
   o->cfg.backend = GPB_BACKEND_VIRTUAL;
@@ -114,145 +263,25 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   o->speed = -1;
   o->seed = 1;
   o->bench_frames = 300;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-#define NEXT()                                                              \
-  (i + 1 < argc ? argv[++i]                                                 \
-                : (fprintf(stderr, "gpubuddy-view: %s needs a value\n", a), \
-                   (char *)NULL))
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      exit(0);
-    } else if (!strcmp(a, "--version")) {
-#ifdef GPB_HAVE_SDL2_WINDOW
-      printf("gpubuddy-view %s (window: SDL2)\n", gpb_version());
-#else
-      printf("gpubuddy-view %s (headless only: built without SDL2)\n",
-             gpb_version());
-#endif
-      exit(0);
-    } else if (!strcmp(a, "--list")) {
-      o->list = 1;
-    } else if (!strcmp(a, "--all")) {
-      o->all = 1;
-    } else if (!strcmp(a, "--headless")) {
-      o->headless = 1;
-    } else if (!strcmp(a, "--bench")) {
-      o->bench = 1;
-    } else if (!strcmp(a, "--tree")) {
-      o->layout = VLAYOUT_TREE;
-    } else if (!strcmp(a, "--connect")) {
-      if (!(o->connect = NEXT())) return -1;
-    } else if (!strcmp(a, "--token")) {
-      if (!(o->token = NEXT())) return -1;
-    } else if (!strcmp(a, "--trace")) {
-      if (!(o->trace = NEXT())) return -1;
-    } else if (!strcmp(a, "--pattern") || !strcmp(a, "--selftest-pattern")) {
-      if (!(o->pattern = NEXT())) return -1;
-    } else if (!strcmp(a, "--png")) {
-      if (!(o->png = NEXT())) return -1;
-    } else if (!strcmp(a, "--frames")) {
-      if (!(o->frames_dir = NEXT())) return -1;
-    } else if (!strcmp(a, "--at")) {
-      if (!(o->at = NEXT())) return -1;
-    } else if (!strcmp(a, "--find")) {
-      if (!(o->find = NEXT())) return -1;
-    } else if (!strcmp(a, "--steps") || !strcmp(a, "--seed") ||
-               !strcmp(a, "--count") || !strcmp(a, "--interval-ms") ||
-               !strcmp(a, "--scale") || !strcmp(a, "--bench-frames") ||
-               !strcmp(a, "--oom")) {
-      const char *v = NEXT();
-      char *end;
-      if (!v) return -1;
-      errno = 0;
-      unsigned long long n = strtoull(v, &end, 10);
-      if (errno || end == v || *end || n > (1ull << 40)) {
-        fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", a, v);
-        return -1;
-      }
-      if (!strcmp(a, "--steps")) o->steps = n;
-      else if (!strcmp(a, "--seed")) o->seed = n;
-      else if (!strcmp(a, "--oom")) o->oom = n;
-      else if (n > 1000000) {
-        fprintf(stderr, "gpubuddy-view: %s: %s is too large\n", a, v);
-        return -1;
-      } else if (!strcmp(a, "--count")) o->count = (int)n;
-      else if (!strcmp(a, "--interval-ms")) o->interval_ms = (int)n;
-      else if (!strcmp(a, "--bench-frames")) o->bench_frames = (int)n;
-      else o->scale = (int)n;
-    } else if (!strcmp(a, "--speed")) {
-      const char *v = NEXT();
-      char *end;
-      if (!v) return -1;
-      errno = 0;
-      o->speed = strtod(v, &end);
-      /* !(>= 0) also catches nan; 1e999 is inf (and ERANGE). */
-      if (errno || end == v || *end || !(o->speed >= 0) ||
-          !isfinite(o->speed)) {
-        fprintf(stderr, "gpubuddy-view: --speed: bad number '%s'\n", v);
-        return -1;
-      }
-    } else if (!strcmp(a, "--size")) {
-      const char *v = NEXT();
-      if (!v || parse_wh(v, &o->w, &o->h)) {
-        fprintf(stderr, "gpubuddy-view: --size wants WxH, 64..16384\n");
-        return -1;
-      }
-    } else if (!strcmp(a, "--pool-size")) {
-      const char *v = NEXT();
-      if (!v || parse_size_opt(a, v, &o->cfg.pool_size)) return -1;
-      if (!o->cfg.pool_size) {
-        fprintf(stderr, "gpubuddy-view: --pool-size: must be more than 0\n");
-        return -1;
-      }
-      o->pool_size_given = 1;
-    } else if (!strcmp(a, "--json")) {
-      o->json = 1;
-    } else if (!strcmp(a, "--sites")) {
-      o->side_sites = 1;
-    } else if (!strcmp(a, "--min-block")) {
-      const char *v = NEXT();
-      if (!v || parse_size_opt(a, v, &o->cfg.min_block)) return -1;
-      size_t mb = o->cfg.min_block;
-      if (mb < 16 || (mb & (mb - 1))) {
-        fprintf(stderr, "gpubuddy-view: --min-block: must be a power of two "
-                ">= 16, not '%s'\n", v);
-        return -1;
-      }
-    } else if (!strcmp(a, "--policy")) {
-      const char *v = NEXT();
-      if (!v || gpb_policy_parse(v, &o->cfg.policy)) {
-        fprintf(stderr, "gpubuddy-view: --policy: unknown policy %s\n", v ? v : "");
-        return -1;
-      }
-    } else if (!strcmp(a, "--color")) {
-      const char *v = NEXT();
-      static const char *const names[] = {"state", "order", "tag", "age",
-                                          "site"};
-      int k = -1;
-      for (int j = 0; v && j < VCOLOR_COUNT; j++)
-        if (!strcmp(v, names[j])) k = j;
-      if (k < 0) {
-        fprintf(stderr,
-                "gpubuddy-view: --color: state, order, tag, age or site\n");
-        return -1;
-      }
-      o->color = k;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "gpubuddy-view: unknown option %s (see --help)\n", a);
-      return -1;
-    } else if (!o->name) {
-      o->name = a;
-    } else {
-      fprintf(stderr, "gpubuddy-view: one pool name only\n");
+}
+
+/* The options together: one source, and values that fit each other. */
+static int check_args(opts_t *o) {
+  /* --compare A B: B is the word after A, taken as a pool name. */
+  if (o->cmp_a) {
+    if (!o->name) {
+      fprintf(stderr, "gpubuddy-view: --compare wants two traces: --compare "
+              "A B (try 'gpubuddy-view --help')\n");
       return -1;
     }
-#undef NEXT
+    o->cmp_b = o->name, o->name = NULL;
   }
-  int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern + o->all;
+  int sources = !!o->name + !!o->connect + !!o->trace + !!o->pattern + o->all +
+                !!o->cmp_a;
   if (!o->list && sources != 1 && !(o->bench && sources == 0)) {
     fprintf(stderr, "gpubuddy-view: give one of NAME, --all, --connect, "
-                    "--trace, --pattern (try 'gpubuddy-view --help')\n");
+                    "--trace, --pattern, --compare (try 'gpubuddy-view "
+                    "--help')\n");
     return -1;
   }
   if (o->connect) {
@@ -298,6 +327,40 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     return -1;
   }
   return 0;
+}
+
+static int parse_args(int argc, char **argv, opts_t *o) {
+  opts_defaults(o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    }
+    if (!strcmp(a, "--version")) {
+      print_version();
+      exit(0);
+    }
+    const optdef_t *d = opt_find(a);
+    if (d && d->kind == OPT_FLAG) {
+      *(int *)(void *)((char *)o + d->off) = d->val;
+    } else if (d) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "gpubuddy-view: %s needs a value\n", a);
+        return -1;
+      }
+      if (opt_apply(o, d, a, argv[++i])) return -1;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "gpubuddy-view: unknown option %s (see --help)\n", a);
+      return -1;
+    } else if (!o->name) {
+      o->name = a;
+    } else {
+      fprintf(stderr, "gpubuddy-view: one pool name only\n");
+      return -1;
+    }
+  }
+  return check_args(o);
 }
 
 static void list_cb(const char *name, void *user) {
@@ -351,6 +414,7 @@ static int open_source(opts_t *o, vapp_t *app) {
   app->map.color = (vcolor_mode_t)o->color;
   app->map.layout = (vlayout_t)o->layout;
   app->side_sites = o->side_sites;
+  app->show_bands = o->bands;
   return 0;
 }
 
@@ -413,10 +477,24 @@ static int apply_oom(const opts_t *o, vapp_t *app) {
   if (app->series.noom < o->oom) vapp_seek(app, UINT64_MAX - 1);
   if (app->failed) return GPB_EFORMAT; /* a bad trace: said already */
   if (app->series.noom < o->oom) {
-    fprintf(stderr, "gpubuddy-view: --oom %llu: the replay has %llu failed "
-            "allocation%s\n", (unsigned long long)o->oom,
+    /* Failures the trace recorded happened in the traced program's own
+     * pool; a replay into another size need not meet them. */
+    gpbt_seq_t q;
+    char err[256], b1[32];
+    uint64_t rec = 0;
+    if (o->trace && gpbt_seq_load(o->trace, 1, &q, err, sizeof err) == 0) {
+      rec = q.failed;
+      gpbt_seq_free(&q);
+    }
+    fprintf(stderr, "gpubuddy-view: --oom %llu: the replay into %s has %llu "
+            "failed allocation%s", (unsigned long long)o->oom,
+            vfmt_bytes(app->info.pool_size, b1, sizeof b1),
             (unsigned long long)app->series.ooms,
             app->series.ooms == 1 ? "" : "s");
+    if (rec)
+      fprintf(stderr, "; the trace recorded %llu in its own pool: give that "
+              "pool's size with --pool-size", (unsigned long long)rec);
+    fputc('\n', stderr);
     return GPB_ENOTFOUND;
   }
   voom_pick(app, (size_t)(o->oom - 1));
@@ -533,6 +611,51 @@ static int run_window(const opts_t *o, vapp_t *app, vgrid_t *grid) {
 #endif
 }
 
+/* --compare A B: headless, one picture at --at (default the end) and
+ * --json; else the window. */
+static int run_compare(opts_t *o) {
+  vcmp_t c;
+  if (vcmp_open(&c, o->cmp_a, o->cmp_b, &o->cfg, o->pool_size_given)) return 1;
+  for (int i = 0; i < 2; i++) {
+    c.app[i].map.color = (vcolor_mode_t)o->color;
+    c.app[i].map.layout = (vlayout_t)o->layout;
+    c.app[i].side_sites = o->side_sites;
+    c.app[i].show_bands = o->bands;
+    if (o->speed >= 0) c.app[i].speed = o->speed;
+  }
+  int rc = 0;
+  if (o->headless) {
+    gpbt_fb_t fb;
+    if (!o->png) {
+      fprintf(stderr, "gpubuddy-view: --compare --headless needs --png FILE\n");
+      rc = 1;
+    } else if (gpbt_fb_init(&fb, o->w, o->h)) {
+      rc = 1;
+    } else {
+      c.scale = o->scale ? o->scale : vframe_auto_scale(fb.w, fb.h, 1);
+      c.cell_scale = o->scale ? 0 : 1;
+      vcmp_seek(&c, o->at && strcmp(o->at, "end") ? strtoull(o->at, NULL, 10)
+                                                  : UINT64_MAX - 1);
+      rc = c.app[0].failed || c.app[1].failed;
+      if (!rc) {
+        vcmp_draw(&c, &fb);
+        rc = headless_png(o->png, &fb);
+      }
+      if (!rc) fprintf(stderr, "gpubuddy-view: wrote %s\n", o->png);
+      if (!rc && o->json) vcmp_json(&c, stdout);
+      gpbt_fb_free(&fb);
+    }
+  } else {
+#ifdef GPB_HAVE_SDL2_WINDOW
+    rc = vwindow_run_cmp(&c, o->w, o->h, o->scale);
+#else
+    rc = run_window(o, NULL, NULL);
+#endif
+  }
+  vcmp_close(&c);
+  return rc ? 1 : 0;
+}
+
 /* --all, --connect A,B, or one relay with several pools: the grid. */
 static int run_grid(opts_t *o) {
   vgrid_t g;
@@ -645,6 +768,26 @@ static void bench_frames(vapp_t *app, gpbt_fb_t *fb, int n,
   free(ft);
 }
 
+/* The allocation bands (key a) over the whole run and zoomed to its
+ * middle half: what a view change costs (the chart is kept between). */
+static void bench_bands(vapp_t *app, gpbt_fb_t *fb) {
+  app->show_bands = 1;
+  uint64_t t0 = gpb_now_ns();
+  vframe_draw(app, fb);
+  uint64_t t1 = gpb_now_ns();
+  vtl_zoom(app, app->tl_x + app->tl_w / 2, 1);
+  vframe_draw(app, fb);
+  uint64_t t2 = gpb_now_ns();
+  vframe_draw(app, fb); /* kept: a hover's redraw */
+  uint64_t t3 = gpb_now_ns();
+  printf("bands  %dx%d map, %zu allocations: whole run %.1f ms, zoomed %.1f "
+         "ms, redraw kept %.2f ms\n", app->map_w, app->map_h, app->bands.n,
+         (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+         (double)(t3 - t2) / 1e6);
+  app->tl_zlo = app->tl_zhi = 0;
+  app->show_bands = 0;
+}
+
 /* Fill: `steps` min-block allocations, then churn at that many live
  * blocks (or --trace / --pattern). Reports the source's own rate (trace
  * parsing or the pattern's generator), replay ingest from ops in memory
@@ -705,6 +848,7 @@ static int run_bench(opts_t *o) {
   vapp_update(&app, 0);
   bench_frames(&app, &fb, o->bench_frames, 0);
   if (fill) bench_frames(&app, &fb, o->bench_frames, 2000);
+  bench_bands(&app, &fb);
 
   /* Live path: the same events into a fresh model and map. */
   bench_rec_t rec = {0};
@@ -755,6 +899,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (o.bench) return run_bench(&o);
+  if (o.cmp_a) return run_compare(&o);
   if (o.all || (o.connect && strchr(o.connect, ','))) return run_grid(&o);
   vapp_t app;
   if (o.trace && !o.pool_size_given && strcmp(o.trace, "-")) {

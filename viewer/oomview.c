@@ -7,9 +7,12 @@
  * window of the size the request needed is found, with the allocations
  * in it. It needs the blocks as they were when the request failed, so it
  * runs in the event hook (the model is at the failure then) for the first
- * VOOM_FIRST failures and, in a live view, for later ones at most once a
- * second; a replay explains any other failure by seeking to it, where
- * the model is as it was (a failure changes nothing).
+ * VOOM_FIRST failures and, in a live view, for later ones as a budget of
+ * block visits allows (view.h), into a ring of the last VOOM_LIVE; a
+ * replay explains any other failure by seeking to it, where the model is
+ * as it was (a failure changes nothing). A live view's keys and ticks go
+ * through the failures it explained: with 150 failures a second it
+ * explained one a second and o, [ and the ticks said "not explained".
  */
 #include "view.h"
 
@@ -23,6 +26,7 @@ void voom_init(voom_t *o) {
   memset(o, 0, sizeof *o);
   gpbt_oom_map_init(&o->map);
   o->sel = -1;
+  o->visits = VOOM_VISITS_MAX;
 }
 
 void voom_fini(voom_t *o) {
@@ -71,24 +75,59 @@ static int oom_find(const voom_t *o, uint64_t x) {
 /* The slot for a failure explained later: the oldest of the others. */
 static int oom_slot(voom_t *o) {
   int i = VOOM_FIRST + o->next_live;
-  o->next_live = (o->next_live + 1) % (VOOM_KEEP - VOOM_FIRST);
+  o->next_live = (o->next_live + 1) % VOOM_LIVE;
   if (i == o->sel) return oom_slot(o); /* keep the one shown */
   return i;
 }
 
-void voom_event(vapp_t *a, const gpb_event_t *ev, uint64_t x) {
+/* Live: whether the budget of block visits, refilled by event time,
+ * pays for one more walk of the blocks; takes it if so. */
+static int oom_budget(vapp_t *a, uint64_t t_ns) {
   voom_t *o = &a->oom;
+  if (o->visits_ns && t_ns > o->visits_ns)
+    o->visits += (double)(t_ns - o->visits_ns) * (VOOM_VISITS_PER_S / 1e9);
+  if (o->visits > VOOM_VISITS_MAX) o->visits = VOOM_VISITS_MAX;
+  if (t_ns > o->visits_ns) o->visits_ns = t_ns;
+  double cost = 2.0 * (double)a->stats.live_allocs + 64;
+  if (o->visits < cost) return 0;
+  o->visits -= cost;
+  return 1;
+}
+
+void voom_event(vapp_t *a, const gpb_event_t *ev, uint64_t x) {
   const vseries_t *se = &a->series;
   if (!se->noom || se->oom[se->noom - 1].x != x) return; /* not kept */
   const vseries_oom_t *rec = &se->oom[se->noom - 1];
-  if (se->ooms <= VOOM_FIRST) {
+  if (se->ooms <= VOOM_FIRST)
     oom_explain(a, rec, (int)se->ooms - 1, ev->time_ns);
-  } else if (a->kind == VSRC_LIVE) {
-    uint64_t now = gpb_now_ns();
-    if (now - o->live_ns < VOOM_LIVE_GAP_NS) return;
-    o->live_ns = now;
-    oom_explain(a, rec, oom_slot(o), ev->time_ns);
+  else if (a->kind == VSRC_LIVE && oom_budget(a, ev->time_ns))
+    oom_explain(a, rec, oom_slot(&a->oom), ev->time_ns);
+}
+
+/* The slots explained, ordered by x, into idx; returns how many. */
+static int oom_sorted(const voom_t *o, int *idx) {
+  int n = 0;
+  for (int i = 0; i < o->nex; i++) {
+    if (!o->ex[i].rec.x) continue;
+    int j = n++;
+    for (; j > 0 && o->ex[idx[j - 1]].rec.x > o->ex[i].rec.x; j--)
+      idx[j] = idx[j - 1];
+    idx[j] = i;
   }
+  return n;
+}
+
+/* Live: the explained failure nearest x (its slot), or -1. */
+static int oom_nearest(const voom_t *o, uint64_t x) {
+  int best = -1;
+  uint64_t bd = UINT64_MAX;
+  for (int i = 0; i < o->nex; i++) {
+    uint64_t r = o->ex[i].rec.x;
+    if (!r) continue;
+    uint64_t d = r > x ? r - x : x - r;
+    if (d < bd) bd = d, best = i;
+  }
+  return best;
 }
 
 /* Shows rec, explained now from the model if no slot has it. */
@@ -116,8 +155,16 @@ void voom_pick(vapp_t *a, size_t i) {
     return;
   }
   if (a->kind == VSRC_LIVE && oom_find(o, rec->x) < 0) {
-    vapp_message(a, "failure at event %" PRIu64 " was not explained: a live "
-                 "view explains one a second", rec->x);
+    int k = oom_nearest(o, rec->x);
+    if (k < 0) {
+      vapp_message(a, "failure at event %" PRIu64 " was not explained (a "
+                   "live view explains as its budget allows)", rec->x);
+      return;
+    }
+    vapp_message(a, "failure at event %" PRIu64 " was not explained; the "
+                 "nearest explained is at event %" PRIu64, rec->x,
+                 o->ex[k].rec.x);
+    o->sel = k;
     return;
   }
   oom_show(a, rec, a->map.now_ns);
@@ -150,12 +197,37 @@ static size_t oom_index(const vapp_t *a) {
   return i;
 }
 
+/* Live: o shows the latest failure explained, [ ] the one before or
+ * after the one shown, in the order they happened. */
+static void oom_live_key(vapp_t *a, int key) {
+  voom_t *o = &a->oom;
+  int idx[VOOM_KEEP], n = oom_sorted(o, idx), at = -1;
+  if (!n) {
+    vapp_message(a, "no failed allocation explained yet (%" PRIu64 " seen)",
+                 a->series.ooms);
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    if (idx[i] == o->sel) at = i;
+  if (at < 0) at = n - 1;
+  else if (key == '[' && at > 0) at--;
+  else if (key == ']' && at + 1 < n) at++;
+  else if (key != 'o')
+    vapp_message(a, "the %s failure explained (the last %d are kept)",
+                 key == '[' ? "oldest" : "latest", VOOM_LIVE);
+  o->sel = idx[at];
+}
+
 void voom_key(vapp_t *a, int key) {
   voom_t *o = &a->oom;
   const vseries_t *se = &a->series;
   if (key == VKEY_ESC || (key == 'o' && o->sel >= 0)) {
     o->sel = -1;
     o->want = 0;
+    return;
+  }
+  if (a->kind == VSRC_LIVE) {
+    oom_live_key(a, key);
     return;
   }
   if (!se->noom) {
@@ -222,6 +294,23 @@ static int oom_lines(const vapp_t *a, const voom_ex_t *e, char (*l)[96]) {
   return n;
 }
 
+/* The rows of the map [y0, y1) the window at [off, off + len) covers
+ * (all of them in the tree, whose rows are orders). */
+static void oom_win_rows(const vapp_t *a, uint64_t off, uint64_t len, int *y0,
+                         int *y1) {
+  const vmap_t *m = &a->map;
+  *y0 = a->map_y, *y1 = a->map_y + a->map_h;
+  if (m->layout == VLAYOUT_TREE || !m->cols || !m->bpc) return;
+  uint64_t lo = off > m->start ? off - m->start : 0;
+  uint64_t hi = off + len > m->start ? off + len - m->start : 0;
+  uint64_t row = (uint64_t)m->cols * m->bpc;
+  *y0 = a->map_y + (int)(lo / row) * a->cell_px;
+  *y1 = a->map_y + (int)((hi + row - 1) / row) * a->cell_px;
+}
+
+/* The panel: as wide as the map allows (longer lines end in "..."),
+ * at the top of the map or, when the window it explains is there, at
+ * the bottom (it covered the window it explained). */
 void voom_draw(vapp_t *a, gpbt_fb_t *fb) {
   voom_t *o = &a->oom;
   if (o->sel < 0) return;
@@ -231,17 +320,30 @@ void voom_draw(vapp_t *a, gpbt_fb_t *fb) {
     vframe_mark(a, fb, e->why.win.offset, e->why.win.size, VC_ALERT);
   char l[OOM_LINES][96];
   int n = oom_lines(a, e, l), w = 0;
+  int fit = (a->map_w - 20 * s) / (GPBT_FONT_W * s);
+  if (fit > 95) fit = 95;
   for (int i = 0; i < n; i++) {
+    if (fit > 4 && (int)strlen(l[i]) > fit) memcpy(l[i] + fit - 3, "...", 4);
     int lw = gpbt_font_width(s, l[i]);
     if (lw > w) w = lw;
   }
   w += 8 * s;
   int h = n * lh + 6 * s, x = a->map_x + 6 * s, y = a->map_y + 6 * s;
+  if (e->why.win.size) {
+    int y0, y1;
+    oom_win_rows(a, e->why.win.offset, e->why.win.size, &y0, &y1);
+    int below = a->map_y + a->map_h - 6 * s - h;
+    /* Whichever end of the map the window leaves more of. */
+    if (y0 < y + h && y1 > y && below > y &&
+        (y0 - a->map_y) < (a->map_y + a->map_h - y1))
+      y = below;
+  }
   gpbt_fb_fill(fb, x, y, w, h, 0xFF0B0E13u);
   gpbt_fb_rect(fb, x, y, w, h, VC_ALERT);
   for (int i = 0; i < n; i++)
     gpbt_font_draw(fb, x + 4 * s, y + 3 * s + i * lh, s,
                    i == 0 ? VC_ALERT : VC_TEXT, l[i]);
+  o->panel_y = y, o->panel_h = h;
 }
 
 void voom_json(const vapp_t *a, FILE *f) {

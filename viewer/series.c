@@ -49,10 +49,9 @@ static void series_rank(vseries_grp_t *g, uint32_t id, uint64_t bytes) {
   if (g->n < VSERIES_K) g->n++;
 }
 
-void vseries_add(vseries_t *s, uint64_t x, const gpb_stats_t *st,
-                 const gpbt_sites_t *sites) {
-  if (s->n == VSERIES_CAP) series_halve(s);
-  int i = s->n++;
+/* Point i from the stats and sites now. */
+static void series_put(vseries_t *s, int i, uint64_t x, const gpb_stats_t *st,
+                       const gpbt_sites_t *sites) {
   s->x[i] = x;
   s->used[i] = (double)st->block_bytes;
   s->largest[i] = (double)st->largest_free;
@@ -69,12 +68,25 @@ void vseries_add(vseries_t *s, uint64_t x, const gpb_stats_t *st,
   }
 }
 
+void vseries_add(vseries_t *s, uint64_t x, const gpb_stats_t *st,
+                 const gpbt_sites_t *sites) {
+  if (s->n == VSERIES_CAP) series_halve(s);
+  series_put(s, s->n++, x, st, sites);
+}
+
 void vseries_tick(vseries_t *s, uint64_t x, const gpb_model_t *model,
                   const gpbt_sites_t *sites) {
-  if (s->n && x <= s->x[s->n - 1]) return; /* a replay run again */
+  if (s->n && x < s->x[s->n - 1]) return; /* a replay run again */
+  gpb_stats_t st;
+  /* The op's later events (an alloc after its splits): the point shows
+   * the op's end, not its first event (the chart lagged an op, and an
+   * alloc's peak was lost). Run again, the op ends the same. */
+  if (s->n && x == s->x[s->n - 1]) {
+    if (gpb_model_stats(model, &st) == 0) series_put(s, s->n - 1, x, &st, sites);
+    return;
+  }
   if (++s->count < s->stride) return;
   s->count = 0;
-  gpb_stats_t st;
   if (gpb_model_stats(model, &st) == 0) vseries_add(s, x, &st, sites);
 }
 
@@ -82,6 +94,13 @@ int vseries_fail(vseries_t *s, uint64_t x, const gpb_event_t *ev) {
   if (s->ooms && x <= s->oom_x) return 0;
   s->ooms++;
   s->oom_x = x;
+  /* A live view wants its recent failures: the ticks at the end of its
+   * timeline, and the ones it can still explain. */
+  if (s->noom == VSERIES_OOMS && s->oom_latest) {
+    size_t drop = VSERIES_OOMS / 4;
+    memmove(s->oom, s->oom + drop, (VSERIES_OOMS - drop) * sizeof *s->oom);
+    s->noom -= drop;
+  }
   if (s->noom < VSERIES_OOMS) {
     vseries_oom_t *o = &s->oom[s->noom++];
     o->x = x;

@@ -15,6 +15,7 @@
 #include "json.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *vapp_site_text(const vapp_t *a, uint32_t site) {
@@ -23,41 +24,132 @@ const char *vapp_site_text(const vapp_t *a, uint32_t site) {
   return a->at ? gpb_attach_site(a->at, site) : NULL;
 }
 
+/* Frames of the framework, not the user's code: PyTorch (its Python
+ * package, libtorch, c10, at::, aten), CPython's runtime, CUDA and
+ * gpubuddy. The same rule as tools/common's gpbt_sitename (engineer
+ * why-data's), which replaces this list when it lands; GPB_SITE_FRAMEWORK
+ * ("pat,pat") adds the user's own. */
+static const char *const site_fw[] = {
+    "torch/", "torch::", "c10", "at::", "aten", "libtorch", "caffe2",
+    "CUDACachingAllocator", "THC", "<frozen", "??:0", "libcuda",
+    "libcudart", "gpubuddy", "libgpb", "libpython", NULL};
+
+/* Whether pattern p (np bytes) occurs in f[0..len). */
+static int site_has(const char *f, size_t len, const char *p, size_t np) {
+  if (!np || np > len) return 0;
+  for (size_t i = 0; i + np <= len; i++)
+    if (!memcmp(f + i, p, np)) return 1;
+  return 0;
+}
+
+int vsite_is_framework(const char *f, size_t len) {
+  /* CPython's own modules, not a package installed beside them (the
+   * user's libraries, transformers say, live in site-packages). */
+  if (site_has(f, len, "/lib/python3", 12) &&
+      !site_has(f, len, "-packages/", 10))
+    return 1;
+  for (int i = 0; site_fw[i]; i++)
+    if (site_has(f, len, site_fw[i], strlen(site_fw[i]))) return 1;
+  const char *e = getenv("GPB_SITE_FRAMEWORK");
+  while (e && *e) {
+    size_t np = strcspn(e, ",");
+    if (site_has(f, len, e, np)) return 1;
+    e += np + (e[np] == ',');
+  }
+  return 0;
+}
+
+/* The frame that names a site: its first outside the framework, else
+ * its innermost. Its length in *len. */
+static const char *site_name_frame(const char *frames, size_t *len) {
+  for (const char *f = frames; *f;) {
+    size_t n = strcspn(f, ";");
+    if (n && !vsite_is_framework(f, n)) return *len = n, f;
+    f += n + (f[n] == ';');
+  }
+  *len = strcspn(frames, ";");
+  return frames;
+}
+
 const char *vsite_short(const char *frames, char *buf, size_t n) {
   if (!n) return buf;
   buf[0] = 0;
   if (!frames) return buf;
-  size_t len = strcspn(frames, ";");
-  /* "MODULE+0xOFF SYMBOL": the symbol says most in a few characters. */
-  const char *sp = memchr(frames, ' ', len);
-  const char *s = sp ? sp + 1 : frames;
-  len -= (size_t)(s - frames);
+  size_t len;
+  const char *f = site_name_frame(frames, &len);
+  const char *plus = memchr(f, '+', len), *sp = memchr(f, ' ', len);
+  const char *s = f;
+  if (plus && sp && plus < sp) {
+    s = sp + 1; /* "MODULE+0xOFF SYMBOL": the symbol */
+  } else {
+    /* "DIR/FILE:LINE NAME": without the directory. */
+    const char *end = sp ? sp : f + len;
+    for (const char *q = f; q < end; q++)
+      if (*q == '/') s = q + 1;
+  }
+  len -= (size_t)(s - f);
   if (len >= n) len = n - 1;
   memcpy(buf, s, len);
   buf[len] = 0;
   return buf;
 }
 
+/* One frame into rows of at most width characters: whole, its start
+ * first, continued rows indented. Returns the rows written. */
+static int site_wrap(const char *f, size_t len, const char *lead,
+                     char (*l)[80], int max, int width) {
+  int n = 0, w = width - (int)strlen(lead);
+  if (w < 4) w = 4;
+  while (n < max) {
+    size_t k = len > (size_t)w ? (size_t)w : len;
+    snprintf(l[n], 80, "%s%.*s", n ? "     " : lead, (int)k, f);
+    n++;
+    f += k, len -= k;
+    if (!len) break;
+    w = width - 5;
+  }
+  return n;
+}
+
 int vsite_hover(const vapp_t *a, uint32_t site, char (*l)[80], int max,
-                int width) {
+                int width, int skip) {
   if (max < 1) return 0;
   if (width > 79) width = 79;
-  if (width < 8) width = 8;
+  if (width < 12) width = 12;
   const char *t = vapp_site_text(a, site);
+  int nf = 0, nu = 0;
+  for (const char *f = t; f && *f;) {
+    size_t k = strcspn(f, ";");
+    nf++, nu += !vsite_is_framework(f, k);
+    f += k + (f[k] == ';');
+  }
   int n = 0;
-  snprintf(l[n++], 80, "SITE   %u%s", site,
-           !site ? " (UNKNOWN)" : t ? "" : " (NO FRAMES)");
-  /* Innermost first, as the trace lists them; each frame cut to fit. */
-  while (t && *t && n < max) {
-    size_t len = strcspn(t, ";");
-    char fr[512];
-    snprintf(fr, sizeof fr, "%.*s", (int)(len < sizeof fr ? len : sizeof fr - 1),
-             t);
-    char cut[78];
-    vfmt_tail(fr, (size_t)width - 2, cut, sizeof cut);
-    snprintf(l[n++], 80, "  %s", cut);
-    t += len;
-    if (*t == ';') t++;
+  if (!site || !t) {
+    snprintf(l[n++], 80, "SITE   %u%s", site, !site ? " (UNKNOWN)" : " (NO FRAMES)");
+    return n;
+  }
+  snprintf(l[n++], 80, "SITE   %u: %d FRAMES, %d YOURS FIRST", site, nf, nu);
+  /* The user's frames, then the framework's, each innermost first and
+   * whole (wrapped); `skip` rows scrolled past (j k). */
+  char rows[256][80];
+  int nr = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (const char *f = t; *f && nr < 256;) {
+      size_t k = strcspn(f, ";");
+      if (k && vsite_is_framework(f, k) == pass)
+        nr += site_wrap(f, k, pass ? "  .  " : "  >  ", rows + nr, 256 - nr,
+                        width);
+      f += k + (f[k] == ';');
+    }
+  if (skip > nr - 1) skip = nr > 0 ? nr - 1 : 0;
+  if (skip < 0) skip = 0;
+  int room = max - n - 1; /* a line for "more" */
+  for (int i = skip; i < nr && n < max; i++) {
+    if (i - skip >= room && i + 1 < nr) {
+      snprintf(l[n++], 80, "  ... %d MORE (J K SCROLL)", nr - i);
+      return n;
+    }
+    memcpy(l[n++], rows[i], 80);
   }
   return n;
 }

@@ -27,6 +27,7 @@
 #include "raster.h" /* the pixel buffer, font and PNG writer (tools/common) */
 #include "oom.h"      /* the failed-allocation explainer (tools/common) */
 #include "topsites.h" /* bytes by call site (tools/common) */
+#include "idmap.h"    /* the tools' hash table (tools/common) */
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -176,7 +177,8 @@ typedef struct vseries {
   uint64_t stride, count;
   vseries_oom_t oom[VSERIES_OOMS]; /* in x order */
   size_t noom;
-  uint64_t ooms;             /* all failures seen (noom the first ones) */
+  int oom_latest;            /* live: when full, drop the oldest quarter */
+  uint64_t ooms;             /* all failures seen (noom of them kept) */
   uint64_t oom_x;            /* the x of the last one */
 } vseries_t;
 void vseries_reset(vseries_t *s);
@@ -273,14 +275,21 @@ const char *vreplay_site(const vreplay_t *r, uint32_t site);
 
 /* oomview.c: a failed allocation explained by tools/common/oom.c (the
  * explainer of gpubuddy-replay --explain-oom), in a panel over the map
- * with its cheapest window marked. The first VOOM_FIRST failures are
- * explained as they happen (the model is at the failure then), so
- * --json names them; a live view explains later ones at most once a
- * second (a walk of the blocks each) into the rest of the slots. A
- * replay explains any other failure by seeking to it. */
+ * (on the half away from the window it marks). The first VOOM_FIRST
+ * failures are explained as they happen (the model is at the failure
+ * then), so --json names them. A live view also explains later ones as
+ * they happen into a ring of the last VOOM_LIVE, within a budget of
+ * block visits refilled by event time (VOOM_VISITS_PER_S, at most
+ * VOOM_VISITS_MAX saved up): a walk of the blocks each, so 150 failures
+ * a second of a small pool are all explained and a pool of a million
+ * blocks costs a few explanations a second. o, [ ] and the red ticks go
+ * through the failures explained. A replay explains any failure by
+ * seeking to it. */
 #define VOOM_FIRST 4
-#define VOOM_KEEP 8
-#define VOOM_LIVE_GAP_NS 1000000000ull
+#define VOOM_LIVE 32
+#define VOOM_KEEP (VOOM_FIRST + VOOM_LIVE)
+#define VOOM_VISITS_PER_S 2000000.0
+#define VOOM_VISITS_MAX 4000000.0
 
 typedef struct voom_ex {
   vseries_oom_t rec;
@@ -292,15 +301,69 @@ typedef struct voom {
   voom_ex_t ex[VOOM_KEEP];
   int nex;              /* slots filled (the first VOOM_FIRST: the first) */
   int next_live;        /* the live slot to fill next */
-  uint64_t live_ns;     /* when a live failure was last explained */
+  double visits;        /* live: block visits the budget has left */
+  uint64_t visits_ns;   /* live: event time the budget was refilled to */
   int sel;              /* the slot shown; -1: no panel */
   int want;             /* replay: seeking to `rec` to explain it */
   vseries_oom_t rec;
+  int panel_y, panel_h; /* where the last frame drew the panel */
 } voom_t;
+
+/* ---------------------------------------------------- allocation bands */
+
+/* bands.c: one band per allocation over time (memory_viz's active memory
+ * timeline), in the map's place (key a). */
+#define VBANDS_MAX (4u << 20) /* allocations recorded at most (128 MiB) */
+typedef struct vband {
+  uint64_t t0, t1;      /* op (live: event) allocated, freed; UINT64_MAX */
+  uint64_t size;        /* block bytes */
+  uint32_t site, tag;
+} vband_t;
+typedef struct vbands {
+  vband_t *v;           /* in the order they were made */
+  size_t n, cap, nfreed;
+  int over;             /* VBANDS_MAX reached: no more recorded */
+  gpbt_idmap_t live;    /* offset -> index of its live allocation */
+  uint64_t last_x, live_bytes, peak;
+  double ymax;
+  /* the chart drawn last, and each pixel's allocation + 1 */
+  uint32_t *img, *who, *by_free;
+  size_t nsorted, sorted_nfreed, in;
+  int iw, ih;
+  uint64_t ilo, ihi, render_ns;
+  double iymax;
+  uint64_t renders;     /* charts drawn (tests) */
+} vbands_t;
+void vbands_init(vbands_t *b);
+void vbands_fini(vbands_t *b);
+/* An ALLOC or FREE at x (others are ignored); events at an x before the
+ * last one recorded (a replay run again) add nothing. */
+void vbands_event(vbands_t *b, const gpb_event_t *ev, uint64_t x);
+/* A live view's keyframe: the allocations recorded live end at x (the
+ * keyframe's own are not events). */
+void vbands_resync(vbands_t *b, uint64_t x);
+/* The chart of ops [lo, hi) into fb's w x h rectangle at (x, y), bytes
+ * up to the peak; drawn again when the view changed, or new data came
+ * and half a second passed. 0 or GPB_EHOSTMEM. */
+int vbands_draw(vbands_t *b, gpbt_fb_t *fb, int x, int y, int w, int h,
+                uint64_t lo, uint64_t hi, uint64_t now_ns);
+/* The allocation under pixel (px, py) of the last chart, or NULL. */
+const vband_t *vbands_at(const vbands_t *b, int px, int py);
 
 /* -------------------------------------------------------------- the app */
 
 typedef enum vsrc_kind { VSRC_REPLAY = 1, VSRC_LIVE } vsrc_kind_t;
+
+/* Live: the FREE and MERGE events since the last split or alloc. A
+ * program's graceful exit frees everything before it closes the pool,
+ * so at the close these are its teardown, and undoing them (in reverse,
+ * as ALLOC and SPLIT) gives its last state before it. */
+#define VDRAIN_MAX (1u << 20) /* events kept at most (48 MiB) */
+typedef struct vdrain {
+  gpb_event_t *ev;
+  size_t n, cap;
+  int over;             /* more than VDRAIN_MAX: not undone */
+} vdrain_t;
 
 /* Playing steps this many ops between looks at the clock. */
 #define VAPP_STEP_CHUNK 4096u
@@ -316,8 +379,14 @@ typedef struct vapp {
   vseries_t series;
   gpbt_sites_t sites;     /* live bytes by call site (sites.c) */
   voom_t oom;             /* failures explained (oomview.c) */
+  vbands_t bands;         /* one band per allocation (bands.c) */
+  int show_bands;         /* the bands in the map's place (a) */
   gpb_stats_t stats;      /* refreshed once per frame */
   uint64_t events;        /* events seen by the map */
+  uint64_t changes;       /* events and resyncs: the frame may differ */
+  vdrain_t drain;         /* live: frees since the last alloc */
+  gpb_model_t *held;      /* live, closed: the state before teardown,
+                             shown instead of the emptied pool; owned */
   /* state shown in the status line */
   int paused, disconnected, failed;
   char msg[256];
@@ -344,6 +413,8 @@ typedef struct vapp {
   int scale;              /* UI scale: text and panels (vframe_auto_scale) */
   int cell_scale;         /* map pixels per cell: the HiDPI factor; 0: scale */
   int mouse_x, mouse_y, mouse_in;
+  int hover_skip;         /* rows of the hover's stack scrolled (j k) */
+  uint32_t hover_site;    /* the site the hover showed last */
   int have_sel;
   uint64_t sel_off;       /* selected (searched) offset */
   int searching;
@@ -353,7 +424,12 @@ typedef struct vapp {
   int dragging, drag_y;
   /* geometry of the last frame */
   int map_x, map_y, map_w, map_h, cell_px, row_px;
-  int tl_x, tl_y, tl_w, tl_h; /* timeline */
+  int tl_x, tl_y, tl_w, tl_h; /* timeline: its chart (the data) */
+  int tlb_x, tlb_y, tlb_w, tlb_h; /* the timeline's band: legend, axes */
+  uint64_t tl_zlo, tl_zhi; /* the timeline zoomed to [lo, hi); hi 0: all */
+  double tl_ymax_fix;     /* compared runs: the byte axis at least this */
+  uint64_t tl_hi_fix;     /* compared runs: the op axis at least this */
+  int tl_mouse;           /* the mouse is over the timeline's chart */
   int want_shot;
   char shot_dir[256];
 } vapp_t;
@@ -389,6 +465,10 @@ void vmessage_set(char *msg, size_t n, uint64_t *until_ns, const char *fmt,
 uint64_t vapp_pos(const vapp_t *a);
 /* Brings the map's sums and colors up to the model (before drawing it). */
 void vapp_sync_map(vapp_t *a);
+/* A hash of what a frame shows that changes without input (events, the
+ * position, a message shown or timed out, age colours): the window draws
+ * again only when it or the input changed. */
+uint64_t vapp_signature(const vapp_t *a, uint64_t now);
 /* A live source whose pool is gone or whose stream broke. */
 int vapp_closed(const vapp_t *a);
 /* How often a disconnected view looks for its pool again: a relay that
@@ -410,13 +490,35 @@ double vapp_unusable(vapp_t *a, uint64_t *for_bytes);
 void vapp_json_members(const vapp_t *a, FILE *f);
 
 /* timeline.c: memory over time under the map: live bytes stacked by
- * call site (by tag in tag colours, or when no site is known), failures
+ * call site (by tag in tag colours, or when no site is known), on byte
+ * and op axes scaled to the data, its legend above the chart; failures
  * marked, the position drawn; a click on a mark explains that failure,
- * elsewhere a replay seeks there. */
+ * elsewhere a replay seeks there. The wheel zooms it in time, < > pan. */
 #define VTL_GROUPS 8 /* stacked groups, then "other" */
+/* Where the band's parts go in a band of w x h at (x, y): the chart's
+ * rectangle (tl_*), leaving room for the legend, the byte axis on the
+ * left and the op axis under it; a short band is all chart. */
+void vtl_layout(vapp_t *a, int x, int y, int w, int h);
 void vtl_draw(vapp_t *a, gpbt_fb_t *fb);
+/* The byte value of the chart's top: the peak of the series (and now)
+ * rounded up to 2^k or 1.5 x 2^k, so the quarter lines fall on round
+ * sizes; 0 with no data. */
+double vtl_ymax(const vapp_t *a);
+/* The most bytes used at any point of the series (or now). */
+double vtl_peak(const vapp_t *a);
+/* The hover over the chart at (x, y): the op and the bytes used there,
+ * the group (site or tag) under the mouse and its bytes. Lines of at
+ * most 95 characters into l; returns how many (0: not over the chart). */
+int vtl_hover(const vapp_t *a, int x, int y, char (*l)[96], int max);
+/* Zooms the time axis by 2^steps (positive: in) keeping the op under
+ * pixel x in place; all the way out shows the whole run again. */
+void vtl_zoom(vapp_t *a, int x, int steps);
+/* Pans a zoomed time axis by quarters of its width (negative: back). */
+void vtl_pan(vapp_t *a, int quarters);
 /* The x (op or event) under pixel px of the timeline. */
 uint64_t vtl_x_at(const vapp_t *a, int px);
+/* The ops (events) the timeline spans now: [*lo, *hi], zoomed or not. */
+void vtl_span(const vapp_t *a, uint64_t *lo, uint64_t *hi);
 /* A press at (x, y): 1 when it was on the timeline (and acted on). */
 int vtl_click(vapp_t *a, int x, int y);
 /* Whether it stacks by tag: the colour mode is TAG, or no site is known. */
@@ -429,8 +531,8 @@ void voom_fini(voom_t *o);
 void voom_event(vapp_t *a, const gpb_event_t *ev, uint64_t x);
 /* Shows failure i of the series (a replay seeks there to explain it). */
 void voom_pick(vapp_t *a, size_t i);
-/* O and [ ]: the failure at or before the position, the previous, the
- * next one; Esc closes the panel. */
+/* O and [ ]: the failure at or before the position (live: the latest
+ * explained), the previous, the next one; Esc closes the panel. */
 void voom_key(vapp_t *a, int key);
 /* Per update: a replay that reached the failure wanted explains it; one
  * that left the failure shown closes the panel. */
@@ -444,12 +546,20 @@ void voom_json(const vapp_t *a, FILE *f);
 /* The frames of a site ("FRAME;FRAME;..." innermost first), or NULL: a
  * replay's from its trace; a live pool's are not in the stream yet. */
 const char *vapp_site_text(const vapp_t *a, uint32_t site);
-/* The innermost frame's symbol (else the frame), cut to n - 1. */
+/* A site's name, cut to n - 1: its first frame outside the framework
+ * (else its innermost), "FILE:LINE NAME" without FILE's directory, or
+ * a pool frame's symbol. "CUDACachingAllocator.c" named 13 sites. */
 const char *vsite_short(const char *frames, char *buf, size_t n);
-/* Hover lines for a used block's site: "SITE n" and its frames, each cut
- * to `width` characters; at most max rows of 80. Returns the rows. */
+/* Whether one frame (len bytes) is the framework's: PyTorch, CPython,
+ * CUDA, gpubuddy, or a GPB_SITE_FRAMEWORK pattern. */
+int vsite_is_framework(const char *f, size_t len);
+/* Hover lines for a used block's site: "SITE n" and its whole stack,
+ * the user's frames first (marked >), then the framework's (.), each
+ * innermost first and wrapped at `width` characters, never cut; the
+ * first `skip` rows scrolled past, and a last line saying how many
+ * more. At most max rows of 80. Returns the rows. */
 int vsite_hover(const vapp_t *a, uint32_t site, char (*l)[80], int max,
-                int width);
+                int width, int skip);
 /* Sites by live bytes now, the largest first (gpbt_sites_top). */
 size_t vsite_top(const vapp_t *a, gpbt_site_row_t *rows, size_t max);
 /* A model's live blocks into the per-site sums again (a keyframe). */
@@ -465,6 +575,10 @@ void vframe_map(const vapp_t *a, gpbt_fb_t *fb);
  * the row of the largest block that fits in len). */
 void vframe_mark(const vapp_t *a, gpbt_fb_t *fb, uint64_t off, uint64_t len,
                  uint32_t c);
+/* The status line `line` at y and a message after it, or the message
+ * alone (on two lines when longer than the window): nothing cut. */
+void vframe_status_msg(gpbt_fb_t *fb, int s, int y, uint32_t col,
+                      const char *line, const char *msg);
 /* The keys help box, centered. */
 void vframe_help(gpbt_fb_t *fb, int scale);
 /* Sets the geometry for a frame of w x h and sizes the map grid. The
@@ -526,6 +640,7 @@ typedef struct vcell {
 typedef struct vrelay {
   char addr[300];       /* HOST:PORT whose pool list is read */
   uint64_t next_ns;     /* when to read it again */
+  int down;             /* the last list failed: its error; 0 when not */
 } vrelay_t;
 
 typedef struct vgrid {
@@ -579,14 +694,57 @@ void vgrid_text(vgrid_t *g, const char *utf8);
 void vgrid_wheel(vgrid_t *g, int x, int y, int dy);
 void vgrid_button(vgrid_t *g, int x, int y, int down);
 void vgrid_motion(vgrid_t *g, int x, int y, int buttons);
+/* As vapp_signature, over the pools shown (or the focused one). */
+uint64_t vgrid_signature(const vgrid_t *g, uint64_t now);
 /* --json: one array, an object per pool: name, relay (remote ones),
  * closed, then the single-pool figures. */
 void vgrid_json(const vgrid_t *g, FILE *f);
+
+/* ------------------------------------------------------- two runs compared */
+
+/* compare.c: two traces side by side (--compare A B), each replayed in
+ * its own pool and drawn as the single-pool view in half the window,
+ * with shared axes: both timelines span the longer run and the higher
+ * peak, so their charts read against each other. Keys act on both
+ * (play, step, seek: they stay at the same op); the mouse on the half
+ * under it, a seek or a time zoom on the timeline on both. A strip on
+ * top names each run with its peak, failures and fragmentation, and the
+ * differences B - A. */
+typedef struct vcmp {
+  vapp_t app[2];
+  char name[2][64];
+  int half_w;           /* the last layout: each half's width */
+  int top_h;            /* the strip naming the runs */
+  int hover;            /* the half the mouse is in; -1 none */
+  int scale, cell_scale;
+  int show_help, want_shot;
+  char title[160];
+  gpbt_fb_t sub[2];     /* each half drawn on its own, then copied */
+} vcmp_t;
+/* Opens both traces with cfg (each its own pool size unless pool_given,
+ * as --trace picks); says why not on stderr. */
+int vcmp_open(vcmp_t *c, const char *a, const char *b, const gpb_config_t *cfg,
+              int pool_given);
+void vcmp_close(vcmp_t *c);
+void vcmp_update(vcmp_t *c, double dt);
+/* Replays both to op n (UINT64_MAX - 1: their ends), paused. */
+void vcmp_seek(vcmp_t *c, uint64_t n);
+void vcmp_draw(vcmp_t *c, gpbt_fb_t *fb);
+int vcmp_key(vcmp_t *c, int key); /* 1: quit */
+void vcmp_text(vcmp_t *c, const char *utf8);
+void vcmp_wheel(vcmp_t *c, int x, int y, int dy);
+void vcmp_button(vcmp_t *c, int x, int y, int down);
+void vcmp_motion(vcmp_t *c, int x, int y, int buttons);
+uint64_t vcmp_signature(const vcmp_t *c, uint64_t now);
+/* --json: {"a":{..},"b":{..},"diff":{peak, failures, external_frag}} */
+void vcmp_json(const vcmp_t *c, FILE *f);
 
 /* window.c (SDL2 builds only): runs the window until the user quits, on
  * one pool (app) or a grid (grid; app NULL); scale 0 picks 2 on HiDPI
  * outputs, else 1. find: as --find, or NULL. */
 int vwindow_run(vapp_t *app, vgrid_t *grid, int w, int h, int scale,
                 const char *find);
+/* The same, on two runs compared. */
+int vwindow_run_cmp(vcmp_t *cmp, int w, int h, int scale);
 
 #endif /* GPB_VIEW_H */
