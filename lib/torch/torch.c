@@ -38,7 +38,7 @@
  * A pool that cannot be made is reported once on stderr; later mallocs on
  * that device return NULL at once (PyTorch raises OutOfMemoryError).
  */
-#include "base/base.h"
+#include "pool/pool.h" /* gpb__options_size: one parser for sizes */
 
 #include <pthread.h>
 #include <stdio.h>
@@ -80,26 +80,18 @@ static size_t torch_free_mem(int device) {
 #endif
 }
 
-/* Parses GPB_TORCH_POOL_SIZE ("90%" or a size) into bytes. */
+/* GPB_TORCH_POOL_SIZE ("90%" or a size, options.c's form) in bytes. */
 static int torch_pool_size(int device, size_t *out) {
   const char *e = getenv("GPB_TORCH_POOL_SIZE");
-  if (!e || !*e) e = "90%";
-  size_t len = strlen(e);
-  if (e[len - 1] == '%') {
-    char *end;
-    double pct = strtod(e, &end);
-    if (end != e + len - 1 || !(pct > 0 && pct <= 100))
-      return gpb__fail(GPB_EINVAL, "GPB_TORCH_POOL_SIZE=%s: expected a size "
-                       "or a percentage in (0, 100]", e);
-    size_t fr = torch_free_mem(device);
-    if (fr == 0)
-      return gpb__fail(GPB_ENOCUDA, "cannot read device %d's free memory",
-                       device);
-    *out = (size_t)((double)fr * pct / 100.0);
-    return 0;
-  }
-  int rc = gpb_size_parse(e, out);
-  if (rc) return gpb__fail(rc, "GPB_TORCH_POOL_SIZE=%s is not a size", e);
+  double share;
+  int rc = gpb__options_size("GPB_TORCH_POOL_SIZE", e && *e ? e : "90%",
+                             &share, out);
+  if (rc || share == 0) return rc;
+  size_t fr = torch_free_mem(device);
+  if (fr == 0)
+    return gpb__fail(GPB_ENOCUDA, "cannot read device %d's free memory",
+                     device);
+  *out = (size_t)((double)fr * share);
   return 0;
 }
 
