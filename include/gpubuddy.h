@@ -402,6 +402,22 @@ typedef struct gpb_frame {
  * for an id the pool never gave. The text traces carry for it, "MODULE+
  * 0xOFFSET SYMBOL;..." (docs/TRACE_FORMAT.md), comes from
  * gpb_pool_site_text, like snprintf. Both take no lock of the pool's. */
+/* Call sites the caller knows better than the pool's unwinding (a
+ * framework's own stacks: Python frames through PyTorch's allocator):
+ * gpb_pool_site_intern gives the id of the stack the caller names by
+ * `key` (its own hash of the stack: one key, one site), keeping `text`
+ * (its frames, innermost first, ';' between; a Python frame reads
+ * "FILE:LINE NAME") the first time; *site is 0 when the pool records no
+ * call sites (GPB_CFG_CALLSITES) or keeps GPB_MAX_SITES already. Such a
+ * site's frames have pc 0, the file as module, the line as offset and
+ * the function as symbol. Takes the site table's lock, never the pool's:
+ * cache the id. gpb_alloc_site is gpb_alloc_ex with that site (0:
+ * unknown); GPB_EINVAL for an id the pool never gave. */
+GPB_API int gpb_pool_site_intern(gpb_pool_t *pool, uint64_t key,
+                                 const char *text, uint32_t *site);
+GPB_API int gpb_alloc_site(gpb_pool_t *pool, size_t size, size_t align,
+                           uint32_t tag, void *stream, uint32_t site,
+                           void **out);
 GPB_API int gpb_pool_site(const gpb_pool_t *pool, uint32_t site,
                           gpb_frame_t *frames, uint32_t max, uint32_t *n);
 GPB_API int gpb_pool_site_text(const gpb_pool_t *pool, uint32_t site,

@@ -310,7 +310,7 @@ static int pool_vmm_use(gpb_pool_t *p, uint64_t unit, void *stream) {
  * the innermost frame of the call site. Inlined into each entry point,
  * so that one with call sites off pays no call layer for ra. */
 static GPB__INLINE int pool_alloc(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
-                      void *stream, void **out, void *ra) {
+                      void *stream, void **out, void *ra, uint32_t site) {
   if (!p || !out) return gpb__fail(GPB_EINVAL, "pool or out is NULL");
   *out = NULL;
   if (align & (align - 1))
@@ -331,8 +331,7 @@ static GPB__INLINE int pool_alloc(gpb_pool_t *p, size_t size, size_t align, uint
   int rc;
   /* Off: this one predicted branch. On: found before any lock is taken
    * (a new stack is resolved under the site table's own lock). */
-  uint32_t site = 0;
-  if (GPB__UNLIKELY(p->sites != NULL)) site = gpb__sites_here(p->sites, ra);
+  if (GPB__UNLIKELY(p->sites != NULL) && ra) site = gpb__sites_here(p->sites, ra);
   if (!gpb__pool_lock_or_arenas(p)) {
     rc = gpb__arenas_alloc(p, size, align_order, tag, site, stream, &unit);
   } else {
@@ -358,20 +357,35 @@ static GPB__INLINE int pool_alloc(gpb_pool_t *p, size_t size, size_t align, uint
 int gpb_alloc_ex(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
                  void *stream, void **out) {
   return pool_alloc(p, size, align, tag, stream, out,
-                    __builtin_return_address(0));
+                    __builtin_return_address(0), 0);
 }
 
 int gpb_alloc(gpb_pool_t *p, size_t size, void **out) {
-  return pool_alloc(p, size, 0, 0, NULL, out, __builtin_return_address(0));
+  return pool_alloc(p, size, 0, 0, NULL, out, __builtin_return_address(0), 0);
 }
 
 int gpb_alloc_aligned(gpb_pool_t *p, size_t size, size_t align, void **out) {
   return pool_alloc(p, size, align, 0, NULL, out,
-                    __builtin_return_address(0));
+                    __builtin_return_address(0), 0);
 }
 
 int gpb_alloc_tagged(gpb_pool_t *p, size_t size, uint32_t tag, void **out) {
-  return pool_alloc(p, size, 0, tag, NULL, out, __builtin_return_address(0));
+  return pool_alloc(p, size, 0, tag, NULL, out, __builtin_return_address(0), 0);
+}
+
+int gpb_pool_site_intern(gpb_pool_t *p, uint64_t key, const char *text,
+                         uint32_t *site) {
+  if (!p || !text || !site) return gpb__fail(GPB_EINVAL, "NULL argument");
+  *site = p->sites ? gpb__sites_intern(p->sites, key, text) : 0;
+  return 0;
+}
+
+int gpb_alloc_site(gpb_pool_t *p, size_t size, size_t align, uint32_t tag,
+                   void *stream, uint32_t site, void **out) {
+  if (p && site && !gpb__sites_text(p->sites, site))
+    return gpb__fail(GPB_EINVAL, "call site %u was not given by "
+                     "gpb_pool_site_intern", site);
+  return pool_alloc(p, size, align, tag, stream, out, NULL, site);
 }
 
 int gpb_pool_site(const gpb_pool_t *p, uint32_t site, gpb_frame_t *frames,

@@ -33,6 +33,11 @@ GPB__HIDDEN void gpb__sites_close(gpb__sites_t *s);
 /* The id of the calling stack, whose innermost frame returns to `ra`
  * (the public entry point's return address); 0 when the table is full. */
 GPB__HIDDEN uint32_t gpb__sites_here(gpb__sites_t *s, void *ra);
+/* The id of the stack the caller names by `key` (its own hash of it),
+ * stored as `text` (frames, innermost first, ';' between; a Python frame
+ * reads "FILE:LINE NAME") the first time; 0 when the table is full. */
+GPB__HIDDEN uint32_t gpb__sites_intern(gpb__sites_t *s, uint64_t key,
+                                       const char *text);
 /* "MODULE+0xOFF SYMBOL;..." of a site, or NULL. NULL-safe. */
 GPB__HIDDEN const char *gpb__sites_text(const gpb__sites_t *s, uint32_t id);
 /* Up to max of site id's frames into frames, their count in *n (NULL:

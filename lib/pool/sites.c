@@ -234,16 +234,34 @@ static const char *sites_resolve(gpb__sites_t *s, const void *a,
   return m;
 }
 
+/* The id the next site gets, its chunk made; 0 when the table is full
+ * (later stacks are unknown) or out of memory. Lock held. */
+static uint32_t sites_next(gpb__sites_t *s) {
+  uint32_t id = atomic_load_explicit(&s->count, memory_order_relaxed) + 1;
+  if (id > GPB_MAX_SITES) return 0;
+  if (!s->chunk[(id - 1) / SITES_CHUNK] &&
+      !(s->chunk[(id - 1) / SITES_CHUNK] = calloc(SITES_CHUNK, sizeof(sites_site_t))))
+    return 0;
+  return id;
+}
+
+/* Makes site id valid for readers, with its n frames and text (one
+ * allocation, mem). Lock held. */
+static uint32_t sites_publish(gpb__sites_t *s, uint32_t id, uint32_t n,
+                              gpb_frame_t *fr, const char *text, size_t len) {
+  sites_site_t *e = &s->chunk[(id - 1) / SITES_CHUNK][(id - 1) % SITES_CHUNK];
+  e->n = n;
+  e->frames = fr;
+  e->text = text;
+  e->text_len = len;
+  atomic_store_explicit(&s->count, id, memory_order_release);
+  return id;
+}
+
 /* Resolves and stores a new site. Lock held. Its id, or 0. */
 static uint32_t sites_add(gpb__sites_t *s, void *const *pc, uint32_t n) {
-  uint32_t id = atomic_load_explicit(&s->count, memory_order_relaxed) + 1;
-  if (id > GPB_MAX_SITES) return 0; /* full: later stacks are unknown */
-  sites_site_t *chunk = s->chunk[(id - 1) / SITES_CHUNK];
-  if (!chunk) {
-    chunk = calloc(SITES_CHUNK, sizeof *chunk);
-    if (!chunk) return 0;
-    s->chunk[(id - 1) / SITES_CHUNK] = chunk;
-  }
+  uint32_t id = sites_next(s);
+  if (!id) return 0;
   Dl_info info[GPB_SITE_DEPTH_MAX];
   const char *mod[GPB_SITE_DEPTH_MAX];
   size_t text_need = 1, sym_need = 0;
@@ -290,12 +308,67 @@ static uint32_t sites_add(gpb__sites_t *s, void *const *pc, uint32_t n) {
     sites_clean(f0, (size_t)(t - f0));
   }
   *t = 0;
-  sites_site_t *e = &chunk[(id - 1) % SITES_CHUNK];
-  e->n = n;
-  e->frames = fr;
-  e->text = text;
-  e->text_len = (size_t)(t - text);
-  atomic_store_explicit(&s->count, id, memory_order_release);
+  return sites_publish(s, id, n, fr, text, (size_t)(t - text));
+}
+
+/* One frame of a text site, "FILE:LINE NAME" (a Python frame), split in
+ * place: the file as module, the line as offset, the name as symbol. */
+static void sites_text_frame(char *f, gpb_frame_t *fr) {
+  char *sp = strrchr(f, ' '), *colon;
+  fr->pc = 0;
+  fr->offset = 0;
+  fr->symbol = "";
+  if (sp) {
+    *sp = 0;
+    fr->symbol = sp + 1;
+  }
+  colon = strrchr(f, ':');
+  if (colon && colon[1] >= '0' && colon[1] <= '9') {
+    *colon = 0;
+    fr->offset = strtoull(colon + 1, NULL, 10);
+  }
+  fr->module = f;
+}
+
+/* Stores a site given as its frames' text, innermost first, ';' between
+ * them (at most GPB_SITE_DEPTH_MAX: the rest is dropped). Lock held. Its
+ * id, or 0. */
+static uint32_t sites_add_text(gpb__sites_t *s, const char *text) {
+  uint32_t id = sites_next(s), n = 1;
+  if (!id) return 0;
+  size_t len = 0;
+  for (; text[len]; len++)
+    if (text[len] == ';' && n++ == GPB_SITE_DEPTH_MAX) break;
+  n = n > GPB_SITE_DEPTH_MAX ? GPB_SITE_DEPTH_MAX : n;
+  char *mem = malloc(n * sizeof(gpb_frame_t) + 2 * (len + 1));
+  if (!mem) return 0;
+  gpb_frame_t *fr = (gpb_frame_t *)(void *)mem;
+  char *t = mem + n * sizeof(gpb_frame_t), *w = t + len + 1;
+  memcpy(t, text, len);
+  t[len] = 0;
+  for (size_t i = 0; i < len; i++) /* a trace line's text: no control bytes */
+    if ((unsigned char)t[i] < 32 || t[i] == 127) t[i] = '?';
+  memcpy(w, t, len + 1);
+  for (uint32_t i = 0; i < n; i++) {
+    char *end = strchr(w, ';');
+    if (end) *end = 0;
+    sites_text_frame(w, &fr[i]);
+    w = end ? end + 1 : w + strlen(w);
+  }
+  return sites_publish(s, id, n, fr, t, len);
+}
+
+uint32_t gpb__sites_intern(gpb__sites_t *s, uint64_t key, const char *text) {
+  /* Salted: a caller's key never meets a stack of addresses' hash. */
+  uint64_t h = gpb__hash64(key ^ 0x5157e5ab7e57ULL);
+  pthread_mutex_lock(&s->lock);
+  const gpb__arec_t *r = gpb__atab_find(&s->index, h >> 1);
+  uint32_t id = r ? (uint32_t)r->units : 0;
+  if (!r && (id = sites_add_text(s, text)) != 0) {
+    gpb__arec_t rec = {.units = id};
+    gpb__atab_insert(&s->index, h >> 1, &rec);
+  }
+  pthread_mutex_unlock(&s->lock);
   return id;
 }
 
