@@ -14,6 +14,8 @@
 #               (memory_compare.py steps; ARGS go there)
 #   frameworks  Hugging Face Trainer and PyTorch Lightning, unmodified,
 #               natively and under gpubuddy (samples/torch/frameworks.py)
+#   stacks      enable(stacks=True): Python call sites in the pool's trace,
+#               and their cost per allocation (python/tests/torch_stacks.py)
 set -eu
 out=$1
 phase=$2
@@ -30,6 +32,7 @@ case $phase in
   base|caps|steps) exec python3 "$src/samples/torch/memory_compare.py" "$phase" \
       --out "$out" --replay "$work/build/tools/gpubuddy-replay" "$@" ;;
   frameworks) exec python3 "$src/samples/torch/frameworks.py" --out "$out" "$@" ;;
-  *) echo "torch-dropin.sh: unknown phase '$phase' (matrix, base, caps, steps or frameworks)" >&2
+  stacks) exec python3 "$src/python/tests/torch_stacks.py" "$@" ;;
+  *) echo "torch-dropin.sh: unknown phase '$phase' (matrix, base, caps, steps, frameworks or stacks)" >&2
      exit 2 ;;
 esac

@@ -22,6 +22,8 @@
  *   GPB_TORCH_VMM        1 (the default): pool_size is the memory the pool
  *                        may map, under live blocks only (GPB_CFG_VMM);
  *                        0: one plain device range of pool_size
+ *   GPB_TORCH_STACKS     N > 0: the C++ allocator gives each allocation
+ *                        its Python stack (N frames) as its call site
  *   GPB_TORCH_PUBLISH    publish each pool live as NAME.DEVICE
  *   GPB_TORCH_VERBOSE    1: say on stderr why a malloc failed
  *   GPB_TORCH_PLAN       follow a placement plan (gpb_pool_set_plan) made
@@ -113,6 +115,10 @@ static int torch_create(int device, gpb_pool_t **out) {
   if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
     return gpb__fail(GPB_EINVAL, "GPB_TORCH_VMM=%s: expected 0 or 1", v);
   if (!v || !*v || !strcmp(v, "1")) cfg.flags |= GPB_CFG_VMM;
+  /* Python stacks as call sites: the C++ allocator interns them; the
+   * pool keeps the table (its own unwinding would name only torch). */
+  const char *st = getenv("GPB_TORCH_STACKS");
+  if (st && *st && strcmp(st, "0")) cfg.flags |= GPB_CFG_CALLSITES;
   const char *e = getenv("GPB_TORCH_MIN_BLOCK");
   if (e && *e && (rc = gpb_size_parse(e, &cfg.min_block)))
     return gpb__fail(rc, "GPB_TORCH_MIN_BLOCK=%s is not a size", e);

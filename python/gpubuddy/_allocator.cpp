@@ -21,8 +21,15 @@
 // Bytes, counts and peaks come from gpb_pool_stats; the peaks are reset
 // with gpb_pool_reset_peaks.
 //
+// With enable(stacks=N) each allocation's call site is its Python
+// stack (the innermost N frames), interned once per distinct stack in the
+// pool's site table (gpb_pool_site_intern), so gpubuddy-view, traces and
+// OOM explanations name the user's code rather than this file.
+//
 // Built against the user's torch at first use (gpubuddy._cppext), linked
 // to libgpubuddy; gpubuddy.torch calls gpbx_install() through ctypes.
+#include <Python.h>  // first, as Python asks; for the stacks only
+
 #include <c10/core/Allocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -104,6 +111,8 @@ struct Device {
   uint64_t reserved_peak = 0;         // the most held at any stats read
   size_t cap = 0;                     // set_per_process_memory_fraction
   double fraction = 1.0;
+  std::mutex site_mu;                 // Python stack key -> the pool's site
+  std::unordered_map<uint64_t, uint32_t> sites;
   std::vector<TraceEntry> ring;       // history, oldest at `next` once full
   size_t next = 0;
 };
@@ -267,9 +276,11 @@ class Allocator final : public cca::CUDAAllocator {
   Device& device(int dev);
   Device* owner(void* p);
   Device* existing(int dev);
-  void* take(Device& d, size_t n, cudaStream_t s, MempoolId_t id);
+  void* take(Device& d, size_t n, cudaStream_t s, MempoolId_t id,
+             uint32_t site);
   void* take_private(Device& d, Private& pp, size_t n, cudaStream_t s);
-  void* take_device(Device& d, size_t n, cudaStream_t s);
+  void* take_device(Device& d, size_t n, cudaStream_t s, uint32_t site = 0);
+  uint32_t py_site(Device& d);
   void give_back(Device& d, void* p, const Alloc& a);
   void free_private(Device& d, void* p, const Alloc& a);
   void release_idle(Device& d, MempoolId_t id);
@@ -293,7 +304,11 @@ class Allocator final : public cca::CUDAAllocator {
   std::unordered_map<std::string, std::weak_ptr<void>> ipc_open_;
   c10::ApproximateClockToUnixTimeConverter clock_;
   int count_ = 0;
+  int stacks_ = 0;  // Python frames per call site (enable(stacks=N)); 0 off
   bool ready_ = false, enabled_ = true;
+
+ public:
+  void set_stacks(int n) { stacks_ = std::min(std::max(n, 0), 64); }
 };
 
 Allocator* the_allocator = nullptr;
@@ -356,14 +371,67 @@ MempoolId_t Allocator::pool_for(Device& d, cudaStream_t s) {
 }
 
 // A block of the device pool, within set_per_process_memory_fraction.
-void* Allocator::take_device(Device& d, size_t n, cudaStream_t s) {
+void* Allocator::take_device(Device& d, size_t n, cudaStream_t s,
+                              uint32_t site) {
   if (d.cap) {
     gpb_stats_t st;
     if (gpb_pool_stats(d.pool, &st) == 0 && st.block_bytes + n > d.cap)
       return nullptr;
   }
   void* p = nullptr;
-  return gpb_alloc_ex(d.pool, n, 0, GPB_TAG_TORCH, s, &p) == 0 ? p : nullptr;
+  return gpb_alloc_site(d.pool, n, 0, GPB_TAG_TORCH, s, site, &p) == 0 ? p
+                                                                      : nullptr;
+}
+
+// The calling Python stack's site in the device's pool: keyed by its
+// frames' (code object, instruction) pairs, written out as "FILE:LINE
+// NAME;..." only the first time. 0 off the interpreter's thread (the
+// autograd engine's) or before Python 3.11. A code object freed and
+// another made at its address, at the same instruction, would share the
+// old text: code lives as long as its module, nearly always the run.
+uint32_t Allocator::py_site(Device& d) {
+#if PY_VERSION_HEX >= 0x030B0000
+  if (!stacks_ || !Py_IsInitialized() || !PyGILState_Check()) return 0;
+  PyCodeObject* code[64];
+  int lasti[64], n = 0;
+  uint64_t key = 1469598103934665603ull;  // FNV-1a over the pairs
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f && n < stacks_) {
+    code[n] = PyFrame_GetCode(f);
+    lasti[n] = PyFrame_GetLasti(f);
+    key = (key ^ reinterpret_cast<uintptr_t>(code[n])) * 1099511628211ull;
+    key = (key ^ static_cast<uint32_t>(lasti[n])) * 1099511628211ull;
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+    n++;
+  }
+  Py_XDECREF(f);
+  uint32_t site = 0;
+  std::lock_guard<std::mutex> g(d.site_mu);
+  auto it = d.sites.find(key);
+  if (it != d.sites.end()) {
+    site = it->second;
+  } else if (n) {
+    std::string text;
+    for (int i = 0; i < n; i++) {
+      const char* file = PyUnicode_AsUTF8(code[i]->co_filename);
+      const char* name = PyUnicode_AsUTF8(code[i]->co_qualname);
+      if (!file || !name) PyErr_Clear();
+      text += (i ? ";" : "") + std::string(file ? file : "?") + ":" +
+              std::to_string(PyCode_Addr2Line(code[i], lasti[i])) + " " +
+              (name ? name : "?");
+    }
+    gpb_pool_site_intern(d.pool, key, text.c_str(), &site);
+    d.sites.emplace(key, site);
+  }
+  for (int i = 0; i < n; i++) Py_DECREF(code[i]);
+  return site;
+#else
+  (void)d;
+  return 0;
+#endif
 }
 
 // A block of a private pool: one it keeps for stream s, at most twice the
@@ -389,8 +457,9 @@ void* Allocator::take_private(Device& d, Private& pp, size_t n,
   return p;
 }
 
-void* Allocator::take(Device& d, size_t n, cudaStream_t s, MempoolId_t id) {
-  if (id == kDevicePool) return take_device(d, n, s);
+void* Allocator::take(Device& d, size_t n, cudaStream_t s, MempoolId_t id,
+                      uint32_t site) {
+  if (id == kDevicePool) return take_device(d, n, s, site);
   return take_private(d, d.priv[id], n, s);
 }
 
@@ -412,14 +481,15 @@ void* Allocator::malloc(int dev, size_t n, cudaStream_t s) {
   if (n == 0) return nullptr;
   auto ctx = context(true);
   Device& d = device(dev);
+  uint32_t site = stacks_ ? py_site(d) : 0;
   std::unique_lock<std::mutex> lk(d.mu);
   RelaxCapture relax(!d.captures.empty());
   if (!d.deferred.empty() && d.captures.empty()) flush_deferred(d);
   MempoolId_t id = pool_for(d, s);
-  void* p = take(d, n, s, id);
+  void* p = take(d, n, s, id, site);
   if (!p && reclaim(d)) {
     d.retries++;
-    p = take(d, n, s, id);
+    p = take(d, n, s, id, site);
   }
   if (!p) oom(d, lk, dev, n, s);
   d.live.emplace(p, Alloc{n, s, id, {}, ctx});
@@ -1039,6 +1109,8 @@ extern "C" __attribute__((visibility("default"))) int gpbx_install(
     }
     // Never deleted: tensors freed at exit still call it.
     the_allocator = new Allocator();
+    const char* st = getenv("GPB_TORCH_STACKS");
+    if (st && *st) the_allocator->set_stacks(atoi(st));
     cca::allocator.store(the_allocator);
     c10::SetAllocator(c10::DeviceType::CUDA, the_allocator);
     return 0;

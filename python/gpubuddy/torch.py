@@ -71,6 +71,17 @@ def _check_pool_size(pool_size):
               "'90%%' of the free memory)", pool_size)
 
 
+def _stacks_depth(stacks):
+    """enable(stacks=...) as GPB_TORCH_STACKS: False 0, True 32, or N."""
+    if stacks is True:
+        return 32
+    if stacks is False or stacks is None:
+        return 0
+    if isinstance(stacks, int) and 1 <= stacks <= 64:
+        return stacks
+    _fail("stacks must be True, False or 1 to 64 frames, not %r", stacks)
+
+
 def _check_args(pool_size, policy, publish, min_block, trace):
     """Every argument, at enable(): one GpubuddyError line, never a failure
     later at the first CUDA allocation."""
@@ -119,7 +130,7 @@ def _cache_name(plan_cache, policy, trace, plan):
 
 
 def _configure(pool_size, policy, publish, min_block, trace, vmm=True,
-               plan=None, cache=None):
+               plan=None, cache=None, stacks=False):
     """Sets the GPB_TORCH_* variables the library reads when it makes each
     device's pool (at that device's first allocation)."""
     _check_args(pool_size, policy, publish, min_block, trace)
@@ -153,6 +164,7 @@ def _configure(pool_size, policy, publish, min_block, trace, vmm=True,
         os.environ.pop("GPB_TORCH_PLAN", None)
         os.environ.pop("GPB_TORCH_TRACE", None)
     env["GPB_TORCH_VMM"] = "1" if vmm else "0"
+    env["GPB_TORCH_STACKS"] = str(_stacks_depth(stacks))
     os.environ.update(env)
 
 
@@ -231,7 +243,8 @@ def _patch_memory_stats():
 
 
 def enable(pool_size=None, policy=None, publish=None, min_block=None,
-           trace=None, oom_error=True, vmm=True, plan=None, plan_cache=None):
+           trace=None, oom_error=True, vmm=True, plan=None, plan_cache=None,
+           stacks=False):
     """Makes gpubuddy PyTorch's CUDA allocator, for every device.
 
     Call it before the first CUDA allocation. pool_size: bytes per device,
@@ -255,14 +268,19 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
     else to run: a device with a plan at PATH.DEVICE (PATH.rRANK.DEVICE
     under torchrun) follows it; one without records this run and writes
     its plan there at exit, or at save_plan(). Delete the files when the
-    program changes. Every argument is checked here: a bad one raises
+    program changes. stacks=True (or N frames, 1 to 64; True is 32):
+    each allocation's call site is its Python stack, so publish's live
+    view, traces and OOM explanations name your code; it costs a walk of
+    the interpreter's frames per allocation (docs/GPU.md), so it is off
+    by default. Every argument is checked here: a bad one raises
     GpubuddyError.
     """
     if _state["enabled"]:
         raise GpubuddyError("gpubuddy.torch.enable() was already called")
     cache = _cache_name(plan_cache, policy, trace, plan) \
         if plan_cache is not None else None
-    _configure(pool_size, policy, publish, min_block, trace, vmm, plan, cache)
+    _configure(pool_size, policy, publish, min_block, trace, vmm, plan, cache,
+               stacks)
     if not _torch.cuda.is_available():
         raise GpubuddyError("gpubuddy.torch.enable(): PyTorch sees no CUDA "
                             "device (torch.cuda.is_available() is False)")

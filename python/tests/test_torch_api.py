@@ -48,7 +48,10 @@ for kw, text in ((dict(pool_size="abc"), "is not a size"),
                  (dict(publish=123), "publish must be a name"),
                  (dict(publish=""), "publish must be a name"),
                  (dict(trace="/nonexistent/dir/run.trace"), "no directory"),
-                 (dict(plan_cache=""), "plan_cache must be a file path")):
+                 (dict(plan_cache=""), "plan_cache must be a file path"),
+                 (dict(stacks=0), "stacks must be True, False or 1 to 64"),
+                 (dict(stacks=65), "stacks must be True, False or 1 to 64"),
+                 (dict(stacks="deep"), "stacks must be True, False or 1 to 64")):
     expect_error(lambda: gt.enable(**kw), text)
     assert not gt._state["enabled"]
 
@@ -66,13 +69,15 @@ assert said.count("\n") == 1 and "pluggable allocator" in said, said
 assert "memory_stats" in said and "torch.compile" in said, said
 assert torch.cuda.memory.calls[-1][1:] == ("gpb_torch_malloc", "gpb_torch_free")
 assert os.environ["GPB_TORCH_VMM"] == "1"  # the default: a VMM pool
+assert os.environ["GPB_TORCH_STACKS"] == "0"  # stacks: off by default
 gt._state["enabled"] = False
 torch.cuda.memory.in_use[0] = False
 
 os.environ["RANK"] = "1"
 gt.enable(pool_size="2G", policy="bestfit", publish="train", min_block=1024,
-          oom_error=False, plan=__file__, vmm=False)
+          oom_error=False, plan=__file__, vmm=False, stacks=True)
 assert os.environ["GPB_TORCH_VMM"] == "0"
+assert os.environ["GPB_TORCH_STACKS"] == "32"
 assert torch.cuda.memory.calls[-1] == (gpubuddy.library_path(), "gpb_torch_malloc",
                                        "gpb_torch_free"), torch.cuda.memory.calls
 assert os.environ["GPB_TORCH_POOL_SIZE"] == "2G"
