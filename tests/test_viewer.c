@@ -1656,6 +1656,20 @@ static void test_live_oom_burst(void) {
   ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
   vframe_draw(&a, &fb);
   ASSERT_TEXT(&fb, VC_TEXT, "FREE 256.0 KiB  LARGEST FREE BLOCK 256.0 KiB");
+  /* More failures while the panel is open: the ring holds still, so [
+   * goes to the one before the failure shown (it went to the 4th, the
+   * ring all newer than the one shown). */
+  for (int i = 0; i < 100; i++)
+    ASSERT(gpb_alloc(p, 512 * KIB, &z) == GPB_ENOMEM);
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  live_catch_up(&a, st.seq);
+  ASSERT_U64_EQ(a.series.ooms, 2100);
+  vinput_key(&a, '[');
+  ASSERT(a.oom.sel >= 0);
+  ASSERT(a.oom.ex[a.oom.sel].rec.x < last &&
+         a.oom.ex[a.oom.sel].rec.x > se->oom[se->noom - 200].x);
+  vinput_key(&a, ']');
+  ASSERT_U64_EQ(a.oom.ex[a.oom.sel].rec.x, last);
   /* [ walks back through the explained ones, one by one. */
   uint64_t prev = last;
   for (int i = 0; i < VOOM_LIVE - 1; i++) {
@@ -1667,6 +1681,13 @@ static void test_live_oom_burst(void) {
   }
   vinput_key(&a, ']');
   ASSERT(a.oom.ex[a.oom.sel].rec.x > prev);
+  /* Closed and opened again: the latest failure, explained now. */
+  vinput_key(&a, 'o');
+  ASSERT(gpb_alloc(p, 512 * KIB, &z) == GPB_ENOMEM);
+  ASSERT_OK(gpb_pool_stats(p, &st));
+  live_catch_up(&a, st.seq);
+  vinput_key(&a, 'o');
+  ASSERT_U64_EQ(a.oom.ex[a.oom.sel].rec.x, gpb_model_seq(a.model));
   /* A tick in the middle of the timeline, a failure not explained: the
    * nearest explained one is shown, and the message says so. */
   vinput_key(&a, VKEY_ESC);

@@ -98,9 +98,12 @@ void voom_event(vapp_t *a, const gpb_event_t *ev, uint64_t x) {
   const vseries_t *se = &a->series;
   if (!se->noom || se->oom[se->noom - 1].x != x) return; /* not kept */
   const vseries_oom_t *rec = &se->oom[se->noom - 1];
+  /* Live, the ring holds still while its panel is open: at 150 failures
+   * a second it was all new again in a fifth of a second, and [ from the
+   * failure shown went to the first ones. o again reopens on the latest. */
   if (se->ooms <= VOOM_FIRST)
     oom_explain(a, rec, (int)se->ooms - 1, ev->time_ns);
-  else if (a->kind == VSRC_LIVE && oom_budget(a, ev->time_ns))
+  else if (a->kind == VSRC_LIVE && a->oom.sel < 0 && oom_budget(a, ev->time_ns))
     oom_explain(a, rec, oom_slot(&a->oom), ev->time_ns);
 }
 
