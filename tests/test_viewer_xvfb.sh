@@ -13,6 +13,9 @@
 # build. Run from the build directory.
 set -u
 view=$PWD/gpubuddy-view
+# The test data, found before the test moves to its own directory: beside
+# this script (srcdir, also in a VPATH build such as distcheck's).
+data=$(cd "$(dirname "$0")/data" && pwd) || exit 1
 [ -x "$view" ] || { echo "SKIP: $view not built"; exit 77; }
 grep -q "^#define GPB_HAVE_SDL2_WINDOW 1" ./config.h 2>/dev/null ||
   { echo "SKIP: built without a window"; exit 77; }
@@ -102,8 +105,6 @@ check(sizes == [(800, 500), (640, 400)], "screenshots %s, not 800x500 then 640x4
 PY
 
 # The timeline's chart, where a first run of this size put it.
-data=$(cd "$(dirname "$0")/data" 2>/dev/null && pwd)
-[ -n "$data" ] || data=$(cd "$(dirname "$view")/../tests/data" && pwd)
 run2() {
   GPB_VIEW_TEST_STATE=$tmp/state2.json $view --trace "$data/churn_small.trace.gz" \
     --speed 0 --size 800x500 >"$tmp/out" 2>"$tmp/err" &
