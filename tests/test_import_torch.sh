@@ -112,9 +112,9 @@ grep -q 'gather\|ceval\|_start' "$tmp/frames.trace" && fail "frames: memory_viz'
 grep -qx '7 6000 alloc 0x900000 512 0 0x0' "$tmp/frames.trace" || fail "frames: a stack with no frames left has a site"
 grep -qx '9 8000 free 0x10000 3145728 0 0x0 1' "$tmp/frames.trace" || fail "frames: the free lacks its allocation's site"
 $replay --top-sites=3 "$tmp/frames.trace" > "$tmp/top.out" 2>&1 || fail "replay --top-sites: exit $?"
-grep -A2 '1\. 12.0 MiB.*site 1$' "$tmp/top.out" | grep -q '/w/model.py:42 attention' ||
+grep -A2 '1\. 12.0 MiB.*site 1: model.py:42 attention$' "$tmp/top.out" | grep -q '/w/model.py:42 attention' ||
   fail "--top-sites does not name attention first: $(cat "$tmp/top.out")"
-grep -A2 '2\. 2.0 MiB.*site 2$' "$tmp/top.out" | grep -q '/w/train.py:7 step' ||
+grep -A2 '2\. 2.0 MiB.*site 2: model.py:80 mlp$' "$tmp/top.out" | grep -q '/w/train.py:7 step' ||
   fail "--top-sites does not name mlp's stack second"
 grep -A2 'failed allocations' "$tmp/top.out" | grep -q 'site 2' || fail "--top-sites: the failure is not mlp's"
 $imp -q --no-frames "$tmp/frames.pickle" -o "$tmp/nf.trace" || fail "--no-frames: exit $?"

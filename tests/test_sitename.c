@@ -105,6 +105,29 @@ static void test_symbolize(void) {
   gpbt_sitename_free(&s);
 }
 
+/* Labels of sites shown together: unique by the nearest caller. */
+static void test_labels(void) {
+  gpbt_sitename_t v[3];
+  ASSERT_OK(gpbt_sitename("??:0 c10::a;/w/m.py:5 fwd;/w/t.py:1 train;/w/t.py:9 main", NULL, 0, &v[0]));
+  ASSERT_OK(gpbt_sitename("??:0 c10::a;/w/m.py:5 fwd;/w/t.py:2 eval;/w/t.py:9 main", NULL, 0, &v[1]));
+  ASSERT_OK(gpbt_sitename("??:0 c10::b;/w/o.py:7 opt", NULL, 0, &v[2]));
+  char b[256];
+  ASSERT_EQ(gpbt_sitename_label(v, 3, 0, b, sizeof b), 1);
+  ASSERT(!strcmp(b, "m.py:5 fwd < t.py:1 train"));
+  ASSERT_EQ(gpbt_sitename_label(v, 3, 1, b, sizeof b), 1);
+  ASSERT(!strcmp(b, "m.py:5 fwd < t.py:2 eval"));
+  ASSERT_EQ(gpbt_sitename_label(v, 3, 2, b, sizeof b), 1);
+  ASSERT(!strcmp(b, "o.py:7 opt"));
+  /* The same user frames (framework differs): not unique. */
+  gpbt_sitename_free(&v[2]);
+  ASSERT_OK(gpbt_sitename("??:0 c10::z;/w/m.py:5 fwd;/w/t.py:1 train;/w/t.py:9 main", NULL, 0, &v[2]));
+  ASSERT_EQ(gpbt_sitename_label(v, 3, 0, b, sizeof b), 0);
+  ASSERT(!strcmp(b, "m.py:5 fwd"));
+  gpbt_sitename_short("/a/b/c.py:3 f", b, 5);
+  ASSERT(!strcmp(b, "c.py"));
+  for (int i = 0; i < 3; i++) gpbt_sitename_free(&v[i]);
+}
+
 /* A v3 trace: shared frames, a stack over three lines, a v2 site too. */
 static void test_v3_read(void) {
   char path[] = "/tmp/gpb-test-sitename-XXXXXX";
@@ -138,6 +161,7 @@ int main(void) {
   test_torch();
   test_pool_stack();
   test_symbolize();
+  test_labels();
   test_v3_read();
   printf("test_sitename: ok\n");
   return 0;

@@ -33,6 +33,7 @@
 #include "oom.h"
 #include "pages.h"
 #include "replay.h"
+#include "sitename.h"
 #include "topsites.h"
 
 #include <errno.h>
@@ -153,8 +154,14 @@ static void usage(FILE *f) {
 "                    which freed or moved would have let it succeed\n"
 "  --top-sites[=N]   the N call sites (default 10) holding the most bytes\n"
 "                    when live bytes peaked, and the sites of failed\n"
-"                    allocations, each with its frames (traces recorded\n"
-"                    with GPB_CALLSITES=DEPTH carry call sites)\n"
+"                    allocations (traces recorded with GPB_CALLSITES=DEPTH\n"
+"                    or imported from PyTorch carry call sites), each named\n"
+"                    by its first frame outside the framework (PyTorch,\n"
+"                    c10, CPython, gpubuddy; add patterns with\n"
+"                    GPB_SITE_FRAMEWORK=pat,pat), with its caller where\n"
+"                    names repeat, then its frames, the user's first; a\n"
+"                    pool's MODULE+0xOFFSET frames are symbolized by\n"
+"                    addr2line where debug information exists\n"
 "  --json            machine-readable output (one key per line)\n"
 "  --quiet           no progress or warnings on stderr\n"
 "  --help            this text\n"
@@ -261,19 +268,56 @@ static void print_text(const opts_t *o, const result_t *r) {
          r->total_s > 0 ? (double)r->ops / r->total_s : 0);
 }
 
-/* One ranking of --top-sites: each site's figures, then its frames, one
- * a line ("MODULE+0xOFFSET SYMBOL", innermost first). */
+/* The rows' sites split and named (gpbt_sitename), symbolized; NULL
+ * without memory. An undefined site gets no frames. */
+static gpbt_sitename_t *sites_split(char *const *text, size_t n) {
+  gpbt_sitename_t *v = calloc(n ? n : 1, sizeof *v);
+  for (size_t i = 0; v && i < n; i++)
+    if (gpbt_sitename(text[i] ? text[i] : "", NULL, GPBT_SITENAME_SYMBOLIZE,
+                      &v[i])) {
+      while (i--) gpbt_sitename_free(&v[i]);
+      free(v);
+      return NULL;
+    }
+  return v;
+}
+
+static void sites_split_free(gpbt_sitename_t *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++) gpbt_sitename_free(&v[i]);
+  free(v);
+}
+
+/* One site's frames, the user's first, then the framework's. */
+static void print_site_frames(const gpbt_sitename_t *s) {
+  for (size_t k = 0; k < s->nframes; k++) {
+    if (k == s->nuser)
+      printf("        -- framework (%zu frame%s):\n", s->nframes - k,
+             s->nframes - k == 1 ? "" : "s");
+    printf("        %s\n", s->frames[k]);
+  }
+}
+
+/* One ranking of --top-sites: each site's figures and name (its first
+ * frame outside the framework, with a caller where names repeat), then
+ * its frames. */
 static void print_sites(const char *head, const gpbt_site_row_t *rows,
                         char *const *text, size_t n, size_t total,
                         uint64_t all_bytes, int failed) {
   printf("%s (top %zu of %zu site%s):\n", head, n, total,
          total == 1 ? "" : "s");
+  gpbt_sitename_t *v = sites_split(text, n);
   for (size_t i = 0; i < n; i++) {
     const gpbt_site_row_t *w = &rows[i];
-    char a[32], who[32];
+    char a[32], who[1100], label[1024];
     gpb_size_format(w->bytes, a, sizeof a);
-    if (w->site) snprintf(who, sizeof who, "site %u", w->site);
-    else snprintf(who, sizeof who, "no call site");
+    if (!w->site)
+      snprintf(who, sizeof who, "no call site");
+    else if (!text[i] || !v)
+      snprintf(who, sizeof who, "site %u", w->site);
+    else {
+      gpbt_sitename_label(v, n, i, label, sizeof label);
+      snprintf(who, sizeof who, "site %u: %s", w->site, label);
+    }
     if (failed)
       printf("  %2zu. %" PRIu64 " failure%s, %s asked; %s\n", i + 1, w->n,
              w->n == 1 ? "" : "s", a, who);
@@ -281,18 +325,12 @@ static void print_sites(const char *head, const gpbt_site_row_t *rows,
       printf("  %2zu. %s (%.1f%%) in %" PRIu64 " allocation%s; %s\n", i + 1,
              a, 100 * ratio(w->bytes, all_bytes), w->n, w->n == 1 ? "" : "s",
              who);
-    if (!w->site) continue;
-    const char *t = text[i];
-    if (!t) {
+    if (w->site && !text[i])
       printf("        (not defined in the trace)\n");
-      continue;
-    }
-    while (*t) {
-      size_t k = strcspn(t, ";");
-      printf("        %.*s\n", (int)k, t);
-      t += k + (t[k] == ';');
-    }
+    else if (w->site && v)
+      print_site_frames(&v[i]);
   }
+  sites_split_free(v, n);
 }
 
 static void print_top_sites(const result_t *r) {
@@ -310,21 +348,31 @@ static void print_top_sites(const result_t *r) {
   if (r->oom)
     print_sites("call sites of failed allocations", r->top_fail,
                 r->text_fail, r->ntop_fail, r->sites_fail, 0, 1);
-  /* Imported traces have frames of their own (FILE:LINE NAME). */
-  printf("  (frames innermost first; a pool's are MODULE+0xOFFSET [SYMBOL]: "
-         "addr2line -e MODULE OFFSET names the line)\n");
+  printf("  (a site is named by its first frame outside the framework: "
+         "PyTorch, c10, CPython, gpubuddy, and GPB_SITE_FRAMEWORK=pat,...; "
+         "frames innermost first, the user's before the framework's)\n");
 }
 
 static void json_sites(const char *key, const gpbt_site_row_t *rows,
                        char *const *text, size_t n, int failed) {
   printf("      \"%s\": [", key);
+  gpbt_sitename_t *v = sites_split(text, n);
   for (size_t i = 0; i < n; i++) {
     gpbt_json_t j = {stdout, ", ", 0};
     printf("%s\n        {", i ? "," : "");
     gpbt_json_put_u64(&j, "site", rows[i].site);
     gpbt_json_put_u64(&j, failed ? "failures" : "allocs", rows[i].n);
     gpbt_json_put_u64(&j, "bytes", rows[i].bytes);
-    if (text[i]) {
+    if (text[i] && v) {
+      gpbt_json_put_str(&j, "name", v[i].name);
+      gpbt_json_put_u64(&j, "user_frames", v[i].nuser);
+      gpbt_json_key(&j, "frames_user_first");
+      printf("[");
+      for (size_t k = 0; k < v[i].nframes; k++) {
+        printf("%s", k ? ", " : "");
+        gpbt_json_str(stdout, v[i].frames[k]);
+      }
+      printf("]");
       gpbt_json_put_str(&j, "frames", text[i]);
     } else {
       gpbt_json_key(&j, "frames");
@@ -332,6 +380,7 @@ static void json_sites(const char *key, const gpbt_site_row_t *rows,
     }
     printf("}");
   }
+  sites_split_free(v, n);
   printf("%s],\n", n ? "\n      " : "");
 }
 

@@ -237,3 +237,48 @@ oom:
   memset(out, 0, sizeof *out);
   return GPB_EHOSTMEM;
 }
+
+/* ------------------------------------------------------------ labels */
+
+void gpbt_sitename_short(const char *frame, char *buf, size_t cap) {
+  const char *pl, *fn;
+  size_t npl;
+  sitename_parse(frame, &pl, &npl, &fn);
+  const char *base = pl;
+  for (size_t k = 0; k < npl; k++)
+    if (pl[k] == '/') base = pl + k + 1;
+  snprintf(buf, cap, "%s", base);
+}
+
+/* Whether a's and b's first k user frames are the same. */
+static int sitename_same(const gpbt_sitename_t *a, const gpbt_sitename_t *b,
+                         size_t k) {
+  size_t na = a->nuser ? a->nuser : a->nframes > 0;
+  size_t nb = b->nuser ? b->nuser : b->nframes > 0;
+  if ((na < k) != (nb < k)) return 0;
+  for (size_t x = 0; x < k && x < na && x < nb; x++)
+    if (strcmp(a->frames[x], b->frames[x])) return 0;
+  return 1;
+}
+
+int gpbt_sitename_label(const gpbt_sitename_t *v, size_t n, size_t i,
+                        char *buf, size_t cap) {
+  const gpbt_sitename_t *s = &v[i];
+  size_t nu = s->nuser ? s->nuser : s->nframes > 0;
+  char a[512], b[512];
+  gpbt_sitename_short(s->name, a, sizeof a);
+  /* The fewest leading user frames that no other site shares. */
+  size_t k = 1, most = nu ? nu : 1;
+  for (; k <= most; k++) {
+    size_t j = 0;
+    while (j < n && (j == i || !sitename_same(s, &v[j], k))) j++;
+    if (j == n) break;
+  }
+  if (k == 1 || k > most) {
+    snprintf(buf, cap, "%s", a);
+    return k == 1;
+  }
+  gpbt_sitename_short(s->frames[k - 1], b, sizeof b);
+  snprintf(buf, cap, "%s < %s", a, b);
+  return 1;
+}

@@ -51,6 +51,21 @@ int gpbt_sitename(const char *text, const char *extra, unsigned flags,
                   gpbt_sitename_t *out);
 void gpbt_sitename_free(gpbt_sitename_t *s);
 
+/* A label for v[i] that no other of the n sites in v shares, for rows
+ * and legends shown together: its name, then " < CALLER" with the
+ * nearest of its user frames that tells it from the others when names
+ * repeat. Writes at most cap bytes (always terminated); frames are
+ * shortened to "FILE:LINE NAME" with FILE's directory left out. Returns
+ * 1 when the label is unique, 0 when v[i]'s user frames equal another's
+ * (then the caller adds something else, a site id). */
+int gpbt_sitename_label(const gpbt_sitename_t *v, size_t n, size_t i,
+                        char *buf, size_t cap);
+
+/* One frame shortened for a legend: its file's directory left out
+ * ("/a/b/model.py:12 fwd" -> "model.py:12 fwd"). Writes at most cap
+ * bytes, always terminated. */
+void gpbt_sitename_short(const char *frame, char *buf, size_t cap);
+
 /* Whether one frame's text is the framework's (as above). */
 int gpbt_sitename_is_framework(const char *frame, const char *extra);
 
