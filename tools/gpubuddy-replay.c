@@ -27,6 +27,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
+#include "compare.h"
 #include "json.h"
 #include "minpool.h"
 #include "idmap.h"
@@ -67,6 +68,8 @@ typedef struct opts {
   const char *plan_path; /* --plan: follow it */
   const char *plan_out;  /* --plan-out: make a plan, write it, replay none */
   gpb_plan_t *plan;      /* loaded from plan_path */
+  const char *compare;   /* --compare A: A beside TRACE (B) */
+  const char *png;       /* --png FILE: --compare's picture */
 } opts_t;
 
 #define EXPLAIN_DEFAULT 10
@@ -105,6 +108,7 @@ static const char *prog = "gpubuddy-replay";
 static void usage(FILE *f) {
   fprintf(f,
 "usage: %s [options] TRACE\n"
+"       %s --compare A [options] B\n"
 "\n"
 "Replays an allocation trace through a gpubuddy pool and reports events,\n"
 "peak live bytes, peak bytes in blocks, peak 2 MiB pages under live blocks\n"
@@ -162,6 +166,13 @@ static void usage(FILE *f) {
 "                    names repeat, then its frames, the user's first; a\n"
 "                    pool's MODULE+0xOFFSET frames are symbolized by\n"
 "                    addr2line where debug information exists\n"
+"  --compare A       compare run A with TRACE (B): peak live bytes, the\n"
+"                    bytes each call site held at the peak with the\n"
+"                    changes (largest first; --top-sites=N rows, default\n"
+"                    10; sites matched by their frames), fragmentation at\n"
+"                    the peak and the smallest pool per policy (each\n"
+"                    --policy, default all), side by side\n"
+"  --png FILE        with --compare: also draw the comparison as a PNG\n"
 "  --json            machine-readable output (one key per line)\n"
 "  --quiet           no progress or warnings on stderr\n"
 "  --help            this text\n"
@@ -171,7 +182,7 @@ static void usage(FILE *f) {
 "Requests that failed when the trace was recorded are replayed (and freed\n"
 "at once if they succeed). Latencies come from a histogram (about 3%%\n"
 "resolution); max is exact. Exit status: 0 done, 1 error, 2 usage.\n",
-          prog);
+          prog, prog);
 }
 
 /* ------------------------------------------------------------ output */
@@ -1308,6 +1319,14 @@ static int set_top_sites(opts_t *o, const char *a) {
   return 0;
 }
 
+static int set_compare(opts_t *o, const char *a) {
+  return set_file("compare", a, &o->compare);
+}
+
+static int set_png(opts_t *o, const char *a) {
+  return set_file("png", a, &o->png);
+}
+
 static int set_json(opts_t *o, const char *a) {
   (void)a;
   o->json = 1;
@@ -1350,6 +1369,8 @@ static const struct opt_def {
     {"speed", required_argument, set_speed},
     {"explain-oom", optional_argument, set_explain},
     {"top-sites", optional_argument, set_top_sites},
+    {"compare", required_argument, set_compare},
+    {"png", required_argument, set_png},
     {"json", no_argument, set_json},
     {"quiet", no_argument, set_quiet},
     {"help", no_argument, set_help},
@@ -1364,6 +1385,21 @@ static int opt_short(int c) {
   for (size_t i = 0; name && i < NOPT; i++)
     if (!strcmp(opt_defs[i].name, name)) return OPT_BASE + (int)i;
   return -1;
+}
+
+/* What --compare does not take, or NULL. */
+static const char *check_compare(const opts_t *o) {
+  if (!o->compare)
+    return o->png ? "--png draws a comparison: give --compare A too" : NULL;
+  if (!strcmp(o->path, "-") || !strcmp(o->compare, "-"))
+    return "--compare reads each trace several times: give files, not "
+           "standard input";
+  if (o->plan_path || o->plan_out || o->publish || o->speed > 0 ||
+      o->explain || o->find_min || o->pool_size)
+    return "--compare finds each run's smallest pool itself and takes only "
+           "--policy, --min-block, --resolution, --backend, --top-sites=N, "
+           "--png, --json and --quiet";
+  return NULL;
 }
 
 /* Options that do not go together, and standard input's limits: 0, or 2
@@ -1389,6 +1425,7 @@ static int check_args(opts_t *o) {
   else if (stdin_trace && (!o->pool_size || o->find_min || o->policy < 0))
     err = "a trace on standard input is read once: give --pool-size, and "
           "no --find-min-pool or --policy all";
+  if (!err) err = check_compare(o);
   if (err) {
     fprintf(stderr, "%s: %s\n", prog, err);
     return 2;
@@ -1594,6 +1631,84 @@ static void print_job_text(const opts_t *o, const job_t *j) {
   if (j->npol > 1) print_policies(o, j);
 }
 
+/* --compare: what compare.c needs of one run (c->site_bytes allocated:
+ * free it). 0, or -1 without memory. */
+static int compare_fill(const job_t *j, const char *path,
+                        gpbt_cmp_run_t *c) {
+  const result_t *r0 = &j->res[0];
+  memset(c, 0, sizeof *c);
+  c->path = path;
+  c->ops = j->sc.ops;
+  c->peak_live = j->sc.peak_live;
+  c->npol = j->npol;
+  for (int p = 0; p < j->npol && p < GPBT_CMP_POLICIES; p++) {
+    const result_t *r = &j->res[p];
+    c->pol[p] = (gpbt_cmp_pol_t){
+        gpb_policy_name(r->policy), j->mp[p].size, r->at_end.block_peak,
+        ratio(r->at_peak.internal_frag_bytes, r->at_peak.block_bytes),
+        r->at_peak.external_frag, r->oom};
+  }
+  uint64_t *bytes = calloc(r0->ntop_peak ? r0->ntop_peak : 1, sizeof *bytes);
+  if (!bytes) return -1;
+  for (size_t i = 0; i < r0->ntop_peak; i++) bytes[i] = r0->top_peak[i].bytes;
+  c->nsites = r0->ntop_peak;
+  c->site_text = (const char *const *)r0->text_peak;
+  c->site_bytes = bytes;
+  return 0;
+}
+
+/* Writes the comparison of two jobs. 0, or -1 after printing an error. */
+static int compare_print(const opts_t *o, const job_t *j) {
+  gpbt_cmp_run_t c[2];
+  gpbt_cmp_t cmp = {0};
+  const char *path[2] = {o->compare, o->path};
+  int ret = -1, filled = 0;
+  while (filled < 2 && !compare_fill(&j[filled], path[filled], &c[filled]))
+    filled++;
+  if (filled == 2 && !gpbt_cmp_sites(&c[0], &c[1], &cmp)) {
+    size_t rows = o->top_sites <= GPB_MAX_SITES ? o->top_sites : 10;
+    if (o->json) gpbt_cmp_json(stdout, &c[0], &c[1], &cmp);
+    else gpbt_cmp_text(stdout, &c[0], &c[1], &cmp, rows);
+    ret = 0;
+    if (o->png && gpbt_cmp_png(o->png, &c[0], &c[1], &cmp, rows)) {
+      fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->png,
+              strerror(errno));
+      ret = -1;
+    }
+  } else {
+    fprintf(stderr, "%s: out of memory for --compare\n", prog);
+  }
+  gpbt_cmp_free(&cmp);
+  while (filled--) free((void *)c[filled].site_bytes);
+  return ret;
+}
+
+/* --compare A B: each run's smallest pool per policy, replayed there with
+ * every site ranked, then the two side by side. Exit status. */
+static int run_compare(const opts_t *o) {
+  opts_t oo = *o;
+  oo.find_min = 1;
+  if (!o->policy_given) oo.policy = -1;
+  oo.top_sites = GPB_MAX_SITES + 1; /* every site, for matching */
+  oo.json = 0;
+  job_t j[2];
+  memset(j, 0, sizeof j);
+  int rc = 0;
+  for (int k = 0; k < 2 && !rc; k++) {
+    oo.path = k ? o->path : o->compare;
+    rc = job_run(&oo, &j[k]);
+  }
+  if (!rc) {
+    opts_t show = oo;
+    show.top_sites = o->top_sites ? o->top_sites : 10;
+    show.json = o->json;
+    rc = compare_print(&show, j);
+  }
+  job_free(&j[0]);
+  job_free(&j[1]);
+  return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   opts_t o;
   int rc = parse_args(argc, argv, &o);
@@ -1604,6 +1719,7 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   if (o.plan_out) return plan_out(&o);
+  if (o.compare) return run_compare(&o);
   if (o.plan_path) {
     if ((rc = gpb_plan_load(o.plan_path, &loaded_plan))) {
       fprintf(stderr, "%s: %s: %s\n", prog, gpb_err_name(rc),
