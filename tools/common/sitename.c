@@ -77,6 +77,15 @@ static int sitename_list(const char *s, const char *pl, size_t npl,
   return 0;
 }
 
+void gpbt_sitename_parts(const char *frame, const char **place,
+                         size_t *nplace, unsigned long *line,
+                         const char **fn) {
+  sitename_parse(frame, place, nplace, fn);
+  *line = 0;
+  const char *c = *place + *nplace;
+  if (*c == ':') *line = strtoul(c + 1, NULL, 10);
+}
+
 int gpbt_sitename_is_framework(const char *frame, const char *extra) {
   const char *pl, *fn;
   size_t npl;
@@ -219,9 +228,12 @@ int gpbt_sitename(const char *text, const char *extra, unsigned flags,
   /* The user's frames, then the framework's, each innermost first. */
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < n; i++)
-      if (is_fw[i] == pass) out->frames[out->nframes++] = all[i];
+      if (flags & GPBT_SITENAME_IN_ORDER ? pass == 0 : is_fw[i] == pass)
+        out->frames[out->nframes++] = all[i];
   for (size_t i = 0; i < n; i++) out->nuser += !is_fw[i];
-  out->name = strdup(n ? out->frames[0] : "?");
+  size_t first = 0; /* the name: the first user frame in text order */
+  while (first < n && is_fw[first]) first++;
+  out->name = strdup(n ? all[first < n ? first : 0] : "?");
   free(all);
   free(is_fw);
   if (!out->name) {

@@ -42,6 +42,9 @@ typedef struct gpbt_sitename {
                                       here, never in the workload;
                                       results are cached per process) */
 
+#define GPBT_SITENAME_IN_ORDER 2u  /* frames stay innermost first, as in
+                                      text (nuser still counts the user's) */
+
 /* Splits `text` (not NULL; "" gives no frames and the name "?") into
  * *out. extra: more framework patterns, comma-separated, or NULL;
  * GPB_SITE_FRAMEWORK is read too. Returns 0, or GPB_EHOSTMEM with *out
@@ -65,6 +68,13 @@ int gpbt_sitename_label(const gpbt_sitename_t *v, size_t n, size_t i,
  * ("/a/b/model.py:12 fwd" -> "model.py:12 fwd"). Writes at most cap
  * bytes, always terminated. */
 void gpbt_sitename_short(const char *frame, char *buf, size_t cap);
+
+/* A frame's parts: its place (file or module: *place, *nplace bytes),
+ * its line (0 when it has none, as a pool's frames) and its function
+ * (*fn, "" when none). */
+void gpbt_sitename_parts(const char *frame, const char **place,
+                         size_t *nplace, unsigned long *line,
+                         const char **fn);
 
 /* Whether one frame's text is the framework's (as above). */
 int gpbt_sitename_is_framework(const char *frame, const char *extra);
