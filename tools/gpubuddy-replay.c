@@ -375,6 +375,7 @@ static void json_sites(const char *key, const gpbt_site_row_t *rows,
     gpbt_json_put_u64(&j, failed ? "failures" : "allocs", rows[i].n);
     gpbt_json_put_u64(&j, "bytes", rows[i].bytes);
     if (text[i] && v) {
+      gpbt_json_put_str(&j, "frames", text[i]);
       gpbt_json_put_str(&j, "name", v[i].name);
       gpbt_json_put_u64(&j, "user_frames", v[i].nuser);
       gpbt_json_key(&j, "frames_user_first");
@@ -384,7 +385,6 @@ static void json_sites(const char *key, const gpbt_site_row_t *rows,
         gpbt_json_str(stdout, v[i].frames[k]);
       }
       printf("]");
-      gpbt_json_put_str(&j, "frames", text[i]);
     } else {
       gpbt_json_key(&j, "frames");
       printf("null");

@@ -24,6 +24,8 @@
 
 /* ------------------------------------------------------------- match */
 
+#define CMP_SYMBOLIZE_MAX 256 /* sites; more are labelled as recorded */
+
 static int cmp_text(const char *x, const char *y) {
   if (!x || !y) return x ? 1 : y ? -1 : 0;
   return strcmp(x, y);
@@ -51,9 +53,12 @@ static int cmp_by_change(const void *p, const void *q) {
 static int cmp_label(gpbt_cmp_t *c) {
   gpbt_sitename_t *v = calloc(c->n ? c->n : 1, sizeof *v);
   int rc = v ? 0 : GPB_EHOSTMEM;
+  /* Symbolizing runs addr2line once per distinct frame: fine for the
+   * sites of a model, too slow for thousands of a pool's. */
+  unsigned flags = c->n <= CMP_SYMBOLIZE_MAX ? GPBT_SITENAME_SYMBOLIZE : 0;
   for (size_t i = 0; !rc && i < c->n; i++)
-    rc = gpbt_sitename(c->rows[i].text ? c->rows[i].text : "", NULL,
-                       GPBT_SITENAME_SYMBOLIZE, &v[i]);
+    rc = gpbt_sitename(c->rows[i].text ? c->rows[i].text : "", NULL, flags,
+                       &v[i]);
   for (size_t i = 0; !rc && i < c->n; i++) {
     char b[600];
     if (!c->rows[i].text)
