@@ -103,6 +103,18 @@ static void test_symbolize(void) {
   ASSERT(strstr(s.frames[0], "test_sitename_marker"));
   ASSERT(!strcmp(s.frames[1], "/nonexistent/lib.so+0x10 f"));
   gpbt_sitename_free(&s);
+  /* An executable named as it was run, without its directory: found on
+   * PATH, as a live pool's sites name it. */
+  char *slash = strrchr(path, '/'), search[8192];
+  *slash = 0;
+  snprintf(search, sizeof search, "/nonexistent:%s:%s", path,
+           getenv("PATH") ? getenv("PATH") : "/usr/bin");
+  setenv("PATH", search, 1);
+  snprintf(text, sizeof text, "%s+0x%lx", slash + 1,
+           (unsigned long)((char *)fn - (char *)di.dli_fbase));
+  ASSERT_OK(gpbt_sitename(text, NULL, GPBT_SITENAME_SYMBOLIZE, &s));
+  ASSERT(strstr(s.frames[0], "test_sitename_marker"));
+  gpbt_sitename_free(&s);
 }
 
 /* Labels of sites shown together: unique by the nearest caller. */

@@ -189,6 +189,7 @@ static int sitetab_more(gpb__sitetab_t *t, const char *p) {
   free(more);
   if (!c && t->bytes + n <= GPB__SITETAB_MAX)
     return gpb__fail(GPB_EHOSTMEM, "no host memory for call sites");
+  if (!c) t->full = 1; /* the stack keeps its first frames */
   return 0;
 }
 

@@ -108,10 +108,27 @@ typedef struct sym_entry {
 static sym_entry_t *sym_cache;
 static size_t sym_n, sym_cap;
 
+/* A module named without a directory (dladdr gives an executable's as
+ * it was run: "gpubuddy-sample-kvcache") found on PATH, into buf. */
+static const char *sym_find(const char *module, char *buf, size_t cap) {
+  if (strchr(module, '/')) return module;
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t n = strcspn(path, ":");
+    if (n && (size_t)snprintf(buf, cap, "%.*s/%s", (int)n, path, module) < cap &&
+        !access(buf, R_OK))
+      return buf;
+    path += n + (path[n] == ':');
+  }
+  return module;
+}
+
 /* Runs addr2line -f -C -e MODULE OFF and reads its two lines into out
- * ("FUNC FILE:LINE"). 0, or -1 (no answer worth keeping). */
+ * ("FILE:LINE FUNC"). 0, or -1 (no answer worth keeping). */
 static int sym_addr2line(const char *module, const char *off, char *out,
                          size_t cap) {
+  char found[4096];
+  module = sym_find(module, found, sizeof found);
   if (access(module, R_OK)) return -1;
   int fd[2];
   if (pipe(fd)) return -1;
