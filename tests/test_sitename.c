@@ -64,6 +64,17 @@ static void test_torch(void) {
   gpbt_sitename_free(&s);
 }
 
+/* CPython's standard library is the framework; a package installed
+ * beside it (site-packages) is the user's. */
+static void test_stdlib(void) {
+  ASSERT(gpbt_sitename_is_framework("/usr/lib/python3.11/contextlib.py:81 inner", NULL));
+  ASSERT(!gpbt_sitename_is_framework(
+      "/usr/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py:216 forward",
+      NULL));
+  ASSERT(!gpbt_sitename_is_framework("/venv/lib/python3.11/dist-packages/app/m.py:3 f", NULL));
+  ASSERT(gpbt_sitename_is_framework("/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1 f", NULL));
+}
+
 static void test_pool_stack(void) {
   gpbt_sitename_t s;
   ASSERT_OK(gpbt_sitename("/usr/lib/libgpubuddy.so.0+0x41d8 gpb_alloc;"
@@ -172,6 +183,7 @@ static void test_v3_read(void) {
 int main(void) {
   test_torch();
   test_pool_stack();
+  test_stdlib();
   test_symbolize();
   test_labels();
   test_v3_read();

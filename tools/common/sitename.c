@@ -29,7 +29,8 @@ static const char *const sitename_builtin[] = {
     "libc10", "c10::", "at::", "torch::", "caffe2::", "pybind11::",
     "std::", "__gnu_cxx::", "libstdc++", "libpython", "Python/",
     "Objects/", "Include/", "<frozen ", "_Py", "PyEval_", "PyObject_",
-    "libgpubuddy", "gpubuddy/", "gpb_", "gpb::", "__libc_", "??", NULL};
+    "libgpubuddy", "gpubuddy/", "gpb_", "gpb::", "__libc_", "??",
+    "CUDACachingAllocator", "THC", "libcuda", NULL};
 
 /* The place and function of a frame: [*p, *p + *np) and *fn. */
 static void sitename_parse(const char *f, const char **p, size_t *np,
@@ -91,6 +92,11 @@ int gpbt_sitename_is_framework(const char *frame, const char *extra) {
   size_t npl;
   sitename_parse(frame, &pl, &npl, &fn);
   if (!strncmp(frame, "0x", 2) || !*frame) return 1;
+  /* CPython's own modules, not a package installed beside them (the
+   * user's libraries, transformers say, live in site-packages). */
+  if (sitename_match(pl, npl, "", "/lib/python3", 12) &&
+      !sitename_match(pl, npl, "", "-packages/", 10))
+    return 1;
   for (int i = 0; sitename_builtin[i]; i++)
     if (sitename_match(pl, npl, fn, sitename_builtin[i],
                        strlen(sitename_builtin[i])))

@@ -16,8 +16,9 @@
  * A frame is the framework's when its file or module (the part before
  * ":LINE" or "+0x") contains one of the patterns, or its function name
  * starts with one. The built-in patterns cover PyTorch (its Python
- * package, libtorch, c10, at::, torch::, aten), CPython's runtime and
- * gpubuddy itself. Users add their own (a training library, say) with
+ * package, libtorch, c10, at::, torch::, aten, the caching allocator),
+ * CUDA's libraries, CPython's runtime and standard library (files under
+ * /lib/python3 outside a -packages/ directory) and gpubuddy itself. Users add their own (a training library, say) with
  * GPB_SITE_FRAMEWORK="pat,pat,..." or the `extra` argument.
  */
 #ifndef GPBT_SITENAME_H
