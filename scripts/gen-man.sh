@@ -28,6 +28,7 @@ gpubuddy-stat|tools/gpubuddy-stat|print the stats of pools published live
 gpubuddy-relay|tools/gpubuddy-relay|serve live gpubuddy pools over TCP and as Prometheus metrics
 gpubuddy-view|gpubuddy-view|draw a gpubuddy pool's block map live, relayed or from a trace
 gpubuddy-import-torch|tools/gpubuddy-import-torch|convert PyTorch memory snapshots to gpubuddy traces
+gpubuddy-export-torch|tools/gpubuddy-export-torch|write a gpubuddy trace or live pool as a PyTorch memory snapshot
 gpubuddy-sample-churn|samples/gpubuddy-sample-churn|sample workload: random allocation churn
 gpubuddy-sample-cnn|samples/gpubuddy-sample-cnn|sample workload: a CNN's activations and workspaces
 gpubuddy-sample-kvcache|samples/gpubuddy-sample-kvcache|sample workload: an LLM server's paged KV cache

@@ -11,7 +11,7 @@ want=$(sed -n 's/^#define GPB_VERSION_STRING "\(.*\)"/\1/p' "$top/include/gpubud
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 n=0
-for p in tools/gpubuddy-replay tools/gpubuddy-stat tools/gpubuddy-relay \
+for p in tools/gpubuddy-replay tools/gpubuddy-stat tools/gpubuddy-relay tools/gpubuddy-export-torch \
          bench/gpubuddy-bench gpubuddy-view samples/gpubuddy-sample-churn samples/gpubuddy-sample-cnn \
          samples/gpubuddy-sample-kvcache samples/gpubuddy-sample-checkerboard \
          "$top/tools/gpubuddy-import-torch"; do

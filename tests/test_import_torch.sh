@@ -15,9 +15,31 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpb-import-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+# The sites a trace defines, one "ID FRAME;FRAME;..." a line: v2's "# site"
+# lines, or v3's frames and stacks (docs/TRACE_FORMAT.md) joined back.
+sites() {
+  python3 - "$1" <<'PY'
+import sys
+fr, st, last = {}, {}, None
+for l in open(sys.argv[1], encoding="utf-8"):
+    l = l.rstrip("\n")
+    w = l.split(" ", 3)
+    if l.startswith("# frame "):
+        fr[w[2]] = w[3]
+    elif l.startswith("# stack "):
+        last = w[2]
+        st[last] = [fr[x] for x in l.split()[3:]]
+    elif l.startswith("# stack+ "):
+        st[last] += [fr[x] for x in l.split()[2:]]
+    elif l.startswith("# site "):
+        st[w[2]] = [w[3]]
+for k, v in st.items():
+    print(k, ";".join(v))
+PY
+}
 
 # 1. Both layouts convert to exactly the expected traces: with the call
-# sites their frames give (v2), and with --no-frames the v1 trace the
+# sites their frames give (v3), and with --no-frames the v1 trace the
 # importer wrote before it kept frames, byte for byte.
 for s in torch_snapshot torch_snapshot_old; do
   $imp -q "$data/$s.pickle" -o "$tmp/$s.trace" || fail "$s: exit $?"
@@ -78,18 +100,21 @@ for x in e:
 open(t + "/noframes.pickle", "wb").write(pickle.dumps({"device_traces": [e]}))
 PY
 $imp -q "$tmp/frames.pickle" -o "$tmp/frames.trace" || fail "frames: exit $?"
-grep -qx '# site 1 /w/model.py:42 attention;/w/train.py:7 step' "$tmp/frames.trace" ||
-  fail "frames: site 1 is not attention;step: $(grep '^# site' "$tmp/frames.trace")"
-grep -qx '# site 2 /w/model.py:80 mlp;/w/train.py:7 step' "$tmp/frames.trace" ||
+sites "$tmp/frames.trace" > "$tmp/frames.sites"
+grep -qx '1 /w/model.py:42 attention;/w/train.py:7 step' "$tmp/frames.sites" ||
+  fail "frames: site 1 is not attention;step: $(cat "$tmp/frames.sites")"
+grep -qx '2 /w/model.py:80 mlp;/w/train.py:7 step' "$tmp/frames.sites" ||
   fail "frames: site 2 is not mlp;step"
-[ "$(grep -c '^# site' "$tmp/frames.trace")" = 2 ] || fail "frames: not two sites"
+[ "$(wc -l < "$tmp/frames.sites")" = 2 ] || fail "frames: not two sites"
+# Each frame is written once: train.py:7 step is in both stacks.
+[ "$(grep -c 'train.py:7 step' "$tmp/frames.trace")" = 1 ] || fail "frames: a frame written twice"
 grep -q 'gather\|ceval\|_start' "$tmp/frames.trace" && fail "frames: memory_viz's omitted frames were kept"
 grep -qx '7 6000 alloc 0x900000 512 0 0x0' "$tmp/frames.trace" || fail "frames: a stack with no frames left has a site"
 grep -qx '9 8000 free 0x10000 3145728 0 0x0 1' "$tmp/frames.trace" || fail "frames: the free lacks its allocation's site"
 $replay --top-sites=3 "$tmp/frames.trace" > "$tmp/top.out" 2>&1 || fail "replay --top-sites: exit $?"
-grep -A2 '1\. 12.0 MiB.*site 1$' "$tmp/top.out" | grep -q '/w/model.py:42 attention' ||
+grep -A2 '1\. 12.0 MiB.*site 1: model.py:42 attention$' "$tmp/top.out" | grep -q '/w/model.py:42 attention' ||
   fail "--top-sites does not name attention first: $(cat "$tmp/top.out")"
-grep -A2 '2\. 2.0 MiB.*site 2$' "$tmp/top.out" | grep -q '/w/train.py:7 step' ||
+grep -A2 '2\. 2.0 MiB.*site 2: model.py:80 mlp$' "$tmp/top.out" | grep -q '/w/train.py:7 step' ||
   fail "--top-sites does not name mlp's stack second"
 grep -A2 'failed allocations' "$tmp/top.out" | grep -q 'site 2' || fail "--top-sites: the failure is not mlp's"
 $imp -q --no-frames "$tmp/frames.pickle" -o "$tmp/nf.trace" || fail "--no-frames: exit $?"
@@ -98,25 +123,32 @@ head -1 "$tmp/none.trace" | grep -qx '# gpubuddy-trace v1' || fail "no frames: n
 cmp -s "$tmp/nf.trace" "$tmp/none.trace" || fail "--no-frames differs from a snapshot without frames"
 
 # 2c. Past GPB_MAX_SITES (65535) distinct stacks, new ones are 0 (no
-# site), as in a pool; and a stack too long for a line keeps its inner
-# frames, then ";...", within the 4096-byte line limit.
+# site), as in a pool; and a stack too long for a line keeps every frame
+# (over "# stack+" lines), within the 4096-byte line limit.
 python3 - "$tmp" <<'PY'
 import pickle, sys
 t = sys.argv[1]
 e = [{"action": "alloc", "addr": 1 << 40, "size": 512, "stream": 0,
       "frames": [{"filename": "/" + "d" * 300, "line": k, "name": "h"}
-                 for k in range(40)]}]
+                 for k in range(2000)]}]
+open(t + "/deep.pickle", "wb").write(pickle.dumps({"device_traces": [e]}))
 e += [{"action": "alloc", "addr": 4096 * (k + 1), "size": 512, "stream": 0,
        "frames": [{"filename": "f.py", "line": k, "name": "g"}]}
       for k in range(65536)]
 open(t + "/many.pickle", "wb").write(pickle.dumps({"device_traces": [e]}))
 PY
 $imp -q "$tmp/many.pickle" -o "$tmp/many.trace" || fail "many sites: exit $?"
-grep -q '^# site 65535 f.py:65533 g$' "$tmp/many.trace" || fail "many sites: no site 65535"
-grep -q '^# site 65536 ' "$tmp/many.trace" && fail "many sites: an id past 65535"
+sites "$tmp/many.trace" > "$tmp/many.sites"
+grep -qx '65535 f.py:65533 g' "$tmp/many.sites" || fail "many sites: no site 65535"
+grep -q '^65536 ' "$tmp/many.sites" && fail "many sites: an id past 65535"
 grep -qx '65537 65536000 alloc 0x10000000 512 0 0x0' "$tmp/many.trace" || fail "many sites: stack 65536 is not site 0"
 awk 'length($0) > 4096 { bad = 1 } END { exit bad }' "$tmp/many.trace" || fail "a line longer than 4096 bytes"
-grep -q '^# site 1 /ddd.* h;\.\.\.$' "$tmp/many.trace" || fail "the long stack is not cut with ;..."
+[ "$(grep '^1 ' "$tmp/many.sites" | sed 's/^1 //' | tr ';' '\n' | grep -c '^/d*:[0-9]* h$')" = 2000 ] ||
+  fail "the deep stack lost frames"
+grep -q '^# stack+ ' "$tmp/many.trace" || fail "the deep stack took no stack+ line"
+$imp -q "$tmp/deep.pickle" -o "$tmp/deep.trace" || fail "deep stack: exit $?"
+$replay --quiet --top-sites=1 "$tmp/deep.trace" | grep -c '/ddd' > "$tmp/deep.n"
+[ "$(cat "$tmp/deep.n")" = 2000 ] || fail "replay does not read the deep stack whole: $(cat "$tmp/deep.n")"
 $replay --quiet "$tmp/many.trace" > /dev/null || fail "replay of the many-site trace: exit $?"
 
 # 3. Devices: 1 has an empty history (a warning, a trace with no ops),
@@ -169,7 +201,7 @@ mk "{'device_traces': [[$fa [{'filename': 'a', 'line': -1, 'name': 'f'}]}]]}"; b
 # non-ASCII text, still makes one line of the trace, which replays.
 mk "{'device_traces': [[$fa [{'filename': 'x' * (1 << 20), 'line': 2 ** 63, 'name': 'a;b\\nc\\x00\\ud800 \\u00e9t\\u00e9'}]}]]}"
 $imp -q "$tmp/bad.pickle" -o "$tmp/odd.trace" 2> "$tmp/err" || fail "odd frame strings: exit $?: $(cat "$tmp/err")"
-[ "$(wc -l < "$tmp/odd.trace")" = 4 ] || fail "odd frame strings: not 4 lines: $(head -c 300 "$tmp/odd.trace")"
+[ "$(wc -l < "$tmp/odd.trace")" = 5 ] || fail "odd frame strings: not 5 lines: $(head -c 300 "$tmp/odd.trace")"
 grep -q ':9223372036854775808 a?b?c?? ét' "$tmp/odd.trace" || fail "odd frame strings: not cleaned: $(tail -c 100 "$tmp/odd.trace")"
 $replay --quiet --top-sites=1 "$tmp/odd.trace" > /dev/null || fail "odd frame strings: the trace does not replay"
 

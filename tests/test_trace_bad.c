@@ -19,6 +19,7 @@ static char path[300];
 
 #define H "# gpubuddy-trace v1\n"
 #define H2 "# gpubuddy-trace v2\n"
+#define H3 "# gpubuddy-trace v3\n"
 #define R "Thread,Time,Action,Pointer,Size,Stream\n"
 #define OK1 "1 0 alloc 0x100 64 0 0\n"
 
@@ -35,7 +36,7 @@ static const tcase_t cases[] = {
   /* native: header */
   {"empty", "", 0, GPB_EFORMAT, 0, "empty"},
   {"no header", "1 0 alloc 0x100 64 0 0\n", 0, GPB_EFORMAT, 1, "not a trace"},
-  {"future version", "# gpubuddy-trace v3\n" OK1, 0, GPB_EVERSION, 1, "version"},
+  {"future version", "# gpubuddy-trace v4\n" OK1, 0, GPB_EVERSION, 1, "version"},
   {"version 0", "# gpubuddy-trace v0\n" OK1, 0, GPB_EVERSION, 1, "version"},
   {"bad version", "# gpubuddy-trace vx\n" OK1, 0, GPB_EFORMAT, 1, "version"},
   /* native: records */
@@ -66,6 +67,21 @@ static const tcase_t cases[] = {
   {"v2 site negative", H2 "# site -1 x\n", 0, GPB_EFORMAT, 2, "call site"},
   {"v2 site twice", H2 "# site 1 a+0x1\n# site 1 a+0x1\n# site 1 b+0x2\n", 0,
    GPB_EFORMAT, 4, "defined twice"},
+  /* native v3: frame tables */
+  {"v3 frame id 0", H3 "# frame 0 a.py:1 f\n", 0, GPB_EFORMAT, 2, "frame id"},
+  {"v3 frame id huge", H3 "# frame 16777217 a.py:1 f\n", 0, GPB_EFORMAT, 2, "frame id"},
+  {"v3 frame empty", H3 "# frame 1\n", 0, GPB_EFORMAT, 2, "empty"},
+  {"v3 frame semicolon", H3 "# frame 1 a;b\n", 0, GPB_EFORMAT, 2, "';'"},
+  {"v3 frame twice", H3 "# frame 1 a\n# frame 1 a\n# frame 1 b\n", 0,
+   GPB_EFORMAT, 4, "defined twice"},
+  {"v3 stack undefined frame", H3 "# frame 1 a\n# stack 1 1 2\n", 0,
+   GPB_EFORMAT, 3, "frame 2 is not defined"},
+  {"v3 stack no frames", H3 "# stack 1\n", 0, GPB_EFORMAT, 2, "no frames"},
+  {"v3 stack id", H3 "# frame 1 a\n# stack 65536 1\n", 0, GPB_EFORMAT, 3, "call site"},
+  {"v3 stack word", H3 "# frame 1 a\n# stack 1 one\n", 0, GPB_EFORMAT, 3, "frame id"},
+  {"v3 stack+ alone", H3 "# frame 1 a\n# stack+ 1\n", 0, GPB_EFORMAT, 3, "stack+"},
+  {"v3 stack twice", H3 "# frame 1 a\n# frame 2 b\n# stack 1 1\n# stack 1 2\n",
+   0, GPB_EFORMAT, 5, "defined twice"},
   {"nul byte", H OK1 "2 0 fr\0ee 0x100 64 0 0\n", sizeof(H OK1 "2 0 fr\0ee 0x100 64 0 0\n") - 1,
    GPB_EFORMAT, 3, "NUL"},
   /* RMM CSV */

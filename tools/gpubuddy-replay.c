@@ -27,12 +27,14 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpubuddy.h"
+#include "compare.h"
 #include "json.h"
 #include "minpool.h"
 #include "idmap.h"
 #include "oom.h"
 #include "pages.h"
 #include "replay.h"
+#include "sitename.h"
 #include "topsites.h"
 
 #include <errno.h>
@@ -66,6 +68,8 @@ typedef struct opts {
   const char *plan_path; /* --plan: follow it */
   const char *plan_out;  /* --plan-out: make a plan, write it, replay none */
   gpb_plan_t *plan;      /* loaded from plan_path */
+  const char *compare;   /* --compare A: A beside TRACE (B) */
+  const char *png;       /* --png FILE: --compare's picture */
 } opts_t;
 
 #define EXPLAIN_DEFAULT 10
@@ -104,6 +108,7 @@ static const char *prog = "gpubuddy-replay";
 static void usage(FILE *f) {
   fprintf(f,
 "usage: %s [options] TRACE\n"
+"       %s --compare A [options] B\n"
 "\n"
 "Replays an allocation trace through a gpubuddy pool and reports events,\n"
 "peak live bytes, peak bytes in blocks, peak 2 MiB pages under live blocks\n"
@@ -153,8 +158,21 @@ static void usage(FILE *f) {
 "                    which freed or moved would have let it succeed\n"
 "  --top-sites[=N]   the N call sites (default 10) holding the most bytes\n"
 "                    when live bytes peaked, and the sites of failed\n"
-"                    allocations, each with its frames (traces recorded\n"
-"                    with GPB_CALLSITES=DEPTH carry call sites)\n"
+"                    allocations (traces recorded with GPB_CALLSITES=DEPTH\n"
+"                    or imported from PyTorch carry call sites), each named\n"
+"                    by its first frame outside the framework (PyTorch,\n"
+"                    c10, CPython, gpubuddy; add patterns with\n"
+"                    GPB_SITE_FRAMEWORK=pat,pat), with its caller where\n"
+"                    names repeat, then its frames, the user's first; a\n"
+"                    pool's MODULE+0xOFFSET frames are symbolized by\n"
+"                    addr2line where debug information exists\n"
+"  --compare A       compare run A with TRACE (B): peak live bytes, the\n"
+"                    bytes each call site held at the peak with the\n"
+"                    changes (largest first; --top-sites=N rows, default\n"
+"                    10; sites matched by their frames), fragmentation at\n"
+"                    the peak and the smallest pool per policy (each\n"
+"                    --policy, default all), side by side\n"
+"  --png FILE        with --compare: also draw the comparison as a PNG\n"
 "  --json            machine-readable output (one key per line)\n"
 "  --quiet           no progress or warnings on stderr\n"
 "  --help            this text\n"
@@ -164,7 +182,7 @@ static void usage(FILE *f) {
 "Requests that failed when the trace was recorded are replayed (and freed\n"
 "at once if they succeed). Latencies come from a histogram (about 3%%\n"
 "resolution); max is exact. Exit status: 0 done, 1 error, 2 usage.\n",
-          prog);
+          prog, prog);
 }
 
 /* ------------------------------------------------------------ output */
@@ -261,19 +279,56 @@ static void print_text(const opts_t *o, const result_t *r) {
          r->total_s > 0 ? (double)r->ops / r->total_s : 0);
 }
 
-/* One ranking of --top-sites: each site's figures, then its frames, one
- * a line ("MODULE+0xOFFSET SYMBOL", innermost first). */
+/* The rows' sites split and named (gpbt_sitename), symbolized; NULL
+ * without memory. An undefined site gets no frames. */
+static gpbt_sitename_t *sites_split(char *const *text, size_t n) {
+  gpbt_sitename_t *v = calloc(n ? n : 1, sizeof *v);
+  for (size_t i = 0; v && i < n; i++)
+    if (gpbt_sitename(text[i] ? text[i] : "", NULL, GPBT_SITENAME_SYMBOLIZE,
+                      &v[i])) {
+      while (i--) gpbt_sitename_free(&v[i]);
+      free(v);
+      return NULL;
+    }
+  return v;
+}
+
+static void sites_split_free(gpbt_sitename_t *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++) gpbt_sitename_free(&v[i]);
+  free(v);
+}
+
+/* One site's frames, the user's first, then the framework's. */
+static void print_site_frames(const gpbt_sitename_t *s) {
+  for (size_t k = 0; k < s->nframes; k++) {
+    if (k == s->nuser)
+      printf("        -- framework (%zu frame%s):\n", s->nframes - k,
+             s->nframes - k == 1 ? "" : "s");
+    printf("        %s\n", s->frames[k]);
+  }
+}
+
+/* One ranking of --top-sites: each site's figures and name (its first
+ * frame outside the framework, with a caller where names repeat), then
+ * its frames. */
 static void print_sites(const char *head, const gpbt_site_row_t *rows,
                         char *const *text, size_t n, size_t total,
                         uint64_t all_bytes, int failed) {
   printf("%s (top %zu of %zu site%s):\n", head, n, total,
          total == 1 ? "" : "s");
+  gpbt_sitename_t *v = sites_split(text, n);
   for (size_t i = 0; i < n; i++) {
     const gpbt_site_row_t *w = &rows[i];
-    char a[32], who[32];
+    char a[32], who[1100], label[1024];
     gpb_size_format(w->bytes, a, sizeof a);
-    if (w->site) snprintf(who, sizeof who, "site %u", w->site);
-    else snprintf(who, sizeof who, "no call site");
+    if (!w->site)
+      snprintf(who, sizeof who, "no call site");
+    else if (!text[i] || !v)
+      snprintf(who, sizeof who, "site %u", w->site);
+    else {
+      gpbt_sitename_label(v, n, i, label, sizeof label);
+      snprintf(who, sizeof who, "site %u: %s", w->site, label);
+    }
     if (failed)
       printf("  %2zu. %" PRIu64 " failure%s, %s asked; %s\n", i + 1, w->n,
              w->n == 1 ? "" : "s", a, who);
@@ -281,18 +336,12 @@ static void print_sites(const char *head, const gpbt_site_row_t *rows,
       printf("  %2zu. %s (%.1f%%) in %" PRIu64 " allocation%s; %s\n", i + 1,
              a, 100 * ratio(w->bytes, all_bytes), w->n, w->n == 1 ? "" : "s",
              who);
-    if (!w->site) continue;
-    const char *t = text[i];
-    if (!t) {
+    if (w->site && !text[i])
       printf("        (not defined in the trace)\n");
-      continue;
-    }
-    while (*t) {
-      size_t k = strcspn(t, ";");
-      printf("        %.*s\n", (int)k, t);
-      t += k + (t[k] == ';');
-    }
+    else if (w->site && v)
+      print_site_frames(&v[i]);
   }
+  sites_split_free(v, n);
 }
 
 static void print_top_sites(const result_t *r) {
@@ -310,28 +359,39 @@ static void print_top_sites(const result_t *r) {
   if (r->oom)
     print_sites("call sites of failed allocations", r->top_fail,
                 r->text_fail, r->ntop_fail, r->sites_fail, 0, 1);
-  /* Imported traces have frames of their own (FILE:LINE NAME). */
-  printf("  (frames innermost first; a pool's are MODULE+0xOFFSET [SYMBOL]: "
-         "addr2line -e MODULE OFFSET names the line)\n");
+  printf("  (a site is named by its first frame outside the framework: "
+         "PyTorch, c10, CPython, gpubuddy, and GPB_SITE_FRAMEWORK=pat,...; "
+         "frames innermost first, the user's before the framework's)\n");
 }
 
 static void json_sites(const char *key, const gpbt_site_row_t *rows,
                        char *const *text, size_t n, int failed) {
   printf("      \"%s\": [", key);
+  gpbt_sitename_t *v = sites_split(text, n);
   for (size_t i = 0; i < n; i++) {
     gpbt_json_t j = {stdout, ", ", 0};
     printf("%s\n        {", i ? "," : "");
     gpbt_json_put_u64(&j, "site", rows[i].site);
     gpbt_json_put_u64(&j, failed ? "failures" : "allocs", rows[i].n);
     gpbt_json_put_u64(&j, "bytes", rows[i].bytes);
-    if (text[i]) {
+    if (text[i] && v) {
       gpbt_json_put_str(&j, "frames", text[i]);
+      gpbt_json_put_str(&j, "name", v[i].name);
+      gpbt_json_put_u64(&j, "user_frames", v[i].nuser);
+      gpbt_json_key(&j, "frames_user_first");
+      printf("[");
+      for (size_t k = 0; k < v[i].nframes; k++) {
+        printf("%s", k ? ", " : "");
+        gpbt_json_str(stdout, v[i].frames[k]);
+      }
+      printf("]");
     } else {
       gpbt_json_key(&j, "frames");
       printf("null");
     }
     printf("}");
   }
+  sites_split_free(v, n);
   printf("%s],\n", n ? "\n      " : "");
 }
 
@@ -691,6 +751,229 @@ static void results_free(result_t *res, int n) {
   free(res);
 }
 
+/* One replay's working state: what the steps of replay_run share. */
+typedef struct run {
+  const opts_t *o;
+  result_t *r;
+  int stop_on_fail;
+  gpb_pool_t *pool;
+  gpb_pool_info_t info;
+  int pass_stream; /* hand recorded streams to the pool */
+  gpb_trace_reader_t *tr;
+  gpbt_idmap_t m; /* id -> index in lv */
+  live_t lv;
+  gpbt_oom_map_t om;
+  gpbt_pages_t pages;
+  gpbt_sites_t st;
+  progress_t pg;
+  int warned_unknown, warned_dup;
+  uint64_t live, t_first, start;
+} run_t;
+
+/* Frees what run_open made; each part may be missing. */
+static void run_close(run_t *u) {
+  gpbt_pages_fini(&u->pages);
+  gpbt_sites_fini(&u->st);
+  gpbt_idmap_fini(&u->m);
+  live_fini(&u->lv);
+  gpbt_oom_map_fini(&u->om);
+  gpb_trace_close(u->tr);
+  gpb_pool_destroy(u->pool);
+}
+
+/* A fresh pool of pool_size with the trace open: 0, or -1 after printing
+ * an error (u closed). */
+static int run_open(run_t *u, size_t pool_size) {
+  const opts_t *o = u->o;
+  gpbt_oom_map_init(&u->om);
+  gpb_config_t cfg;
+  gpb_config_init(&cfg);
+  cfg.backend = o->backend;
+  cfg.pool_size = pool_size;
+  cfg.min_block = o->min_block;
+  cfg.policy = u->r->policy;
+  cfg.name = o->publish;
+  cfg.flags = GPB_CFG_NO_ENV; /* a replay must not record or publish itself
+                                 because the environment says so */
+  int rc = gpb_pool_create(&cfg, &u->pool);
+  if (rc) {
+    fprintf(stderr, "%s: cannot create a %zu-byte %s pool: %s: %s\n", prog,
+            pool_size, gpb_backend_name(o->backend), gpb_err_name(rc),
+            gpb_last_error_detail());
+    return -1;
+  }
+  if (o->plan && (rc = gpb_pool_set_plan(u->pool, o->plan))) {
+    fprintf(stderr, "%s: %s: %s: %s\n", prog, o->plan_path, gpb_err_name(rc),
+            gpb_last_error_detail());
+    run_close(u);
+    return -1;
+  }
+  if (o->plan && !o->quiet && gpb_plan_extent(o->plan) > pool_size)
+    fprintf(stderr, "%s: warning: %s reaches %" PRIu64 " bytes, past the "
+            "%zu-byte pool: requests planned beyond it go by best fit\n",
+            prog, o->plan_path, gpb_plan_extent(o->plan), pool_size);
+  gpb_pool_info(u->pool, &u->info);
+  /* Recorded streams are handles of another process: only the backends
+   * that never hand them to CUDA may see them. */
+  u->pass_stream = u->info.backend == GPB_BACKEND_VIRTUAL ||
+                   u->info.backend == GPB_BACKEND_HOST;
+  if ((rc = gpb_trace_open(o->path, &u->tr))) {
+    run_close(u);
+    return trace_err(NULL, o->path, rc);
+  }
+  u->lv.names = o->explain > 0;
+  u->lv.base = u->info.base;
+  const char *what = NULL;
+  if (gpbt_pages_init(&u->pages, u->info.managed_size))
+    what = "the page counts";
+  else if (o->top_sites && gpbt_sites_init(&u->st))
+    what = "--top-sites";
+  if (what) {
+    fprintf(stderr, "%s: out of memory for %s\n", prog, what);
+    run_close(u);
+    return -1;
+  }
+  return 0;
+}
+
+/* --speed: waits until op is due. */
+static void run_pace(run_t *u, const gpb_trace_op_t *op) {
+  if (!(u->o->speed > 0) || op->time_ns <= u->t_first) return;
+  /* Clamped: a tiny speed or a huge jump between timestamps would not fit
+   * in 64 bits (UBSan: float-cast-overflow). A day is the longest wait,
+   * and more than anyone means. */
+  double d = (double)(op->time_ns - u->t_first) / u->o->speed;
+  uint64_t due = d < 8.64e13 ? (uint64_t)d : 86400000000000ull;
+  uint64_t now = gpb_now_ns() - u->start;
+  if (due > now) sleep_ns(due - now);
+}
+
+/* A failed allocation: counted, explained, ranked. 1 to stop the replay
+ * (a probe), 0 to go on, -1 after printing an error. */
+static int run_failed(run_t *u, const gpb_trace_op_t *op) {
+  result_t *r = u->r;
+  r->oom++;
+  if (r->nwhy < u->o->explain && replay_explain(u->pool, &u->lv, &u->om, op, r))
+    return -1;
+  if (u->st.v) gpbt_sites_fail(&u->st, op->site, op->size);
+  if (u->stop_on_fail) {
+    r->stopped = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* Replays an ALLOC: 0 to go on, 1 to stop, -1 after printing an error. */
+static int run_alloc(run_t *u, const gpb_trace_op_t *op) {
+  const opts_t *o = u->o;
+  result_t *r = u->r;
+  r->allocs++;
+  if (op->id & FAIL_ID) r->recorded_fails++;
+  if (gpbt_idmap_find(&u->m, op->id)) {
+    r->dup_allocs++;
+    if (!u->warned_dup++ && !o->quiet)
+      fprintf(stderr, "%s: warning: op %" PRIu64 " allocates id 0x%" PRIx64
+              " which is already live; skipped (further ones are only "
+              "counted)\n", prog, op->seq, op->id);
+    return 0;
+  }
+  void *p = NULL;
+  uint64_t t0 = gpb_now_ns();
+  int rc = gpb_alloc_ex(u->pool, (size_t)op->size, 0, op->tag,
+                        u->pass_stream ? (void *)(uintptr_t)op->stream : NULL,
+                        &p);
+  replay_hist_add(&r->lat_alloc, gpb_now_ns() - t0);
+  if (rc && rc != GPB_ENOMEM && rc != GPB_ETOOBIG) {
+    fprintf(stderr, "%s: op %" PRIu64 ": alloc of %" PRIu64 " bytes: %s: %s\n",
+            prog, op->seq, op->size, gpb_err_name(rc), gpb_last_error_detail());
+    return -1;
+  }
+  int err;
+  gpbt_idslot_t *s = gpbt_idmap_claim(&u->m, op->id, &err);
+  uint64_t x =
+      s ? live_put(&u->lv, p, op->size | (rc ? SLOT_FAILED : 0), op) : 0;
+  if (!s || x == UINT64_MAX) {
+    fprintf(stderr, "%s: out of memory for the id map\n", prog);
+    return -1;
+  }
+  gpbt_idmap_commit(&u->m, s, op->id, x);
+  if (rc) return run_failed(u, op);
+  size_t usable;
+  if (p && gpb_usable_size(u->pool, p, &usable) == 0)
+    gpbt_pages_use(&u->pages, (uint64_t)((char *)p - (char *)u->info.base),
+                   usable);
+  u->live += op->size;
+  if (u->st.v) gpbt_sites_alloc(&u->st, op->site, op->size);
+  if (u->live > r->peak_live) {
+    r->peak_live = u->live;
+    gpb_pool_stats(u->pool, &r->at_peak);
+    if (u->st.v) gpbt_sites_peak(&u->st);
+  }
+  return 0;
+}
+
+/* Replays a FREE: 0, or -1 after printing an error. */
+static int run_free(run_t *u, const gpb_trace_op_t *op) {
+  result_t *r = u->r;
+  r->frees++;
+  gpbt_idslot_t *s = gpbt_idmap_find(&u->m, op->id);
+  if (!s) {
+    r->unknown_frees++;
+    if (!u->warned_unknown++ && !u->o->quiet)
+      fprintf(stderr, "%s: warning: op %" PRIu64 " frees id 0x%" PRIx64
+              " that was never allocated (allocated before the trace "
+              "began?); further ones are only counted\n", prog, op->seq,
+              op->id);
+    return 0;
+  }
+  live_rec_t e = live_take(&u->lv, s->val);
+  gpbt_idmap_remove(&u->m, s);
+  if (e.size & SLOT_FAILED) {
+    r->skipped_frees++;
+    return 0;
+  }
+  void *p = e.ptr;
+  u->live -= e.size;
+  size_t usable = 0;
+  if (p && gpb_usable_size(u->pool, p, &usable)) usable = 0;
+  if (u->st.v) gpbt_sites_free(&u->st, e.site, e.size);
+  uint64_t t0 = gpb_now_ns();
+  int rc = gpb_free(u->pool, p);
+  replay_hist_add(&r->lat_free, gpb_now_ns() - t0);
+  if (rc) {
+    fprintf(stderr, "%s: op %" PRIu64 ": free: %s: %s\n", prog, op->seq,
+            gpb_err_name(rc), gpb_last_error_detail());
+    return -1;
+  }
+  if (usable)
+    gpbt_pages_unuse(&u->pages, (uint64_t)((char *)p - (char *)u->info.base),
+                     usable);
+  return 0;
+}
+
+/* After the last op: the end state, the check, the rankings. ret: the
+ * loop's; returns the run's (0 or -1). */
+static int run_finish(run_t *u, int rd, int ret) {
+  const opts_t *o = u->o;
+  result_t *r = u->r;
+  r->total_s = (double)(gpb_now_ns() - u->start) / 1e9;
+  progress_end(&u->pg);
+  if (rd < 0) ret = trace_err(u->tr, o->path, rd);
+  gpb_pool_stats(u->pool, &r->at_end);
+  if (!ret && gpb_pool_check(u->pool)) {
+    fprintf(stderr, "%s: pool check failed after the replay: %s\n", prog,
+            gpb_last_error_detail());
+    ret = -1;
+  }
+  r->vmm_peak = gpbt_pages_peak(&u->pages);
+  gpb_pool_plan_info(u->pool, &r->plan);
+  if (!ret && u->st.v && top_sites_take(o, &u->st, u->tr, r)) {
+    fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
+    ret = -1;
+  }
+  return ret;
+}
+
 /* One replay through a fresh pool. stop_on_fail: stop at the first failed
  * allocation (find-min-pool probes). 0, or -1 after printing an error. */
 static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
@@ -698,201 +981,29 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
   memset(r, 0, sizeof *r);
   r->policy = policy;
   r->pool_size = pool_size;
-  gpb_config_t cfg;
-  gpb_config_init(&cfg);
-  cfg.backend = o->backend;
-  cfg.pool_size = pool_size;
-  cfg.min_block = o->min_block;
-  cfg.policy = policy;
-  cfg.name = o->publish;
-  cfg.flags = GPB_CFG_NO_ENV; /* a replay must not record or publish itself
-                                 because the environment says so */
-  gpb_pool_t *pool;
-  int rc = gpb_pool_create(&cfg, &pool);
-  if (rc) {
-    fprintf(stderr, "%s: cannot create a %zu-byte %s pool: %s: %s\n", prog,
-            pool_size, gpb_backend_name(o->backend), gpb_err_name(rc),
-            gpb_last_error_detail());
-    return -1;
-  }
-  if (o->plan && (rc = gpb_pool_set_plan(pool, o->plan))) {
-    fprintf(stderr, "%s: %s: %s: %s\n", prog, o->plan_path, gpb_err_name(rc),
-            gpb_last_error_detail());
-    gpb_pool_destroy(pool);
-    return -1;
-  }
-  if (o->plan && !o->quiet && gpb_plan_extent(o->plan) > pool_size)
-    fprintf(stderr, "%s: warning: %s reaches %" PRIu64 " bytes, past the "
-            "%zu-byte pool: requests planned beyond it go by best fit\n",
-            prog, o->plan_path, gpb_plan_extent(o->plan), pool_size);
-  gpb_pool_info_t info;
-  gpb_pool_info(pool, &info);
-  /* Recorded streams are handles of another process: only the backends
-   * that never hand them to CUDA may see them. */
-  int pass_stream = info.backend == GPB_BACKEND_VIRTUAL ||
-                    info.backend == GPB_BACKEND_HOST;
-  gpb_trace_reader_t *tr;
-  if ((rc = gpb_trace_open(o->path, &tr))) {
-    gpb_pool_destroy(pool);
-    return trace_err(NULL, o->path, rc);
-  }
-  gpbt_idmap_t m = {0}; /* id -> index in lv */
-  live_t lv = {0};
-  lv.names = o->explain > 0;
-  lv.base = info.base;
-  gpbt_oom_map_t om;
-  gpbt_oom_map_init(&om);
-  gpbt_pages_t pages;
-  if (gpbt_pages_init(&pages, info.managed_size)) {
-    fprintf(stderr, "%s: out of memory for the page counts\n", prog);
-    gpb_trace_close(tr);
-    gpb_pool_destroy(pool);
-    return -1;
-  }
-  gpbt_sites_t st = {0};
-  if (o->top_sites && gpbt_sites_init(&st)) {
-    fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
-    gpbt_pages_fini(&pages);
-    gpb_trace_close(tr);
-    gpb_pool_destroy(pool);
-    return -1;
-  }
-  progress_t pg = {!o->quiet && !stop_on_fail, isatty(2), total_ops,
-                   gpb_now_ns(), 0, "replaying"};
-  int warned_unknown = 0, warned_dup = 0, ret = 0;
-  uint64_t live = 0, t_first = 0;
-  uint64_t start = gpb_now_ns();
-  gpb_pool_stats(pool, &r->at_peak);
+  run_t u;
+  memset(&u, 0, sizeof u);
+  u.o = o;
+  u.r = r;
+  u.stop_on_fail = stop_on_fail;
+  if (run_open(&u, pool_size)) return -1;
+  u.pg = (progress_t){!o->quiet && !stop_on_fail, isatty(2), total_ops,
+                      gpb_now_ns(), 0, "replaying"};
+  u.start = gpb_now_ns();
+  gpb_pool_stats(u.pool, &r->at_peak);
   gpb_trace_op_t op;
-  int rd = 0;
-  while (!replay_stop && (rd = gpb_trace_next(tr, &op)) == 1) {
-    if (r->ops == 0) t_first = op.time_ns;
+  int rd = 0, ret = 0;
+  while (!replay_stop && (rd = gpb_trace_next(u.tr, &op)) == 1) {
+    if (r->ops == 0) u.t_first = op.time_ns;
     r->ops++;
-    if ((r->ops & 0x3fff) == 0) progress_tick(&pg, r->ops);
-    if (o->speed > 0 && op.time_ns > t_first) {
-      /* Clamped: a tiny speed or a huge jump between timestamps would
-       * not fit in 64 bits (UBSan: float-cast-overflow). A day is the
-       * longest wait, and more than anyone means. */
-      double d = (double)(op.time_ns - t_first) / o->speed;
-      uint64_t due = d < 8.64e13 ? (uint64_t)d : 86400000000000ull;
-      uint64_t now = gpb_now_ns() - start;
-      if (due > now) sleep_ns(due - now);
-    }
-    if (op.op == GPB_OP_ALLOC) {
-      r->allocs++;
-      if (op.id & FAIL_ID) r->recorded_fails++;
-      if (gpbt_idmap_find(&m, op.id)) {
-        r->dup_allocs++;
-        if (!warned_dup++ && !o->quiet)
-          fprintf(stderr, "%s: warning: op %" PRIu64 " allocates id 0x%" PRIx64
-                  " which is already live; skipped (further ones are only "
-                  "counted)\n", prog, op.seq, op.id);
-        continue;
-      }
-      void *p = NULL;
-      uint64_t t0 = gpb_now_ns();
-      rc = gpb_alloc_ex(pool, (size_t)op.size, 0, op.tag,
-                        pass_stream ? (void *)(uintptr_t)op.stream : NULL, &p);
-      replay_hist_add(&r->lat_alloc, gpb_now_ns() - t0);
-      if (rc && rc != GPB_ENOMEM && rc != GPB_ETOOBIG) {
-        fprintf(stderr, "%s: op %" PRIu64 ": alloc of %" PRIu64 " bytes: %s: %s\n",
-                prog, op.seq, op.size, gpb_err_name(rc), gpb_last_error_detail());
-        ret = -1;
-        break;
-      }
-      int err;
-      gpbt_idslot_t *s = gpbt_idmap_claim(&m, op.id, &err);
-      uint64_t x =
-          s ? live_put(&lv, p, op.size | (rc ? SLOT_FAILED : 0), &op) : 0;
-      if (!s || x == UINT64_MAX) {
-        fprintf(stderr, "%s: out of memory for the id map\n", prog);
-        ret = -1;
-        break;
-      }
-      gpbt_idmap_commit(&m, s, op.id, x);
-      if (rc) {
-        r->oom++;
-        if (r->nwhy < o->explain && replay_explain(pool, &lv, &om, &op, r)) {
-          ret = -1;
-          break;
-        }
-        if (st.v) gpbt_sites_fail(&st, op.site, op.size);
-        if (stop_on_fail) {
-          r->stopped = 1;
-          break;
-        }
-        continue;
-      }
-      size_t usable;
-      if (p && gpb_usable_size(pool, p, &usable) == 0)
-        gpbt_pages_use(&pages, (uint64_t)((char *)p - (char *)info.base),
-                       usable);
-      live += op.size;
-      if (st.v) gpbt_sites_alloc(&st, op.site, op.size);
-      if (live > r->peak_live) {
-        r->peak_live = live;
-        gpb_pool_stats(pool, &r->at_peak);
-        if (st.v) gpbt_sites_peak(&st);
-      }
-    } else {
-      r->frees++;
-      gpbt_idslot_t *s = gpbt_idmap_find(&m, op.id);
-      if (!s) {
-        r->unknown_frees++;
-        if (!warned_unknown++ && !o->quiet)
-          fprintf(stderr, "%s: warning: op %" PRIu64 " frees id 0x%" PRIx64
-                  " that was never allocated (allocated before the trace "
-                  "began?); further ones are only counted\n", prog, op.seq,
-                  op.id);
-        continue;
-      }
-      live_rec_t e = live_take(&lv, s->val);
-      gpbt_idmap_remove(&m, s);
-      if (e.size & SLOT_FAILED) {
-        r->skipped_frees++;
-        continue;
-      }
-      void *p = e.ptr;
-      live -= e.size;
-      size_t usable = 0;
-      if (p && gpb_usable_size(pool, p, &usable)) usable = 0;
-      if (st.v) gpbt_sites_free(&st, e.site, e.size);
-      uint64_t t0 = gpb_now_ns();
-      rc = gpb_free(pool, p);
-      replay_hist_add(&r->lat_free, gpb_now_ns() - t0);
-      if (!rc && usable)
-        gpbt_pages_unuse(&pages, (uint64_t)((char *)p - (char *)info.base),
-                         usable);
-      if (rc) {
-        fprintf(stderr, "%s: op %" PRIu64 ": free: %s: %s\n", prog, op.seq,
-                gpb_err_name(rc), gpb_last_error_detail());
-        ret = -1;
-        break;
-      }
-    }
+    if ((r->ops & 0x3fff) == 0) progress_tick(&u.pg, r->ops);
+    run_pace(&u, &op);
+    int s = op.op == GPB_OP_ALLOC ? run_alloc(&u, &op) : run_free(&u, &op);
+    if (s < 0) ret = -1;
+    if (s) break;
   }
-  r->total_s = (double)(gpb_now_ns() - start) / 1e9;
-  progress_end(&pg);
-  if (rd < 0) ret = trace_err(tr, o->path, rd);
-  gpb_pool_stats(pool, &r->at_end);
-  if (!ret && (rc = gpb_pool_check(pool))) {
-    fprintf(stderr, "%s: pool check failed after the replay: %s\n", prog,
-            gpb_last_error_detail());
-    ret = -1;
-  }
-  r->vmm_peak = gpbt_pages_peak(&pages);
-  gpbt_pages_fini(&pages);
-  gpb_pool_plan_info(pool, &r->plan);
-  if (!ret && st.v && top_sites_take(o, &st, tr, r)) {
-    fprintf(stderr, "%s: out of memory for --top-sites\n", prog);
-    ret = -1;
-  }
-  gpbt_sites_fini(&st);
-  gpbt_idmap_fini(&m);
-  live_fini(&lv);
-  gpbt_oom_map_fini(&om);
-  gpb_trace_close(tr);
-  gpb_pool_destroy(pool);
+  ret = run_finish(&u, rd, ret);
+  run_close(&u);
   return ret;
 }
 
@@ -1095,25 +1206,240 @@ static int own_plan_min(const opts_t *o, const gpbt_seq_t *q,
 
 /* ------------------------------------------------------------ main */
 
+/* Each option's setter: 0, or 2 after printing a one-line usage error. */
+static int set_backend(opts_t *o, const char *a) {
+  if (!gpb_backend_parse(a, &o->backend)) return 0;
+  fprintf(stderr, "%s: unknown backend '%s'\n", prog, a);
+  return 2;
+}
+
+static int set_pool_size(opts_t *o, const char *a) {
+  if (!gpb_size_parse(a, &o->pool_size) && o->pool_size) return 0;
+  fprintf(stderr, "%s: bad --pool-size '%s'\n", prog, a);
+  return 2;
+}
+
+static int set_min_block(opts_t *o, const char *a) {
+  if (!gpb_size_parse(a, &o->min_block) && o->min_block >= 16 &&
+      !(o->min_block & (o->min_block - 1)))
+    return 0;
+  fprintf(stderr, "%s: --min-block must be a power of two >= 16\n", prog);
+  return 2;
+}
+
+static int set_policy(opts_t *o, const char *a) {
+  gpb_policy_t p;
+  o->policy_given = 1;
+  if (!strcmp(a, "all")) {
+    o->policy = -1;
+    return 0;
+  }
+  if (gpb_policy_parse(a, &p)) {
+    fprintf(stderr, "%s: unknown policy '%s' (buddy, trim, bestfit, all)\n",
+            prog, a);
+    return 2;
+  }
+  o->policy = (int)p;
+  return 0;
+}
+
+static int set_file(const char *opt, const char *a, const char **to) {
+  if (!*a) {
+    fprintf(stderr, "%s: --%s needs a file name\n", prog, opt);
+    return 2;
+  }
+  *to = a;
+  return 0;
+}
+
+static int set_plan(opts_t *o, const char *a) {
+  return set_file("plan", a, &o->plan_path);
+}
+
+static int set_plan_out(opts_t *o, const char *a) {
+  return set_file("plan-out", a, &o->plan_out);
+}
+
+static int set_find_min(opts_t *o, const char *a) {
+  (void)a;
+  o->find_min = 1;
+  return 0;
+}
+
+static int set_resolution(opts_t *o, const char *a) {
+  size_t r;
+  if (gpb_size_parse(a, &r) || r == 0 || r > GPBT_MINPOOL_MAX) {
+    fprintf(stderr, "%s: bad --resolution '%s': 1 byte to 64 TiB\n", prog, a);
+    return 2;
+  }
+  o->resolution = r;
+  return 0;
+}
+
+static int set_publish(opts_t *o, const char *a) {
+  if (!*a || strlen(a) >= GPB_NAME_MAX) {
+    fprintf(stderr, "%s: --publish needs 1 to %d characters\n", prog,
+            GPB_NAME_MAX - 1);
+    return 2;
+  }
+  o->publish = a;
+  return 0;
+}
+
+static int set_speed(opts_t *o, const char *a) {
+  char *end;
+  errno = 0;
+  o->speed = strtod(a, &end);
+  if (!errno && !*end && o->speed > 0 && !isinf(o->speed)) return 0;
+  fprintf(stderr, "%s: --speed needs a number > 0\n", prog);
+  return 2;
+}
+
+static int set_explain(opts_t *o, const char *a) {
+  if (!a) {
+    o->explain = EXPLAIN_DEFAULT;
+  } else if (!strcmp(a, "all")) {
+    o->explain = UINT64_MAX;
+  } else if (gpbt_count_parse(a, 1, UINT64_MAX, &o->explain)) {
+    fprintf(stderr, "%s: bad --explain-oom '%s': a count >= 1 or all "
+            "(try '%s --help')\n", prog, a, prog);
+    return 2;
+  }
+  return 0;
+}
+
+static int set_top_sites(opts_t *o, const char *a) {
+  uint64_t n = 10;
+  if (a && gpbt_count_parse(a, 1, GPB_MAX_SITES + 1, &n)) {
+    fprintf(stderr, "%s: --top-sites needs a count of 1 to %u\n", prog,
+            GPB_MAX_SITES + 1);
+    return 2;
+  }
+  o->top_sites = (uint32_t)n;
+  return 0;
+}
+
+static int set_compare(opts_t *o, const char *a) {
+  return set_file("compare", a, &o->compare);
+}
+
+static int set_png(opts_t *o, const char *a) {
+  return set_file("png", a, &o->png);
+}
+
+static int set_json(opts_t *o, const char *a) {
+  (void)a;
+  o->json = 1;
+  return 0;
+}
+
+static int set_quiet(opts_t *o, const char *a) {
+  (void)a;
+  o->quiet = 1;
+  return 0;
+}
+
+static int set_help(opts_t *o, const char *a) {
+  (void)o, (void)a;
+  usage(stdout);
+  exit(0);
+}
+
+static int set_version(opts_t *o, const char *a) {
+  (void)o, (void)a;
+  printf("%s %s\n", prog, gpb_version());
+  exit(0);
+}
+
+/* The options: name, argument, setter; getopt's table is made from it. */
+static const struct opt_def {
+  const char *name;
+  int has_arg;
+  int (*set)(opts_t *, const char *);
+} opt_defs[] = {
+    {"backend", required_argument, set_backend},
+    {"pool-size", required_argument, set_pool_size},
+    {"min-block", required_argument, set_min_block},
+    {"policy", required_argument, set_policy},
+    {"find-min-pool", no_argument, set_find_min},
+    {"plan", required_argument, set_plan},
+    {"plan-out", required_argument, set_plan_out},
+    {"resolution", required_argument, set_resolution},
+    {"publish", required_argument, set_publish},
+    {"speed", required_argument, set_speed},
+    {"explain-oom", optional_argument, set_explain},
+    {"top-sites", optional_argument, set_top_sites},
+    {"compare", required_argument, set_compare},
+    {"png", required_argument, set_png},
+    {"json", no_argument, set_json},
+    {"quiet", no_argument, set_quiet},
+    {"help", no_argument, set_help},
+    {"version", no_argument, set_version},
+};
+#define NOPT (sizeof opt_defs / sizeof opt_defs[0])
+#define OPT_BASE 256 /* getopt's value of opt_defs[i] is OPT_BASE + i */
+
+/* The setter of a short option ('h', 'q'): its long twin's. */
+static int opt_short(int c) {
+  const char *name = c == 'h' ? "help" : c == 'q' ? "quiet" : NULL;
+  for (size_t i = 0; name && i < NOPT; i++)
+    if (!strcmp(opt_defs[i].name, name)) return OPT_BASE + (int)i;
+  return -1;
+}
+
+/* What --compare does not take, or NULL. */
+static const char *check_compare(const opts_t *o) {
+  if (!o->compare)
+    return o->png ? "--png draws a comparison: give --compare A too" : NULL;
+  if (!strcmp(o->path, "-") || !strcmp(o->compare, "-"))
+    return "--compare reads each trace several times: give files, not "
+           "standard input";
+  if (o->plan_path || o->plan_out || o->publish || o->speed > 0 ||
+      o->explain || o->find_min || o->pool_size)
+    return "--compare finds each run's smallest pool itself and takes only "
+           "--policy, --min-block, --resolution, --backend, --top-sites=N, "
+           "--png, --json and --quiet";
+  return NULL;
+}
+
+/* Options that do not go together, and standard input's limits: 0, or 2
+ * after printing why. */
+static int check_args(opts_t *o) {
+  const char *err = NULL;
+  int stdin_trace = !strcmp(o->path, "-");
+  if (o->find_min && o->min_block > GPBT_MINPOOL_MAX)
+    err = "--find-min-pool needs a --min-block of at most 64 TiB, the "
+          "largest pool it tries";
+  else if (o->plan_path && o->plan_out)
+    err = "--plan follows a plan and --plan-out makes one: give one of them";
+  else if (o->plan_path && o->policy_given && o->policy != GPB_POLICY_BESTFIT)
+    err = "--plan needs --policy bestfit: only best fit places a request at "
+          "a given offset";
+  else if (o->plan_out && (o->find_min || o->pool_size || o->policy_given ||
+                           o->publish || o->speed > 0 || o->explain ||
+                           o->top_sites))
+    err = "--plan-out replays nothing: it takes only --min-block, --json "
+          "and --quiet";
+  else if (stdin_trace && o->plan_out)
+    err = "--plan-out needs a trace file, not standard input";
+  else if (stdin_trace && (!o->pool_size || o->find_min || o->policy < 0))
+    err = "a trace on standard input is read once: give --pool-size, and "
+          "no --find-min-pool or --policy all";
+  if (!err) err = check_compare(o);
+  if (err) {
+    fprintf(stderr, "%s: %s\n", prog, err);
+    return 2;
+  }
+  if (o->plan_path) o->policy = GPB_POLICY_BESTFIT;
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, opts_t *o) {
-  static const struct option lo[] = {
-      {"backend", required_argument, 0, 'b'},
-      {"pool-size", required_argument, 0, 's'},
-      {"min-block", required_argument, 0, 'm'},
-      {"policy", required_argument, 0, 'p'},
-      {"find-min-pool", no_argument, 0, 'f'},
-      {"plan", required_argument, 0, 'L'},
-      {"plan-out", required_argument, 0, 'W'},
-      {"resolution", required_argument, 0, 'R'},
-      {"publish", required_argument, 0, 'P'},
-      {"speed", required_argument, 0, 'S'},
-      {"explain-oom", optional_argument, 0, 'O'},
-      {"top-sites", optional_argument, 0, 'T'},
-      {"json", no_argument, 0, 'j'},
-      {"quiet", no_argument, 0, 'q'},
-      {"help", no_argument, 0, 'h'},
-      {"version", no_argument, 0, 'V'},
-      {0, 0, 0, 0}};
+  struct option lo[NOPT + 1];
+  for (size_t i = 0; i < NOPT; i++)
+    lo[i] = (struct option){opt_defs[i].name, opt_defs[i].has_arg, 0,
+                            OPT_BASE + (int)i};
+  lo[NOPT] = (struct option){0, 0, 0, 0};
   memset(o, 0, sizeof *o);
   o->backend = GPB_BACKEND_VIRTUAL;
   o->min_block = 256;
@@ -1121,154 +1447,266 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   int c;
   opterr = 0; /* one line of our own instead of getopt's and the usage */
   while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
-    switch (c) {
-    case 'b':
-      if (gpb_backend_parse(optarg, &o->backend)) {
-        fprintf(stderr, "%s: unknown backend '%s'\n", prog, optarg);
-        return 2;
-      }
-      break;
-    case 's':
-      if (gpb_size_parse(optarg, &o->pool_size) || o->pool_size == 0) {
-        fprintf(stderr, "%s: bad --pool-size '%s'\n", prog, optarg);
-        return 2;
-      }
-      break;
-    case 'm':
-      if (gpb_size_parse(optarg, &o->min_block) || o->min_block < 16 ||
-          (o->min_block & (o->min_block - 1))) {
-        fprintf(stderr, "%s: --min-block must be a power of two >= 16\n", prog);
-        return 2;
-      }
-      break;
-    case 'p':
-      if (!strcmp(optarg, "all")) {
-        o->policy = -1;
-      } else {
-        gpb_policy_t p;
-        if (gpb_policy_parse(optarg, &p)) {
-          fprintf(stderr, "%s: unknown policy '%s' (buddy, trim, bestfit, all)\n", prog,
-                  optarg);
-          return 2;
-        }
-        o->policy = (int)p;
-      }
-      o->policy_given = 1;
-      break;
-    case 'L':
-    case 'W':
-      if (!*optarg) {
-        fprintf(stderr, "%s: --%s needs a file name\n", prog,
-                c == 'L' ? "plan" : "plan-out");
-        return 2;
-      }
-      if (c == 'L') o->plan_path = optarg;
-      else o->plan_out = optarg;
-      break;
-    case 'f': o->find_min = 1; break;
-    case 'R': {
-      size_t r;
-      if (gpb_size_parse(optarg, &r) || r == 0 || r > GPBT_MINPOOL_MAX) {
-        fprintf(stderr, "%s: bad --resolution '%s': 1 byte to 64 TiB\n",
-                prog, optarg);
-        return 2;
-      }
-      o->resolution = r;
-      break;
-    }
-    case 'P':
-      if (!*optarg || strlen(optarg) >= GPB_NAME_MAX) {
-        fprintf(stderr, "%s: --publish needs 1 to %d characters\n", prog,
-                GPB_NAME_MAX - 1);
-        return 2;
-      }
-      o->publish = optarg;
-      break;
-    case 'S': {
-      char *end;
-      errno = 0;
-      o->speed = strtod(optarg, &end);
-      if (errno || *end || !(o->speed > 0) || isinf(o->speed)) {
-        fprintf(stderr, "%s: --speed needs a number > 0\n", prog);
-        return 2;
-      }
-      break;
-    }
-    case 'O':
-      if (!optarg) {
-        o->explain = EXPLAIN_DEFAULT;
-      } else if (!strcmp(optarg, "all")) {
-        o->explain = UINT64_MAX;
-      } else if (gpbt_count_parse(optarg, 1, UINT64_MAX, &o->explain)) {
-        fprintf(stderr, "%s: bad --explain-oom '%s': a count >= 1 or all "
-                "(try '%s --help')\n", prog, optarg, prog);
-        return 2;
-      }
-      break;
-    case 'T': {
-      uint64_t n = 10;
-      if (optarg) {
-        if (gpbt_count_parse(optarg, 1, GPB_MAX_SITES + 1, &n)) {
-          fprintf(stderr, "%s: --top-sites needs a count of 1 to %u\n", prog,
-                  GPB_MAX_SITES + 1);
-          return 2;
-        }
-      }
-      o->top_sites = (uint32_t)n;
-      break;
-    }
-    case 'j': o->json = 1; break;
-    case 'q': o->quiet = 1; break;
-    case 'h': usage(stdout); exit(0);
-    case 'V': printf("%s %s\n", prog, gpb_version()); exit(0);
-    default:
+    if (c == 'h' || c == 'q') c = opt_short(c);
+    if (c < OPT_BASE || c >= OPT_BASE + (int)NOPT) {
       fprintf(stderr, "%s: unknown option or missing value: '%s' (try '%s "
               "--help')\n", prog, argv[optind - 1], prog);
       return 2;
     }
+    int rc = opt_defs[c - OPT_BASE].set(o, optarg);
+    if (rc) return rc;
   }
   if (optind != argc - 1) {
     fprintf(stderr, "%s: expected one TRACE argument (see --help)\n", prog);
     return 2;
   }
   o->path = argv[optind];
-  if (o->find_min && o->min_block > GPBT_MINPOOL_MAX) {
-    fprintf(stderr, "%s: --find-min-pool needs a --min-block of at most "
-            "64 TiB, the largest pool it tries\n", prog);
-    return 2;
-  }
-  if (o->plan_path && o->plan_out) {
-    fprintf(stderr, "%s: --plan follows a plan and --plan-out makes one: "
-            "give one of them\n", prog);
-    return 2;
-  }
-  if (o->plan_path) {
-    if (o->policy_given && o->policy != GPB_POLICY_BESTFIT) {
-      fprintf(stderr, "%s: --plan needs --policy bestfit: only best fit "
-              "places a request at a given offset\n", prog);
-      return 2;
+  return check_args(o);
+}
+
+/* Everything one trace's replays found: what main prints. */
+typedef struct job {
+  scan_t sc;
+  int scanned;      /* sc is filled (not with standard input) */
+  size_t pool_size; /* given or derived */
+  gpb_policy_t pols[GPB_NUM_POLICIES];
+  int npol;
+  result_t *res; /* one per policy */
+  gpbt_minpool_t mp[GPB_NUM_POLICIES]; /* --find-min-pool's */
+  gpbt_minpool_t own; /* bestfit following the trace's own plan */
+} job_t;
+
+static void job_free(job_t *j) {
+  if (j->res) results_free(j->res, j->npol);
+  j->res = NULL;
+}
+
+/* Replays each policy of j (after the smallest-pool search, if asked), then
+ * the trace's own plan when comparing policies for memory. 0, or -1 after
+ * printing an error. */
+static int job_replays(const opts_t *o, job_t *j, gpbt_seq_t *q) {
+  for (int i = 0; i < j->npol; i++) {
+    size_t size = j->pool_size;
+    if (o->find_min) {
+      if (find_min_pool(o, j->pols[i], q, &j->mp[i])) return -1;
+      size = (size_t)j->mp[i].size;
     }
-    o->policy = GPB_POLICY_BESTFIT;
+    if (replay_run(o, size, j->pols[i], 0, j->scanned ? j->sc.ops : 0,
+                   &j->res[i]))
+      return -1;
+    if (replay_stop) {
+      fprintf(stderr, "%s: interrupted by signal %d after %" PRIu64 " ops\n",
+              prog, (int)replay_stop, j->res[i].ops);
+      return -1;
+    }
   }
-  if (o->plan_out && (o->find_min || o->pool_size || o->policy_given ||
-                      o->publish || o->speed > 0 || o->explain ||
-                      o->top_sites)) {
-    fprintf(stderr, "%s: --plan-out replays nothing: it takes only "
-            "--min-block, --json and --quiet\n", prog);
-    return 2;
-  }
-  if (!strcmp(o->path, "-") && o->plan_out) {
-    fprintf(stderr, "%s: --plan-out needs a trace file, not standard "
-            "input\n", prog);
-    return 2;
-  }
-  if (!strcmp(o->path, "-") &&
-      (!o->pool_size || o->find_min || o->policy < 0)) {
-    fprintf(stderr, "%s: a trace on standard input is read once: give "
-            "--pool-size, and no --find-min-pool or --policy all\n", prog);
-    return 2;
-  }
+  /* Comparing policies for memory: what a job that runs again could have
+   * too, following a plan made from this trace (its own layout). */
+  if (o->find_min && j->npol > 1 && !o->plan && own_plan_min(o, q, &j->own))
+    return -1;
   return 0;
+}
+
+/* Scans and replays o->path into j. 0, or -1 after printing an error. */
+static int job_run(const opts_t *o, job_t *j) {
+  memset(j, 0, sizeof *j);
+  if (strcmp(o->path, "-") != 0) {
+    /* Needed for a derived pool size and for find-min-pool; otherwise it
+     * gives progress its total. Standard input can only be read once. */
+    if (scan_trace(o, &j->sc)) return -1;
+    j->scanned = 1;
+  }
+  size_t derived = 0;
+  if (j->scanned)
+    derived = (size_t)gpbt_pool_size_for(j->sc.peak_live, j->sc.max_request);
+  j->pool_size = o->pool_size ? o->pool_size : derived;
+  if (o->policy < 0)
+    for (int i = 0; i < GPB_NUM_POLICIES; i++)
+      j->pols[j->npol++] = (gpb_policy_t)i;
+  else
+    j->pols[j->npol++] = (gpb_policy_t)o->policy;
+  j->res = calloc((size_t)j->npol, sizeof *j->res);
+  if (!j->res) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return -1;
+  }
+  gpbt_seq_t q;
+  memset(&q, 0, sizeof q);
+  if (o->find_min) {
+    char err[512];
+    if (gpbt_seq_load(o->path, 1, &q, err, sizeof err)) {
+      fprintf(stderr, "%s: %s\n", prog, err);
+      return -1;
+    }
+  }
+  int rc = job_replays(o, j, &q);
+  gpbt_seq_free(&q);
+  return rc;
+}
+
+static void print_job_json(const opts_t *o, const job_t *j) {
+  printf("{\n  \"trace\": ");
+  gpbt_json_str(stdout, o->path);
+  printf(",\n  \"pool_size_rule\": \"%s\",\n",
+         o->find_min ? "find-min-pool" : o->pool_size ? "given"
+         : "next power of two >= 2 x peak live");
+  printf("  \"runs\": [\n");
+  for (int i = 0; i < j->npol; i++)
+    json_run(o, &j->res[i], j->scanned ? &j->sc : NULL, &j->mp[i],
+             i == j->npol - 1);
+  printf("  ]");
+  if (j->own.size)
+    printf(",\n  \"own_plan_min_pool_size\": %" PRIu64 ",\n"
+           "  \"own_plan_min_pool_ratio\": %.6f", j->own.size,
+           ratio(j->own.size, j->sc.peak_all));
+  printf("\n}\n");
+}
+
+/* --policy all: the policies side by side, and which to use. */
+static void print_policies(const opts_t *o, const job_t *j) {
+  printf("\ncomparison:\n");
+  printf("  %-6s %14s %14s %10s %9s %8s %11s %11s\n", "policy", "pool",
+         "peak blocks", "int frag", "ext idx", "OOM", "alloc p50",
+         "alloc p99");
+  for (int i = 0; i < j->npol; i++) {
+    const result_t *r = &j->res[i];
+    printf("  %-6s %14zu %14" PRIu64 " %9.1f%% %9.3f %8" PRIu64
+           " %8" PRIu64 " ns %8" PRIu64 " ns\n", gpb_policy_name(r->policy),
+           r->pool_size, r->at_end.block_peak,
+           100 * ratio(r->at_peak.internal_frag_bytes, r->at_peak.block_bytes),
+           r->at_peak.external_frag, r->oom,
+           replay_hist_quantile(&r->lat_alloc, 0.5),
+           replay_hist_quantile(&r->lat_alloc, 0.99));
+  }
+  /* The recommendation: the policy whose pool can be smallest, when that
+   * was measured; else the memory-best one by design. */
+  int best = -1;
+  for (int i = 0; o->find_min && i < j->npol; i++)
+    if (best < 0 || j->mp[i].size < j->mp[best].size) best = i;
+  if (best >= 0)
+    printf("recommended for the least memory: %s (a pool of %" PRIu64
+           " bytes fits; buddy is the fastest)\n",
+           gpb_policy_name(j->pols[best]), j->mp[best].size);
+  else
+    printf("recommended for the least memory: bestfit (--find-min-pool "
+           "measures each policy's smallest pool; buddy is the fastest)\n");
+  if (j->own.size)
+    printf("for a job that runs again: bestfit following a plan made from "
+           "this trace (--plan-out) fits in %" PRIu64 " bytes (%.3fx peak "
+           "demand), if the next run repeats this one (PyTorch: "
+           "gpubuddy.torch.enable(plan_cache=PATH) records, plans and "
+           "follows by itself)\n", j->own.size,
+           ratio(j->own.size, j->sc.peak_all));
+}
+
+static void print_job_text(const opts_t *o, const job_t *j) {
+  char a[32];
+  printf("trace: %s\n", o->path);
+  if (!o->pool_size && !o->find_min) {
+    gpb_size_format(j->sc.peak_live, a, sizeof a);
+    printf("pool size: derived from the trace (peak live %s): next power of "
+           "two >= 2x\n", a);
+  }
+  if (o->find_min) {
+    gpb_size_format(j->sc.peak_all, a, sizeof a);
+    printf("peak demand: %s (%" PRIu64 " bytes: the most the trace asked to "
+           "hold at once, requests that failed in the recording included)\n",
+           a, j->sc.peak_all);
+  }
+  for (int i = 0; i < j->npol; i++) {
+    const gpbt_minpool_t *mp = &j->mp[i];
+    if (i) printf("\n");
+    if (o->find_min) {
+      gpb_size_format(mp->size, a, sizeof a);
+      printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak demand)"
+             "\n  exact at a resolution of %" PRIu64 " bytes: every size from "
+             "%" PRIu64 " up was tried (%" PRIu64 " replays)\n",
+             gpb_policy_name(j->pols[i]), a, mp->size,
+             ratio(mp->size, j->sc.peak_all), mp->step, mp->lower,
+             mp->probes);
+    }
+    print_text(o, &j->res[i]);
+    if (o->top_sites) print_top_sites(&j->res[i]);
+  }
+  if (j->npol > 1) print_policies(o, j);
+}
+
+/* --compare: what compare.c needs of one run (c->site_bytes allocated:
+ * free it). 0, or -1 without memory. */
+static int compare_fill(const job_t *j, const char *path,
+                        gpbt_cmp_run_t *c) {
+  const result_t *r0 = &j->res[0];
+  memset(c, 0, sizeof *c);
+  c->path = path;
+  c->ops = j->sc.ops;
+  c->peak_live = j->sc.peak_live;
+  c->npol = j->npol;
+  for (int p = 0; p < j->npol && p < GPBT_CMP_POLICIES; p++) {
+    const result_t *r = &j->res[p];
+    c->pol[p] = (gpbt_cmp_pol_t){
+        gpb_policy_name(r->policy), j->mp[p].size, r->at_end.block_peak,
+        ratio(r->at_peak.internal_frag_bytes, r->at_peak.block_bytes),
+        r->at_peak.external_frag, r->oom};
+  }
+  uint64_t *bytes = calloc(r0->ntop_peak ? r0->ntop_peak : 1, sizeof *bytes);
+  if (!bytes) return -1;
+  for (size_t i = 0; i < r0->ntop_peak; i++) bytes[i] = r0->top_peak[i].bytes;
+  c->nsites = r0->ntop_peak;
+  c->site_text = (const char *const *)r0->text_peak;
+  c->site_bytes = bytes;
+  return 0;
+}
+
+/* Writes the comparison of two jobs. 0, or -1 after printing an error. */
+static int compare_print(const opts_t *o, const job_t *j) {
+  gpbt_cmp_run_t c[2];
+  gpbt_cmp_t cmp = {0};
+  const char *path[2] = {o->compare, o->path};
+  int ret = -1, filled = 0;
+  while (filled < 2 && !compare_fill(&j[filled], path[filled], &c[filled]))
+    filled++;
+  if (filled == 2 && !gpbt_cmp_sites(&c[0], &c[1], &cmp)) {
+    size_t rows = o->top_sites <= GPB_MAX_SITES ? o->top_sites : 10;
+    if (o->json) gpbt_cmp_json(stdout, &c[0], &c[1], &cmp);
+    else gpbt_cmp_text(stdout, &c[0], &c[1], &cmp, rows);
+    ret = 0;
+    if (o->png && gpbt_cmp_png(o->png, &c[0], &c[1], &cmp, rows)) {
+      fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->png,
+              strerror(errno));
+      ret = -1;
+    }
+  } else {
+    fprintf(stderr, "%s: out of memory for --compare\n", prog);
+  }
+  gpbt_cmp_free(&cmp);
+  while (filled--) free((void *)c[filled].site_bytes);
+  return ret;
+}
+
+/* --compare A B: each run's smallest pool per policy, replayed there with
+ * every site ranked, then the two side by side. Exit status. */
+static int run_compare(const opts_t *o) {
+  opts_t oo = *o;
+  oo.find_min = 1;
+  if (!o->policy_given) oo.policy = -1;
+  oo.top_sites = GPB_MAX_SITES + 1; /* every site, for matching */
+  oo.json = 0;
+  job_t j[2];
+  memset(j, 0, sizeof j);
+  int rc = 0;
+  for (int k = 0; k < 2 && !rc; k++) {
+    oo.path = k ? o->path : o->compare;
+    rc = job_run(&oo, &j[k]);
+  }
+  if (!rc) {
+    opts_t show = oo;
+    show.top_sites = o->top_sites ? o->top_sites : 10;
+    show.json = o->json;
+    rc = compare_print(&show, j);
+  }
+  job_free(&j[0]);
+  job_free(&j[1]);
+  return rc ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -1281,6 +1719,7 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   if (o.plan_out) return plan_out(&o);
+  if (o.compare) return run_compare(&o);
   if (o.plan_path) {
     if ((rc = gpb_plan_load(o.plan_path, &loaded_plan))) {
       fprintf(stderr, "%s: %s: %s\n", prog, gpb_err_name(rc),
@@ -1289,164 +1728,11 @@ int main(int argc, char **argv) {
     }
     o.plan = loaded_plan;
   }
-
-  scan_t sc;
-  memset(&sc, 0, sizeof sc);
-  int scanned = 0;
-  if (strcmp(o.path, "-") != 0) {
-    /* Needed for a derived pool size and for find-min-pool; otherwise it
-     * gives progress its total. Standard input can only be read once. */
-    if (scan_trace(&o, &sc)) return 1;
-    scanned = 1;
-  }
-  size_t derived = 0;
-  if (scanned) {
-    derived = (size_t)gpbt_pool_size_for(sc.peak_live, sc.max_request);
-  }
-  size_t pool_size = o.pool_size ? o.pool_size : derived;
-
-  gpb_policy_t pols[GPB_NUM_POLICIES];
-  int npol = 0;
-  if (o.policy < 0) {
-    for (int i = 0; i < GPB_NUM_POLICIES; i++) pols[npol++] = (gpb_policy_t)i;
-  } else {
-    pols[npol++] = (gpb_policy_t)o.policy;
-  }
-
-  result_t *res = calloc((size_t)npol, sizeof *res);
-  uint64_t minp[GPB_NUM_POLICIES] = {0};
-  if (!res) {
-    fprintf(stderr, "%s: out of memory\n", prog);
-    return 1;
-  }
-  gpbt_seq_t q;
-  gpbt_minpool_t mp[GPB_NUM_POLICIES];
-  memset(&q, 0, sizeof q);
-  memset(mp, 0, sizeof mp);
-  if (o.find_min) {
-    char err[512];
-    if ((rc = gpbt_seq_load(o.path, 1, &q, err, sizeof err))) {
-      fprintf(stderr, "%s: %s\n", prog, err);
-      results_free(res, npol);
-      return 1;
-    }
-  }
-  for (int i = 0; i < npol; i++) {
-    size_t size = pool_size;
-    if (o.find_min) {
-      if (find_min_pool(&o, pols[i], &q, &mp[i])) {
-        gpbt_seq_free(&q);
-        results_free(res, npol);
-        return 1;
-      }
-      minp[i] = mp[i].size;
-      size = (size_t)minp[i];
-    }
-    if (replay_run(&o, size, pols[i], 0, scanned ? sc.ops : 0, &res[i])) {
-      gpbt_seq_free(&q);
-      results_free(res, npol);
-      return 1;
-    }
-    if (replay_stop) {
-      fprintf(stderr, "%s: interrupted by signal %d after %" PRIu64 " ops\n",
-              prog, (int)replay_stop, res[i].ops);
-      gpbt_seq_free(&q);
-      results_free(res, npol);
-      return 1;
-    }
-  }
-  /* Comparing policies for memory: what a job that runs again could have
-   * too, following a plan made from this trace (its own layout). */
-  gpbt_minpool_t own = {0};
-  if (o.find_min && npol > 1 && !o.plan && own_plan_min(&o, &q, &own)) {
-    gpbt_seq_free(&q);
-    results_free(res, npol);
-    return 1;
-  }
-  gpbt_seq_free(&q);
-
-  if (o.json) {
-    printf("{\n  \"trace\": ");
-    gpbt_json_str(stdout, o.path);
-    printf(",\n  \"pool_size_rule\": \"%s\",\n",
-           o.find_min ? "find-min-pool" : o.pool_size ? "given"
-           : "next power of two >= 2 x peak live");
-    printf("  \"runs\": [\n");
-    for (int i = 0; i < npol; i++)
-      json_run(&o, &res[i], scanned ? &sc : NULL, &mp[i], i == npol - 1);
-    printf("  ]");
-    if (own.size)
-      printf(",\n  \"own_plan_min_pool_size\": %" PRIu64 ",\n"
-             "  \"own_plan_min_pool_ratio\": %.6f", own.size,
-             ratio(own.size, sc.peak_all));
-    printf("\n}\n");
-  } else {
-    printf("trace: %s\n", o.path);
-    if (!o.pool_size && !o.find_min) {
-      char a[32];
-      gpb_size_format(sc.peak_live, a, sizeof a);
-      printf("pool size: derived from the trace (peak live %s): next power of "
-             "two >= 2x\n", a);
-    }
-    if (o.find_min) {
-      char a[32];
-      gpb_size_format(sc.peak_all, a, sizeof a);
-      printf("peak demand: %s (%" PRIu64 " bytes: the most the trace asked to "
-             "hold at once, requests that failed in the recording included)\n",
-             a, sc.peak_all);
-    }
-    for (int i = 0; i < npol; i++) {
-      if (i) printf("\n");
-      if (o.find_min) {
-        char a[32];
-        gpb_size_format(minp[i], a, sizeof a);
-        printf("min pool size (%s): %s (%" PRIu64 " bytes, %.3fx peak demand)"
-               "\n  exact at a resolution of %" PRIu64 " bytes: every size from "
-               "%" PRIu64 " up was tried (%" PRIu64 " replays)\n",
-               gpb_policy_name(pols[i]), a, minp[i],
-               ratio(minp[i], sc.peak_all), mp[i].step, mp[i].lower,
-               mp[i].probes);
-      }
-      print_text(&o, &res[i]);
-      if (o.top_sites) print_top_sites(&res[i]);
-    }
-    if (npol > 1) {
-      printf("\ncomparison:\n");
-      printf("  %-6s %14s %14s %10s %9s %8s %11s %11s\n", "policy", "pool",
-             "peak blocks", "int frag", "ext idx", "OOM", "alloc p50",
-             "alloc p99");
-      for (int i = 0; i < npol; i++) {
-        const result_t *r = &res[i];
-        printf("  %-6s %14zu %14" PRIu64 " %9.1f%% %9.3f %8" PRIu64
-               " %8" PRIu64 " ns %8" PRIu64 " ns\n", gpb_policy_name(r->policy),
-               r->pool_size, r->at_end.block_peak,
-               100 * ratio(r->at_peak.internal_frag_bytes, r->at_peak.block_bytes),
-               r->at_peak.external_frag, r->oom,
-               replay_hist_quantile(&r->lat_alloc, 0.5),
-               replay_hist_quantile(&r->lat_alloc, 0.99));
-      }
-      /* The recommendation: the policy whose pool can be smallest, when
-       * that was measured; else the memory-best one by design. */
-      int best = -1;
-      for (int i = 0; o.find_min && i < npol; i++)
-        if (best < 0 || minp[i] < minp[best]) best = i;
-      if (best >= 0)
-        printf("recommended for the least memory: %s (a pool of %" PRIu64
-               " bytes fits; buddy is the fastest)\n",
-               gpb_policy_name(pols[best]), minp[best]);
-      else
-        printf("recommended for the least memory: bestfit (--find-min-pool "
-               "measures each policy's smallest pool; buddy is the fastest)\n");
-      if (own.size)
-        printf("for a job that runs again: bestfit following a plan made from "
-               "this trace (--plan-out) fits in %" PRIu64 " bytes (%.3fx peak "
-               "demand), if the next run repeats this one (PyTorch: "
-               "gpubuddy.torch.enable(plan_cache=PATH) records, plans and "
-               "follows by itself)\n", own.size,
-               ratio(own.size, sc.peak_all));
-    }
-  }
-  results_free(res, npol);
+  job_t j;
+  rc = job_run(&o, &j);
+  if (!rc && o.json) print_job_json(&o, &j);
+  else if (!rc) print_job_text(&o, &j);
+  job_free(&j);
   gpb_plan_destroy(loaded_plan);
-  return 0;
+  return rc ? 1 : 0;
 }

@@ -907,7 +907,10 @@ int main(int argc, char **argv) {
      * MiB failed most of a large trace's requests. */
     gpbt_seq_t q;
     char err[512];
-    if (gpbt_seq_load(o.trace, 1, &q, err, sizeof err) == 0) {
+    /* From the requests that succeeded when recorded, as gpubuddy-replay
+     * does: a failed one counted in made the pool hold it, so --oom
+     * found no failure to explain. */
+    if (gpbt_seq_load(o.trace, 0, &q, err, sizeof err) == 0) {
       o.cfg.pool_size = (size_t)gpbt_pool_size_for(q.peak_live, q.max_request);
       gpbt_seq_free(&q);
     } /* else open_source reports the trace's error */

@@ -38,7 +38,7 @@ enum { RMM_THREAD, RMM_TIME, RMM_ACTION, RMM_POINTER, RMM_SIZE, RMM_STREAM,
 struct gpb_trace_reader {
   gpb__zin_t *z;
   int fmt;
-  int version;        /* native: 1 or 2 (call sites) */
+  int version;        /* native: 1, 2 (call sites) or 3 (frame tables) */
   gpb__sitetab_t sites; /* v2: the sites defined so far */
   int err;            /* sticky: once a read failed, every next call fails */
   int eof;            /* the text ended */
@@ -282,6 +282,20 @@ static int trace_site_line(gpb_trace_reader_t *r, const char *p) {
   return rc ? trace_fail(r, rc, "%s", gpb_last_error_detail()) : 0;
 }
 
+/* v3's "frame", "stack" and "stack+" lines (p at the keyword); any other
+ * comment is 0. 0, or <0 (a bad line). */
+static int trace_frame_line(gpb_trace_reader_t *r, const char *p) {
+  static const char *kw[3] = {"frame", "stack", "stack+"};
+  for (int k = 2; k >= 0; k--) {
+    size_t n = strlen(kw[k]);
+    if (strncmp(p, kw[k], n) || (p[n] && p[n] != ' ' && p[n] != '\t'))
+      continue;
+    int rc = gpb__sitetab_line(&r->sites, k, p + n);
+    return rc ? trace_fail(r, rc, "%s", gpb_last_error_detail()) : 0;
+  }
+  return 0;
+}
+
 static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
   static const char *names[8] = {"sequence number", "timestamp", "op", "id",
                                  "size", "tag", "stream", "call site"};
@@ -293,9 +307,12 @@ static int trace_next_native(gpb_trace_reader_t *r, gpb_trace_op_t *op) {
     if (*p == '#') { /* a comment, or (v2) a call site */
       if (r->version < 2) continue;
       for (p++; *p == ' ' || *p == '\t';) p++;
-      /* A comment whose first word is "site" defines one. */
+      /* A comment whose first word is "site" defines one; in v3,
+       * "frame", "stack" and "stack+" too (sitetab.c). */
       if (!strncmp(p, "site", 4) && (!p[4] || p[4] == ' ' || p[4] == '\t') &&
           (rc = trace_site_line(r, p + 4)))
+        return rc;
+      if (r->version >= 3 && (rc = trace_frame_line(r, p)))
         return rc;
       continue;
     }
@@ -616,7 +633,9 @@ const char *gpb_trace_error(const gpb_trace_reader_t *r) {
 const char *gpb_trace_format_name(const gpb_trace_reader_t *r) {
   if (!r) return "";
   if (r->fmt != TRACE_FMT_NATIVE) return "rmm-csv";
-  return r->version >= 2 ? "gpubuddy-trace v2" : "gpubuddy-trace v1";
+  return r->version >= 3   ? "gpubuddy-trace v3"
+         : r->version >= 2 ? "gpubuddy-trace v2"
+                           : "gpubuddy-trace v1";
 }
 
 const char *gpb_trace_site(const gpb_trace_reader_t *r, uint32_t site) {

@@ -11,7 +11,8 @@
 #include "base/base.h"
 
 #define GPB__TRACE_MAGIC "# gpubuddy-trace v"
-#define GPB__TRACE_VERSION 2 /* written; readers take 1 and 2 */
+#define GPB__TRACE_VERSION 3 /* the newest read: 1 to 3. Pools write v2;
+                                 v3 (frame tables) is gpubuddy-import-torch's */
 #define GPB__TRACE_LINE_MAX 4096 /* bytes, without the newline */
 /* Ids with the top bit set name failed requests (see read.c). */
 #define GPB__TRACE_FAIL_ID (1ull << 63)
@@ -28,8 +29,13 @@ GPB__HIDDEN int gpb__trace_has_site(const gpb_trace_writer_t *w,
 typedef struct gpb__sitetab {
   char **text;    /* [id]: "FRAME;...", or NULL */
   uint32_t cap;
-  uint64_t bytes; /* held, at most GPB__SITETAB_MAX */
+  uint64_t bytes; /* held, at most GPB__SITETAB_MAX (frames included) */
+  char **frame;   /* v3: [frame id]: one frame's text, or NULL */
+  uint32_t fcap;
+  uint32_t last;  /* v3: the site the last "stack" line defined, 0 none */
+  int full;       /* a frame or site was not kept for the bound */
 } gpb__sitetab_t;
+#define GPB__FRAME_MAX (1u << 24) /* v3 frame ids are 1 to this */
 #define GPB__SITETAB_MAX (64ull << 20)
 /* Defines site id (1..GPB_MAX_SITES) as the n bytes at p: 0, also when
  * the table is full (not kept) or it says the same again; GPB_EFORMAT
@@ -37,6 +43,12 @@ typedef struct gpb__sitetab {
  * id; GPB_EHOSTMEM. */
 GPB__HIDDEN int gpb__sitetab_set(gpb__sitetab_t *t, uint32_t id, const char *p,
                                  size_t n);
+/* A v3 frame table line, p just past its keyword: "frame" (kind 0:
+ * "FID TEXT"), "stack" (1: "SID FID FID ...", the site's frames by id,
+ * innermost first) or "stack+" (2: more frames of the site the last
+ * "stack" line defined). 0 (also when the table is full), or GPB_EFORMAT
+ * (detail set) for a bad or undefined id, GPB_EHOSTMEM. */
+GPB__HIDDEN int gpb__sitetab_line(gpb__sitetab_t *t, int kind, const char *p);
 /* Site id's text, or NULL. */
 GPB__HIDDEN const char *gpb__sitetab_get(const gpb__sitetab_t *t, uint32_t id);
 GPB__HIDDEN void gpb__sitetab_free(gpb__sitetab_t *t);

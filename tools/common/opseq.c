@@ -44,7 +44,10 @@ static int seq_op(gpbt_seq_t *q, gpbt_idmap_t *m, const gpb_trace_op_t *op,
   uint32_t slot;
   int rc;
   int failed = (op->id & SEQ_FAIL_ID) != 0;
-  if (failed && !with_failed) return 0;
+  if (failed && !with_failed) { /* counted, not kept */
+    q->failed += op->op == GPB_OP_ALLOC;
+    return 0;
+  }
   if (op->op == GPB_OP_ALLOC) {
     if (op->size == 0) {
       q->zero++;

@@ -25,8 +25,8 @@ typedef struct gpbt_seq {
   /* What loading saw: allocations, frees, frees of ids never allocated
    * (allocated before the trace began), allocations of an id already
    * live (skipped, as gpubuddy-replay skips them), zero-size requests
-   * (skipped), and requests that failed when recorded (kept: an alloc
-   * and its free at once). */
+   * (skipped), and requests that failed when recorded (counted either
+   * way; kept with with_failed: an alloc and its free at once). */
   uint64_t allocs, frees, unmatched, dup, zero, failed;
 } gpbt_seq_t;
 
