@@ -106,17 +106,23 @@ int gpb__atab_grow(gpb__atab_t *t) {
 }
 
 int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
-  gpb_assert(gpb__atab_find(t, unit) == NULL); /* one record per unit */
-  if (GPB__UNLIKELY(t->old != NULL)) atab_migrate(t, ATAB_MOVE_PER_CALL);
   int rc = gpb__atab_room(t);
   if (rc) return rc;
+  gpb__atab_put(t, unit, rec);
+  return 0;
+}
+
+void gpb__atab_put(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
+  gpb_assert(gpb__atab_find(t, unit) == NULL); /* one record per unit */
+  /* Migrating moves records, and the room they take, from the old table
+   * to this one: the room made before still holds. */
+  if (GPB__UNLIKELY(t->old != NULL)) atab_migrate(t, ATAB_MOVE_PER_CALL);
   uint64_t mask = t->cap - 1, key = unit + 1;
   uint64_t i = gpb__hash64(key) & mask;
   while (t->cur[i].key != 0) i = (i + 1) & mask;
   t->cur[i] = *rec;
   t->cur[i].key = key;
   t->used++;
-  return 0;
 }
 
 /* Removes the record in the old table's slot r (a tombstone: the old

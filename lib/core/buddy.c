@@ -444,10 +444,11 @@ int gpb__pow2_alloc(gpb__buddy_t *b, gpb__arec_t *rec, uint32_t align_order,
   /* Record first: it is the only step that can fail, and nothing has
    * changed yet. */
   rec->units = n;
-  if (gpb__atab_insert(&b->atab, u0, rec)) {
+  if (gpb__atab_room(&b->atab)) {
     gpb__emit(b, GPB_EV_FAIL, 0, 0, k, requested, tag, site, stream);
     return gpb__fail(GPB_EHOSTMEM, "allocation table cannot grow");
   }
+  gpb__atab_put(&b->atab, u0, rec);
   /* A pool filling fresh space places the next block where this one
    * ends: fetch that slot now, so its insert finds it in cache. */
   gpb__atab_prefetch(&b->atab, u0 + n);

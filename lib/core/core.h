@@ -115,6 +115,9 @@ static inline int gpb__atab_room(gpb__atab_t *t) {
  * table cannot grow. */
 GPB__HIDDEN int gpb__atab_insert(gpb__atab_t *t, uint64_t unit,
                                  const gpb__arec_t *rec);
+/* gpb__atab_insert after gpb__atab_room returned 0: cannot fail. */
+GPB__HIDDEN void gpb__atab_put(gpb__atab_t *t, uint64_t unit,
+                               const gpb__arec_t *rec);
 GPB__HIDDEN void gpb__atab_remove(gpb__atab_t *t, uint64_t unit);
 /* Removes the record r that gpb__atab_find returned, with no second
  * lookup; r is invalid after. */

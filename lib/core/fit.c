@@ -296,7 +296,7 @@ static inline void fit_whole(gpb__buddy_t *b, uint64_t s, uint64_t e,
  * start bit and the SPLITs (the ALLOC is the caller's). */
 static GPB__INLINE void fit_record(gpb__buddy_t *b, uint64_t units, uint64_t u,
                                    uint64_t s, uint64_t e, gpb__arec_t *rec) {
-  gpb__atab_insert(&b->atab, u, rec);
+  gpb__atab_put(&b->atab, u, rec); /* the caller made room */
   gpb__atab_prefetch(&b->atab, u + units); /* as in gpb__buddy_alloc */
   gpb__bits_set(&b->starts, u);
   fit_whole(b, s, e, (uint64_t)-1);
