@@ -50,7 +50,11 @@ int vcmp_open(vcmp_t *c, const char *a, const char *b, const gpb_config_t *cfg,
       return rc;
     }
     vfmt_tail(path[i], sizeof c->name[i] - 1, c->name[i], sizeof c->name[i]);
-    snprintf(c->app[i].title, sizeof c->app[i].title, "%s", c->name[i]);
+    /* Copied, not snprintf'd: GCC cannot tell the two fields apart. */
+    size_t len = strlen(c->name[i]);
+    if (len >= sizeof c->app[i].title) len = sizeof c->app[i].title - 1;
+    memcpy(c->app[i].title, c->name[i], len);
+    c->app[i].title[len] = 0;
   }
   snprintf(c->title, sizeof c->title, "%s vs %s", c->name[0], c->name[1]);
   return 0;

@@ -639,11 +639,11 @@ static void frame_bottom(vapp_t *a, gpbt_fb_t *fb) {
                                  : a->map.color]);
   const char *keys = "  H: KEYS";
   for (int drop = 0; drop <= 4; drop++) {
-    snprintf(line, sizeof line, "%.60s%s%s%s  %s%s%s%s", name,
-             *name ? "  " : "", state, drop >= 4 ? "" : speed, pos,
-             drop >= 3 ? "" : cell, drop >= 2 ? "" : mode,
-             drop >= 1 ? "" : keys);
-    if ((int)strlen(line) <= fit) break;
+    int n = snprintf(line, sizeof line, "%.60s%s%s%s  %s%s%s%s", name,
+                     *name ? "  " : "", state, drop >= 4 ? "" : speed, pos,
+                     drop >= 3 ? "" : cell, drop >= 2 ? "" : mode,
+                     drop >= 1 ? "" : keys);
+    if (n >= 0 && n <= fit) break; /* a cut line is longer than any fit */
   }
   uint32_t col = a->failed || a->disconnected ? VC_ALERT : VC_TEXT;
   if (a->searching) {
