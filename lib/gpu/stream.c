@@ -412,10 +412,11 @@ static int stream_try(gpb__gpu_t *g, gpb__buddy_t *core, uint64_t requested,
  * would fail whatever is free. Mirrors its arithmetic. */
 static uint64_t stream_units(const gpb__buddy_t *core, uint64_t requested,
                              uint32_t align_order) {
-  if (requested == 0 || requested > (core->nunits << core->min_shift)) return 0;
-  uint64_t units = (requested + (1ull << core->min_shift) - 1) >> core->min_shift;
+  uint64_t units = gpb__units(requested, core->min_shift,
+                              core->nunits << core->min_shift);
+  if (units == 0) return 0;
   if (core->policy == GPB_POLICY_BESTFIT) return units; /* any run length */
-  uint32_t k = units <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(units - 1);
+  uint32_t k = gpb__ceil_log2(units);
   if (align_order > k) k = align_order;
   if (k >= core->norders) return 0;
   return core->policy == GPB_POLICY_TRIM ? units : 1ull << k;
