@@ -729,6 +729,30 @@ GPB_API int gpb_torch_explain(int device, size_t size, char *buf, size_t len);
  * does), or stops with path NULL. GPB_ENOTFOUND when it has no pool. */
 GPB_API int gpb_torch_trace(int device, const char *path);
 
+/* ------------------------------------------------------------------ CuPy */
+
+/* Entry points for cupy.cuda.memory.CFunctionAllocator, whose malloc is
+ * `void *(void *param, size_t, int device)` and free
+ * `void (void *param, void *ptr, int device)`. param is the CUDA stream
+ * the block is used on (CuPy's current stream at the malloc): the free is
+ * gpb_free_async on that stream. They use the device's shared pool
+ * (gpb_device_pool), the one gpb_torch_malloc uses. gpb_cupy_malloc
+ * returns NULL when out of memory (gpubuddy.cupy raises CuPy's
+ * OutOfMemoryError with gpb_cupy_explain's text). Every block carries
+ * GPB_TAG_CUPY, PyTorch's GPB_TAG_TORCH: stats (tag_bytes), the viewer
+ * (--color tag) and OOM explanations tell the libraries apart. */
+GPB_API void *gpb_cupy_malloc(void *stream, size_t size, int device);
+GPB_API void gpb_cupy_free(void *stream, void *ptr, int device);
+/* As gpb_torch_calls, for the CuPy entry points. */
+GPB_API int gpb_cupy_calls(int device, uint64_t *mallocs, uint64_t *failures,
+                           uint64_t *frees);
+/* Block bytes live in the device's shared pool per library (tags
+ * GPB_TAG_TORCH and GPB_TAG_CUPY). GPB_ENOTFOUND when it has no pool. */
+GPB_API int gpb_cupy_bytes(int device, uint64_t *torch, uint64_t *cupy);
+/* Why an allocation of `size` bytes for CuPy fails, in one line, with what
+ * each library holds. Like snprintf; GPB_ENOTFOUND when no pool. */
+GPB_API int gpb_cupy_explain(int device, size_t size, char *buf, size_t len);
+
 /* ------------------------------------------------------------------ misc */
 
 /* Monotonic nanoseconds, the clock events are stamped with: within

@@ -5,7 +5,8 @@
 # `import gpubuddy.torch` without torch is a one-line ImportError naming
 # torch, and gpubuddy.torch's checks (no CUDA device, called after the
 # first allocation, bad arguments, no pool yet) run against a stand-in
-# torch module (python/tests/fake_torch). The real-GPU part is
+# torch module (python/tests/fake_torch), and gpubuddy.cupy's against a
+# stand-in cupy (python/tests/fake_cupy). The real-GPU part is
 # python/tests/torch_smoke.py, run by scripts/gpu-check.sh.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,6 +55,20 @@ fi
 
 (cd "$tmp" && PYTHONPATH="$tmp/site:$top/python/tests/fake_torch" \
    $py "$top/python/tests/test_torch_api.py") || fail "test_torch_api.py"
+
+# gpubuddy.cupy: without CuPy, enable() says so in one line; its logic
+# runs against a stand-in cupy (python/tests/fake_cupy).
+if ! PYTHONPATH="$tmp/site" $py -c 'import cupy' 2>/dev/null; then
+  last=$(cd "$tmp" && PYTHONPATH="$tmp/site" $py -c \
+         'import gpubuddy.cupy; gpubuddy.cupy.enable()' 2>&1 | tail -1)
+  case $last in
+    *"GpubuddyError: gpubuddy.cupy.enable() needs CuPy"*"'cupy' is not installed") ;;
+    *) fail "gpubuddy.cupy.enable() without cupy: '$last'" ;;
+  esac
+fi
+(cd "$tmp" && PYTHONPATH="$tmp/site:$top/python/tests/fake_cupy" \
+   $py "$top/python/tests/test_cupy_api.py" 2>"$tmp/cupy.err") ||
+  { cat "$tmp/cupy.err"; fail "test_cupy_api.py"; }
 
 [ $fails = 0 ] && echo "python package: all checks passed"
 exit $fails
