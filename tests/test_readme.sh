@@ -4,7 +4,9 @@
 # README's own commands: the build-tree line (run from the source root, as
 # written; a build directory other than build/ is substituted for it), and
 # the pkg-config line against a copy installed with `make install
-# prefix=DIR`, whose .pc file must name DIR (it named /usr/local once).
+# prefix=DIR`, whose .pc file must name DIR (it named /usr/local once),
+# run with no LD_LIBRARY_PATH, as are the installed programs; and the
+# installed libgpubuddy-read.so loads alone with dlopen.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(pwd)
@@ -54,8 +56,36 @@ elif [ -n "$pc_line" ]; then
     line=$(printf '%s' "$pc_line" | sed "s| app.c | $tmp/app.c |; s|-o app|-o $tmp/app-inst|")
     (export PKG_CONFIG_PATH="$(dirname "$pc")"; eval "$line") > "$tmp/cc.log" 2>&1 ||
       fail "pkg-config line: $(tail -3 "$tmp/cc.log")"
-    LD_LIBRARY_PATH=$(dirname "$(dirname "$pc")") "$tmp/app-inst" > "$tmp/run.log" 2>&1 ||
+    # As a user runs it: no search path from the environment.
+    env -u LD_LIBRARY_PATH "$tmp/app-inst" > "$tmp/run.log" 2>&1 ||
       fail "the installed example: $(cat "$tmp/run.log")"
+  fi
+  # 3. The installed programs run as installed, and libgpubuddy-read loads
+  #    with dlopen on its own (it needs libgpubuddy, found beside it).
+  for prog in gpubuddy-stat gpubuddy-replay gpubuddy-relay; do
+    got=$(env -u LD_LIBRARY_PATH "$tmp/inst/bin/$prog" --version 2>&1)
+    case $got in "$prog "[0-9]*) ;; *) fail "installed $prog --version: $got" ;; esac
+  done
+  rd=$(ls "$tmp"/inst/lib*/libgpubuddy-read.so 2>/dev/null | head -1)
+  cat > "$tmp/dl.c" <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  void *h = argc > 1 ? dlopen(argv[1], RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (!h || !dlsym(h, "gpb_trace_open") || !dlsym(h, "gpb_model_reset")) {
+    printf("%s\n", dlerror());
+    return 1;
+  }
+  return 0;
+}
+EOF
+  if ! cc $san "$tmp/dl.c" -o "$tmp/dl" -ldl > "$tmp/cc.log" 2>&1; then
+    fail "the dlopen program: $(tail -3 "$tmp/cc.log")"
+  elif [ -z "$rd" ]; then
+    fail "no libgpubuddy-read.so installed"
+  else
+    env -u LD_LIBRARY_PATH "$tmp/dl" "$rd" > "$tmp/run.log" 2>&1 ||
+      fail "dlopen $rd alone: $(cat "$tmp/run.log")"
   fi
 fi
 [ $fails = 0 ] && echo "README example: built and ran both ways"
