@@ -1,31 +1,67 @@
 # SPDX-License-Identifier: MIT
-"""PEP 517 build backend of the gpubuddy Python package.
+"""PEP 517 and PEP 660 build backend of the gpubuddy Python package.
 
-build_wheel compiles every C source of the library (../lib/*/*.c) once,
+It needs nothing from the network and no other package (no setuptools,
+wheel or libtool: the GPU machines have none of them and no network), so
+`pip install ./python`, `pip install --no-build-isolation ./python`,
+`pip install -e ./python` and `python3 -m build ./python` all work
+offline. A standard backend (setuptools) would need setuptools present
+at build time and a setup.py compiling the same C sources by the same
+rules: it would not do the job better.
+
+build_wheel compiles every C source of the library (lib/*/*.c) once,
 into one shared object with the system C compiler, as libgpubuddy.so
-inside the package, then gpubuddy-replay (../tools) linked against that
+inside the package, then gpubuddy-replay (tools/) linked against that
 object (rpath $ORIGIN/../_lib), as _bin/gpubuddy-replay, for `python -m
 gpubuddy replay`; gpubuddy.make_plan calls the library's planner. It
-writes the wheel (a zip with METADATA, WHEEL and RECORD) itself. The
-CUDA runtime is used when its header and library are found (CUDA_HOME,
-then /usr/local/cuda); NVTX when its headers are there too; zlib is
-required (trace files). Set CC or CFLAGS to change the build.
+writes the wheel (a zip with METADATA, WHEEL, RECORD and
+entry_points.txt: console scripts gpubuddy-import-torch and
+gpubuddy-replay) itself.
+
+Features come from one truth: the headers configure.ac probes
+(execinfo.h, NVTX's, libdeflate's) are read from configure.ac and probed
+here with the same compiler, so a wheel records call sites as deep as a
+configured build does. The CUDA runtime is used when its header and
+library are found (CUDA_HOME, CUDA_PATH, then /usr/local/cuda); the
+library records no absolute path to it: at run time it is the
+libcudart PyTorch's wheels ship (site-packages/nvidia/.../lib, found
+relative to the package) or the one the CUDA install provides (the
+loader's search path; gpubuddy._native preloads it from CUDA_HOME or
+/usr/local/cuda). zlib is required (trace files). Set CC or CFLAGS to
+change the build.
+
+build_sdist packs the package with the C sources it builds from
+(include/, lib/, tools/, configure.ac), so the sdist builds a wheel by
+itself. build_editable compiles the library into the source tree
+(gpubuddy/_lib, gpubuddy/_bin) and installs a .pth file naming it.
 """
 import base64
 import hashlib
+import io
 import os
 import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import tempfile
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.dirname(HERE)             # python/
-ROOT = os.path.dirname(PKG)             # the repository
+# The C sources: the repository in a clone, the sdist's own copy in an sdist.
+ROOT = PKG if os.path.isdir(os.path.join(PKG, "lib")) else os.path.dirname(PKG)
 NAME = "gpubuddy"
+# What build_sdist copies from ROOT besides the package: the C sources the
+# wheel compiles, and what the features and version are read from.
+SDIST_FROM_ROOT = ("include", "lib", "tools/common", "tools/gpubuddy-replay.c",
+                   "tools/gpubuddy-import-torch", "configure.ac", "LICENSE")
+# The features configure.ac probes, by the macro its config.h defines: the
+# pattern finds the header's name in configure.ac, so both probe the same.
+FEATURES = (("HAVE_EXECINFO_H", r"AC_CHECK_HEADERS\(\[(execinfo\.h)\]", None),
+            ("GPB_HAVE_NVTX", r"AC_CHECK_HEADER\(\[(nvtx3/[\w.]+)\], \[have_nvtx", "cuda"),
+            ("GPB_HAVE_LIBDEFLATE", r"AC_CHECK_HEADER\(\[(libdeflate\.h)\]", "-ldeflate"))
 
 
 def _version():
@@ -55,7 +91,64 @@ def _cuda_dirs():
     return None, None
 
 
-def _compile(out_so, out_replay):
+def _cc_ok(cc, code, args):
+    """Whether cc compiles and links `code` with args (a configure test)."""
+    tmp = tempfile.mkdtemp(prefix="gpubuddy-probe-")
+    try:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(code)
+        p = subprocess.run([cc, src, "-o", os.path.join(tmp, "probe")] + args,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return p.returncode == 0
+    except OSError:
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _features(cc, cuda_inc):
+    """The macros configure would define here (config.h), from the headers
+    configure.ac names, probed with the same compiler; and the libraries
+    they need."""
+    with open(os.path.join(ROOT, "configure.ac")) as f:
+        ac = f.read()
+    defs, libs = [], []
+    for macro, pattern, needs in FEATURES:
+        m = re.search(pattern, ac)
+        if not m:
+            raise RuntimeError("gpubuddy: configure.ac no longer probes %s as "
+                               "expected (%s): update FEATURES in %s" % (
+                                   macro, pattern, os.path.basename(__file__)))
+        pre, args = "", []
+        if needs == "cuda":
+            if not cuda_inc:
+                continue
+            pre, args = "#include <cuda_runtime_api.h>\n", ["-I" + cuda_inc, "-c"]
+        elif needs:
+            args = [needs]
+        if _cc_ok(cc, "%s#include <%s>\nint main(void) { return 0; }\n"
+                  % (pre, m.group(1)), args):
+            defs.append("-D%s=1" % macro)
+            if needs and needs.startswith("-l"):
+                libs.append(needs)
+    return defs, libs
+
+
+def _cudart_soname(lib):
+    """libcudart.so.MAJOR, the name the library will ask the loader for."""
+    real = os.path.basename(os.path.realpath(os.path.join(lib, "libcudart.so")))
+    m = re.match(r"(libcudart\.so\.\d+)", real)
+    return m.group(1) if m else "libcudart.so"
+
+
+# Where a libcudart is found at run time, relative to _lib/ and _bin/: the
+# one PyTorch's wheels ship (nvidia-cuda-runtime-cu12, and CUDA 13's
+# nvidia/cu13); else the loader's own search path (a CUDA install).
+CUDART_RPATH = ("$ORIGIN/../../nvidia/cuda_runtime/lib", "$ORIGIN/../../nvidia/cu13/lib")
+
+
+def _compile(out_so, out_replay, out_cudart):
     cc = os.environ.get("CC", "cc")
 
     def sources(*dirs):
@@ -65,18 +158,24 @@ def _compile(out_so, out_replay):
     srcs = sources("lib")
     if not srcs:
         raise RuntimeError("gpubuddy: no C sources under %s/lib: build from a "
-                           "clone of the repository" % ROOT)
+                           "clone of the repository or an sdist" % ROOT)
     flags = ["-O2", "-g", "-std=gnu11", "-DGPB_BUILDING_LIBRARY", "-D_GNU_SOURCE",
              "-I" + os.path.join(ROOT, "include"), "-I" + os.path.join(ROOT, "lib")]
     flags += os.environ.get("CFLAGS", "").split()
     libs = ["-lz", "-lpthread", "-lm", "-ldl"]
     inc, lib = _cuda_dirs()
+    feats, feat_libs = _features(cc, inc)
+    flags += feats
+    libs += feat_libs
+    _say("features as configure finds them: %s" % (" ".join(
+        f[2:-2] for f in feats) or "none"))
     if inc:
         flags += ["-DGPB_HAVE_CUDA=1", "-I" + inc]
-        libs += ["-L" + lib, "-lcudart", "-Wl,-rpath," + lib]
-        if os.path.exists(os.path.join(inc, "nvtx3", "nvToolsExtMem.h")):
-            flags.append("-DGPB_HAVE_NVTX=1")
-        _say("CUDA runtime from %s" % lib)
+        libs += ["-L" + lib, "-lcudart"] + ["-Wl,-rpath," + r for r in CUDART_RPATH]
+        with open(out_cudart, "w") as f:
+            f.write(_cudart_soname(lib) + "\n")
+        _say("CUDA runtime %s from %s (found at run time by name)" % (
+            _cudart_soname(lib), lib))
     else:
         _say("no CUDA runtime found (CUDA_HOME, /usr/local/cuda): host "
              "backends only")
@@ -111,8 +210,14 @@ def _metadata(version):
         readme = f.read()
     return ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n"
             "Summary: gpubuddy, a buddy allocator for CUDA memory, as "
-            "PyTorch's allocator\nLicense: MIT\nRequires-Python: >=3.8\n"
+            "PyTorch's and CuPy's allocator\nLicense: MIT\nRequires-Python: >=3.8\n"
             "Description-Content-Type: text/markdown\n\n%s" % (NAME, version, readme))
+
+
+# Console scripts (entry_points.txt): what a pip-only install runs.
+ENTRY_POINTS = ("[console_scripts]\n"
+                "gpubuddy-import-torch = gpubuddy._cli:import_torch\n"
+                "gpubuddy-replay = gpubuddy._cli:replay\n")
 
 
 def _record_line(arc, data):
@@ -120,53 +225,135 @@ def _record_line(arc, data):
     return "%s,sha256=%s,%d" % (arc, h.decode(), len(data))
 
 
+def _package_files():
+    """(archive name, bytes) of the package's Python files, without what
+    builds leave in the tree (_lib, _bin of an editable install)."""
+    files = []
+    src = os.path.join(PKG, NAME)
+    for d, dirs, fs in os.walk(src):
+        dirs[:] = sorted(x for x in dirs if x not in ("__pycache__", "_lib", "_bin"))
+        for f in sorted(fs):
+            if f.endswith((".pyc", ".so")):
+                continue
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                files.append((os.path.relpath(p, PKG).replace(os.sep, "/"), fh.read()))
+    return files
+
+
+def _built_files(tmp):
+    """Compiles into tmp; (archive name, bytes) of what the package gets."""
+    so, replay = os.path.join(tmp, "libgpubuddy.so"), os.path.join(tmp, "gpubuddy-replay")
+    cudart = os.path.join(tmp, "cudart")
+    _compile(so, replay, cudart)
+    files = []
+    for path, arc in ((so, "_lib/libgpubuddy.so"), (replay, "_bin/gpubuddy-replay"),
+                      (cudart, "_lib/cudart"),
+                      (os.path.join(ROOT, "include", "gpubuddy.h"), "_lib/include/gpubuddy.h"),
+                      (os.path.join(ROOT, "tools", "gpubuddy-import-torch"),
+                       "_import_torch.py")):
+        if os.path.exists(path):
+            with open(path, "rb") as fh:
+                files.append((NAME + "/" + arc, fh.read()))
+    return files
+
+
+def _write_wheel(wheel_directory, version, files):
+    tag = _tag()
+    dist = "%s-%s.dist-info" % (NAME, version)
+    files = list(files)
+    files.append((dist + "/METADATA", _metadata(version).encode()))
+    files.append((dist + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: "
+                  "gpubuddy_build\nRoot-Is-Purelib: false\nTag: %s\n" % tag).encode()))
+    files.append((dist + "/entry_points.txt", ENTRY_POINTS.encode()))
+    with open(os.path.join(ROOT, "LICENSE"), "rb") as fh:
+        files.append((dist + "/LICENSE", fh.read()))
+    record = [_record_line(a, d) for a, d in files] + [dist + "/RECORD,,"]
+    files.append((dist + "/RECORD", ("\n".join(record) + "\n").encode()))
+    name = "%s-%s-%s.whl" % (NAME, version, tag)
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w",
+                         zipfile.ZIP_DEFLATED) as z:
+        for arc, data in files:
+            info = zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0))
+            # A regular file's type bits too: pip makes a file
+            # executable only when they are there.
+            exe = arc.endswith(".so") or "/_bin/" in arc
+            info.external_attr = (0o100000 | (0o755 if exe else 0o644)) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
+    return name
+
+
 def get_requires_for_build_wheel(config_settings=None):
     return []
 
 
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    version = _version()
-    tag = _tag()
     tmp = tempfile.mkdtemp(prefix="gpubuddy-build-")
     try:
-        so = os.path.join(tmp, "libgpubuddy.so")
-        replay = os.path.join(tmp, "gpubuddy-replay")
-        _compile(so, replay)
-        files = []  # (archive name, bytes)
-        src = os.path.join(PKG, NAME)
-        for d, _, fs in os.walk(src):
-            for f in sorted(fs):
-                if f.endswith((".pyc", ".so")) or "__pycache__" in d:
-                    continue
-                p = os.path.join(d, f)
-                arc = os.path.relpath(p, PKG).replace(os.sep, "/")
-                with open(p, "rb") as fh:
-                    files.append((arc, fh.read()))
-        with open(so, "rb") as fh:
-            files.append((NAME + "/_lib/libgpubuddy.so", fh.read()))
-        with open(replay, "rb") as fh:
-            files.append((NAME + "/_bin/gpubuddy-replay", fh.read()))
-        with open(os.path.join(ROOT, "include", "gpubuddy.h"), "rb") as fh:
-            files.append((NAME + "/_lib/include/gpubuddy.h", fh.read()))
-        dist = "%s-%s.dist-info" % (NAME, version)
-        files.append((dist + "/METADATA", _metadata(version).encode()))
-        files.append((dist + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: "
-                      "gpubuddy_build\nRoot-Is-Purelib: false\nTag: %s\n" % tag).encode()))
-        with open(os.path.join(ROOT, "LICENSE"), "rb") as fh:
-            files.append((dist + "/LICENSE", fh.read()))
-        record = [_record_line(a, d) for a, d in files] + [dist + "/RECORD,,"]
-        files.append((dist + "/RECORD", ("\n".join(record) + "\n").encode()))
-        name = "%s-%s-%s.whl" % (NAME, version, tag)
-        with zipfile.ZipFile(os.path.join(wheel_directory, name), "w",
-                             zipfile.ZIP_DEFLATED) as z:
-            for arc, data in files:
-                info = zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0))
-                # A regular file's type bits too: pip makes a file
-                # executable only when they are there.
-                exe = arc.endswith(".so") or "/_bin/" in arc
-                info.external_attr = (0o100000 | (0o755 if exe else 0o644)) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                z.writestr(info, data)
-        return name
+        return _write_wheel(wheel_directory, _version(),
+                            _package_files() + _built_files(tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    """PEP 660: the library is compiled into the source tree (gpubuddy/_lib,
+    gpubuddy/_bin), and a .pth file puts the tree on sys.path, so edits to
+    the Python files take effect at once (C changes: install again)."""
+    tmp = tempfile.mkdtemp(prefix="gpubuddy-build-")
+    try:
+        for arc, data in _built_files(tmp):
+            if arc.endswith("_import_torch.py"):
+                continue  # gpubuddy._cli reads the clone's tools/ itself
+            dest = os.path.join(PKG, *arc.split("/"))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as fh:
+                fh.write(data)
+            if "/_bin/" in arc or arc.endswith(".so"):
+                os.chmod(dest, 0o755)
+        pth = [("_gpubuddy_editable.pth", (PKG + "\n").encode())]
+        return _write_wheel(wheel_directory, _version(), pth)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _sdist_add(tar, path, arc):
+    """Adds a file or tree, leaving out what builds and Python leave."""
+    def skip(info):
+        base = os.path.basename(info.name)
+        if base in ("__pycache__", "_lib", "_bin") or base.endswith((".pyc", ".o", ".so")):
+            return None
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = 1767225600  # 2026-01-01: the same sources, the same bytes
+        return info
+    tar.add(path, arcname=arc, filter=skip)
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    """PEP 517: gpubuddy-VERSION.tar.gz with the package, its backend and the
+    C sources it compiles (the sdist's ROOT is itself)."""
+    version = _version()
+    base = "%s-%s" % (NAME, version)
+    name = base + ".tar.gz"
+    pkg_info = _metadata(version).encode()
+    with tarfile.open(os.path.join(sdist_directory, name), "w:gz",
+                      format=tarfile.PAX_FORMAT) as tar:
+        for f in ("pyproject.toml", "README.md", "_build", NAME, "tests"):
+            if os.path.exists(os.path.join(PKG, f)):
+                _sdist_add(tar, os.path.join(PKG, f), base + "/" + f)
+        for f in SDIST_FROM_ROOT:
+            _sdist_add(tar, os.path.join(ROOT, f), base + "/" + f)
+        info = tarfile.TarInfo(base + "/PKG-INFO")
+        info.size, info.mtime, info.mode = len(pkg_info), 1767225600, 0o644
+        tar.addfile(info, io.BytesIO(pkg_info))
+    return name

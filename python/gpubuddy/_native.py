@@ -18,6 +18,31 @@ def library_path():
     return _LIB_PATH
 
 
+def _preload_cudart():
+    """The library names its CUDA runtime (_lib/cudart: libcudart.so.N) but
+    no path to it: the loader finds PyTorch's (already loaded, or its
+    wheel's, relative to the package) or one on its search path. Where
+    neither is, load the CUDA install's by path first (CUDA_HOME,
+    CUDA_PATH, /usr/local/cuda)."""
+    try:
+        with open(os.path.join(_HERE, "_lib", "cudart")) as f:
+            soname = f.read().strip()
+    except OSError:
+        return  # built without CUDA
+    try:
+        ctypes.CDLL(soname, mode=ctypes.RTLD_GLOBAL)
+        return
+    except OSError:
+        pass
+    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                 "/usr/local/cuda"):
+        for sub in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib")):
+            path = os.path.join(base or "", sub, soname)
+            if base and os.path.exists(path):
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                return
+
+
 def lib():
     """The loaded library, with the signatures this package calls."""
     global _lib
@@ -26,9 +51,14 @@ def lib():
     if not os.path.exists(_LIB_PATH):
         raise GpubuddyError("gpubuddy: %s is missing: reinstall the package "
                             "(pip install ./python from a clone)" % _LIB_PATH)
+    _preload_cudart()
     # RTLD_GLOBAL: the PyTorch shim and CUDAPluggableAllocator find its
     # symbols in the process.
-    l = ctypes.CDLL(_LIB_PATH, mode=ctypes.RTLD_GLOBAL)
+    try:
+        l = ctypes.CDLL(_LIB_PATH, mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        raise GpubuddyError("gpubuddy: cannot load %s: %s (set CUDA_HOME to a "
+                            "CUDA install, or install PyTorch)" % (_LIB_PATH, e)) from None
     vp, i, sz, cp = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p
     for name, res, args in (
             ("gpb_version", cp, []),
