@@ -66,6 +66,9 @@ if ! PYTHONPATH="$tmp/site" $py -c 'import cupy' 2>/dev/null; then
     *) fail "gpubuddy.cupy.enable() without cupy: '$last'" ;;
   esac
 fi
+# The C++ parts' build cache, keyed on the torch ABI (a stand-in torch).
+(cd "$tmp" && PYTHONPATH="$tmp/site" $py "$top/python/tests/test_cppext.py") ||
+  fail "test_cppext.py"
 (cd "$tmp" && PYTHONPATH="$tmp/site:$top/python/tests/fake_cupy" \
    $py "$top/python/tests/test_cupy_api.py" 2>"$tmp/cupy.err") ||
   { cat "$tmp/cupy.err"; fail "test_cupy_api.py"; }

@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: MIT
+"""gpubuddy._cppext against a stand-in torch whose cpp_extension.load
+writes NAME.so and counts its calls: run by tests/test_python.sh. A build
+happens once per torch version, C++ ABI, library path and source bytes,
+says so in one line, and a failed build is one GpubuddyError line."""
+import contextlib
+import io
+import os
+import sys
+import tempfile
+
+tmp = tempfile.mkdtemp(prefix="gpb-cppext-")
+stub = os.path.join(tmp, "stub", "torch")
+os.makedirs(os.path.join(stub, "utils"))
+with open(os.path.join(stub, "__init__.py"), "w") as f:
+    f.write("__version__ = '2.99.0+cu999'\n"
+            "class _C:\n    _GLIBCXX_USE_CXX11_ABI = True\n"
+            "from . import utils\n")
+with open(os.path.join(stub, "utils", "__init__.py"), "w") as f:
+    f.write("from . import cpp_extension\n")
+with open(os.path.join(stub, "utils", "cpp_extension.py"), "w") as f:
+    f.write("import os\ncalls = []\n"
+            "def load(name, sources, extra_include_paths, extra_ldflags, "
+            "extra_cflags, build_directory, with_cuda, is_python_module, "
+            "verbose):\n"
+            "    calls.append((name, build_directory))\n"
+            "    if os.environ.get('STUB_FAIL'):\n"
+            "        raise RuntimeError('Error building extension\\n"
+            "x.cpp:1: error: boom')\n"
+            "    open(os.path.join(build_directory, name + '.so'), 'w').close()\n")
+sys.path.insert(0, os.path.dirname(stub))
+os.environ["GPB_CPPEXT_CACHE"] = os.path.join(tmp, "cache")
+
+import torch  # noqa: E402  the stand-in
+from gpubuddy import GpubuddyError, _cppext  # noqa: E402
+
+calls = torch.utils.cpp_extension.calls
+src = os.path.join(tmp, "a.cpp")
+with open(src, "w") as f:
+    f.write("int x;\n")
+
+
+def build(*args):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        so = _cppext.build(*args)
+    return so, err.getvalue()
+
+
+so, said = build("gpbx", [src], [], ["-lgpubuddy"])
+assert os.path.exists(so) and so.endswith("/gpbx.so"), so
+assert len(calls) == 1
+assert said.count("\n") == 1 and "for torch 2.99.0+cu999" in said, said
+so2, said = build("gpbx", [src], [], ["-lgpubuddy"])  # cached: no build, silent
+assert so2 == so and len(calls) == 1 and said == "", said
+with open(src, "a") as f:
+    f.write("int y;\n")
+so3, _ = build("gpbx", [src], [], ["-lgpubuddy"])  # edited source: rebuilt
+assert so3 != so and len(calls) == 2
+
+# Every part of the ABI key separates builds: torch's version and C++ ABI,
+# the library's path (in the flags), the include paths.
+k = lambda ld=("-L/venv1/gpubuddy/_lib", "-Wl,-rpath,/venv1/gpubuddy/_lib"), inc=(): \
+    _cppext._key("n", [src], list(inc), list(ld))
+base = k()
+torch.__version__ = "2.99.1"
+assert k() != base
+torch.__version__ = "2.99.0+cu999"
+torch._C._GLIBCXX_USE_CXX11_ABI = False
+assert k() != base
+torch._C._GLIBCXX_USE_CXX11_ABI = True
+assert k(ld=("-L/venv2/gpubuddy/_lib", "-Wl,-rpath,/venv2/gpubuddy/_lib")) != base
+assert k(inc=("/x/include",)) != base
+assert k() == base and "/" not in base
+
+os.environ["STUB_FAIL"] = "1"
+with open(src, "a") as f:
+    f.write("int z;\n")
+try:
+    build("gpbx", [src], [], [])
+except GpubuddyError as e:
+    msg = str(e)
+    assert "\n" not in msg and "building gpbx failed" in msg and "error: boom" in msg, msg
+    log = msg.rsplit(" ", 1)[1]
+    assert "x.cpp:1: error: boom" in open(log).read()
+else:
+    raise AssertionError("no GpubuddyError for a failed build")
+print("gpubuddy._cppext: all checks passed")
