@@ -274,6 +274,8 @@ typedef struct gpb_pool_info {
   uint32_t num_arenas;     /* 1 without arenas (see gpb_config_t.arenas) */
   int32_t pid;             /* the process that owns the pool (its writer,
                               for a live reader); 0 when unknown (relayed) */
+  int32_t rank;            /* its RANK environment variable at creation
+                              (torchrun's rank), -1 when unset or unknown */
 } gpb_pool_info_t;
 GPB_API int gpb_pool_info(const gpb_pool_t *pool, gpb_pool_info_t *out);
 /* Bytes of memory the pool holds now and may hold: for a GPB_CFG_VMM pool
@@ -318,6 +320,9 @@ typedef struct gpb_stats {
   double external_frag; /* 1 - sqrt(sum f^2)/sum f over free blocks
                            (merged) */
   uint64_t tag_bytes[GPB_MAX_TAGS]; /* block bytes live per tag */
+  uint64_t last_failed_request; /* bytes the latest failed allocation asked
+                                   for (against largest_free: why it
+                                   failed); 0 when none has failed */
 } gpb_stats_t;
 /* A copy of the pool's counters, under its lock, with no walk of the
  * block map; a best-fit pool with up to 512 free runs counts its free

@@ -87,6 +87,9 @@ GPB__HIDDEN void gpb__tick_drop(unsigned gen);
 GPB__HIDDEN int gpb__parse_env_u32(const char *var, const char *s,
                                    uint32_t max, const char *want,
                                    uint32_t *out);
+/* The process's rank under torchrun (and launchers that set RANK): the
+ * RANK environment variable, 0 to INT32_MAX, else -1. */
+GPB__HIDDEN int32_t gpb__env_rank(void);
 /* An arena count (GPB_ARENAS, GPB_TORCH_ARENAS): 0 to 64. */
 static inline int gpb__parse_arenas(const char *var, const char *s,
                                     uint32_t *out) {

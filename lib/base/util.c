@@ -122,6 +122,15 @@ const char *gpb_event_type_name(int type) {
 
 const char *gpb_version(void) { return GPB_VERSION_STRING; }
 
+int32_t gpb__env_rank(void) {
+  const char *s = getenv("RANK");
+  if (!s || !isdigit((unsigned char)*s)) return -1; /* no sign, no space */
+  char *end;
+  errno = 0;
+  unsigned long r = strtoul(s, &end, 10);
+  return errno || *end || r > INT32_MAX ? -1 : (int32_t)r;
+}
+
 int gpb__parse_env_u32(const char *var, const char *s, uint32_t max,
                        const char *want, uint32_t *out) {
   char *end;

@@ -646,6 +646,7 @@ static inline void gpb__stats_count(gpb_stats_t *s, int type, uint64_t off,
     break;
   case GPB_EV_FAIL:
     s->failures++;
+    s->last_failed_request = requested;
     break;
   default:
     break;

@@ -133,6 +133,7 @@ void gpb__model_set_counters(gpb_model_t *m, const gpb_stats_t *s) {
   d->allocs = s->allocs;
   d->frees = s->frees;
   d->failures = s->failures;
+  d->last_failed_request = s->last_failed_request;
   d->splits = s->splits;
   d->merges = s->merges;
   d->requested_peak = s->requested_peak > d->requested_peak ? s->requested_peak

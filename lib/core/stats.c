@@ -47,6 +47,7 @@ void gpb__stats_add(gpb_stats_t *s, const gpb_stats_t *d) {
   s->allocs += d->allocs;
   s->frees += d->frees;
   s->failures += d->failures;
+  if (d->last_failed_request) s->last_failed_request = d->last_failed_request;
   s->splits += d->splits;
   s->merges += d->merges;
   s->live_allocs += d->live_allocs;

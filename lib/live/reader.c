@@ -236,6 +236,7 @@ static int shm_keyframe(gpb_attach_t *a, shm_reader_t *r, uint64_t H,
   s.requested_peak = cnt[KC_REQ_PEAK];
   s.block_peak = cnt[KC_BLOCK_PEAK];
   s.free_peak = cnt[KC_FREE_PEAK];
+  s.last_failed_request = cnt[KC_LAST_FAIL];
   gpb__model_set_counters(a->model, &s);
   r->have_state = 1;
   r->need_kf = 0;
@@ -451,6 +452,7 @@ int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
   a->info.policy = (gpb_policy_t)h->policy;
   a->info.device = h->device;
   a->info.pid = h->pid; /* > 0: checked with the header */
+  a->info.rank = h->rank1 > 0 ? h->rank1 - 1 : -1;
   snprintf(a->info.name, sizeof a->info.name, "%.*s",
            (int)sizeof a->info.name - 1, h->name);
   a->impl = r;

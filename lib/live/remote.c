@@ -240,6 +240,7 @@ static int remote_frame(gpb_attach_t *a, remote_t *r, const gpb_np_hdr_t *h,
       return rc == GPB_EHOSTMEM ? rc : GPB_EFORMAT;
     }
     a->info = info;
+    a->info.rank = -1; /* the wire format does not carry it */
     r->have_info = 1;
     return 0;
   }

@@ -98,16 +98,19 @@
 #define PUB_REC_USED (1ull << 63)
 #define PUB_MS 1000000ull
 
-/* Counters a keyframe carries (what gpb__model_set_counters restores). */
+/* Counters a keyframe carries (what gpb__model_set_counters restores).
+ * KC_LAST_FAIL took a word of the padding: a writer before it left 0
+ * there, which reads as "no failure known", so the version stays. */
 enum { KC_ALLOCS, KC_FREES, KC_FAILURES, KC_SPLITS, KC_MERGES, KC_REQ_PEAK,
-       KC_BLOCK_PEAK, KC_FREE_PEAK, KC_N };
+       KC_BLOCK_PEAK, KC_FREE_PEAK, KC_LAST_FAIL, KC_N };
 
 typedef struct pub_kfmeta {
   _Atomic uint64_t gen; /* odd while being written; 0 never written */
   _Atomic uint64_t seq, nrec, time_ns;
   _Atomic uint64_t counters[KC_N];
-  uint64_t pad[4];
+  uint64_t pad[3];
 } pub_kfmeta_t;
+_Static_assert(sizeof(pub_kfmeta_t) == 16 * 8, "keyframe meta layout");
 
 typedef struct pub_hdr {
   /* Identity: written once, before magic is stored with release. */
@@ -126,7 +129,7 @@ typedef struct pub_hdr {
   uint64_t base, pool_size, managed_size, min_block; /* 80..111 */
   uint32_t num_orders, num_roots;                    /* 112, 116 */
   int32_t backend, policy, device;                   /* 120, 124, 128 */
-  uint32_t reserved0;                                /* 132 */
+  int32_t rank1;       /* 132: the writer's RANK + 1 (torchrun); 0 none */
   char name[GPB_NAME_MAX];                           /* 136..199 */
   uint64_t sites_off;  /* 200: the site table (v2; 0: none) */
   uint64_t sites_size; /* 208: its bytes, a multiple of 8 */

@@ -223,6 +223,7 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   h->backend = (int32_t)info->backend;
   h->policy = (int32_t)info->policy;
   h->device = info->device;
+  h->rank1 = info->rank >= 0 ? info->rank + 1 : 0;
   snprintf(h->name, sizeof h->name, "%s", name);
   atomic_store_explicit(&h->magic, PUB_MAGIC, REL);
   p->tick_gen = gpb__tick_hold();
@@ -271,7 +272,7 @@ static void pub_keyframe(gpb__pub_t *p, uint64_t seq, const gpb__ring_t *src,
   const gpb_stats_t *s = src->counters(src->src);
   uint64_t cnt[KC_N] = {s->allocs, s->frees, s->failures, s->splits,
                         s->merges, s->requested_peak, s->block_peak,
-                        s->free_peak};
+                        s->free_peak, s->last_failed_request};
   atomic_store_explicit(&meta->seq, seq, RLX);
   atomic_store_explicit(&meta->nrec, rc ? PUB_KF_OVERFLOW : c.n, RLX);
   atomic_store_explicit(&meta->time_ns, t0, RLX);

@@ -158,6 +158,7 @@ static int pool_new(const gpb_config_t *cfg, size_t vmm_limit,
   p->info.backend = cfg->backend;
   p->info.policy = cfg->policy;
   p->info.device = cfg->device;
+  p->info.rank = gpb__env_rank();
   if (cfg->name) strcpy(p->info.name, cfg->name);
   p->debug = cfg->debug;
   int rc = gpb__buddy_init(&p->core, cfg->pool_size >> shift, shift,
