@@ -51,9 +51,14 @@ port=$(cat "$tmp/port" 2>/dev/null)
 sleep 0.5
 get "http://127.0.0.1:$port/metrics" > "$tmp/m.txt" 2> "$tmp/code" || true
 [ "$(tail -1 "$tmp/code")" = 200 ] || fail "/metrics: HTTP $(tail -1 "$tmp/code")"
-grep -q "^gpubuddy_pool_size_bytes{pool=\"$a\",pid=\"$pa\",device=\"0\"} 67108864\$" "$tmp/m.txt" ||
+host=$(hostname)
+grep -q "^gpubuddy_pool_size_bytes{host=\"$host\",pool=\"$a\",device=\"0\"} 67108864\$" "$tmp/m.txt" ||
   fail "no pool size for $a: $(grep pool_size "$tmp/m.txt")"
-grep -q "^gpubuddy_pool_up{pool=\"$b\"" "$tmp/m.txt" || fail "no series for $b"
+# The pid only on the info series (it changes at every restart).
+grep -q "^gpubuddy_pool_info{host=\"$host\",pool=\"$a\",device=\"0\",pid=\"$pa\",policy=\"[a-z]*\",backend=\"virtual\"} 1\$" "$tmp/m.txt" ||
+  fail "no info series for $a: $(grep pool_info "$tmp/m.txt")"
+grep -v '^gpubuddy_pool_info' "$tmp/m.txt" | grep -q 'pid=' && fail "pid outside gpubuddy_pool_info"
+grep -q "^gpubuddy_pool_up{host=\"$host\",pool=\"$b\"" "$tmp/m.txt" || fail "no series for $b"
 for fam in gpubuddy_pool_bytes gpubuddy_alloc_failures_total gpubuddy_largest_free_block_bytes \
            gpubuddy_external_fragmentation_ratio gpubuddy_free_blocks; do
   grep -q "^# TYPE $fam " "$tmp/m.txt" || fail "no family $fam"
