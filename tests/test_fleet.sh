@@ -25,6 +25,10 @@ view=$here/gpubuddy-view
 for c in ip unshare prometheus python3; do
   command -v $c >/dev/null 2>&1 || { echo "SKIP: no $c"; exit 77; }
 done
+# A host needs its own /dev/shm and name: a private mount namespace.
+unshare --mount --uts --propagation private \
+  sh -c 'mount -t tmpfs gpbprobe /dev/shm && hostname gpb-probe' 2>/dev/null ||
+  { echo "SKIP: unshare --mount --uts with a tmpfs fails here"; exit 77; }
 id=$$
 mon=gpbf$id-mon
 ns_of() { echo "gpbf$id-h$1"; }
