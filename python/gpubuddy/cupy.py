@@ -141,6 +141,13 @@ def enable(pool_size=None, policy=None, publish=None):
         raise GpubuddyError("gpubuddy.cupy.enable(): CuPy sees no CUDA device")
     _configure(pool_size, policy, publish)
     malloc, free = _entry_points()
+    try:  # a size of 0 allocates nothing: this checks the signature only
+        cupy.cuda.memory.CFunctionAllocatorMemory(0, 0, malloc, free, 0)
+    except (AttributeError, TypeError) as e:
+        raise GpubuddyError("gpubuddy.cupy.enable(): CuPy %s has no "
+                            "CFunctionAllocatorMemory(size, param, malloc, free, "
+                            "device) (%s)" % (getattr(cupy, "__version__", "?"),
+                                              e)) from None
     _state["previous"] = cupy.cuda.get_allocator()
     cupy.cuda.set_allocator(_allocator(cupy, malloc, free))
     _state["enabled"] = True

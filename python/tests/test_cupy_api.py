@@ -32,6 +32,13 @@ expect_error(lambda: gc.enable(pool_size=2.5), "pool_size must be bytes")
 expect_error(gc.disable, "enable() was not called")
 assert cupy.cuda.get_allocator() == "cupy's MemoryPool.malloc"
 
+# A CuPy whose C-function memory differs: said at enable(), not at a malloc.
+real = cupy.cuda.memory.CFunctionAllocatorMemory
+cupy.cuda.memory.CFunctionAllocatorMemory = lambda size, param: None
+expect_error(gc.enable, "has no CFunctionAllocatorMemory(size, param, malloc, free, device)")
+cupy.cuda.memory.CFunctionAllocatorMemory = real
+assert cupy.cuda.get_allocator() == "cupy's MemoryPool.malloc"
+
 os.environ["RANK"] = "3"
 gc.enable(pool_size="1G", policy="buddy", publish="prep")
 assert os.environ["GPB_TORCH_POOL_SIZE"] == "1G"
