@@ -289,7 +289,7 @@ GPB_API int gpb_pool_trim(gpb_pool_t *pool);
 
 /* ------------------------------------------------------------------- stats */
 
-#define GPB_STATS_VERSION 1
+#define GPB_STATS_VERSION 2 /* 2: last_failed_request */
 
 /* All counters are kept current on every event: reading is a copy plus a
  * pass over the orders. Fragmentation figures are derived on read, on the

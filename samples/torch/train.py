@@ -46,7 +46,7 @@ def find_lib(path):
 
 
 class Stats(ctypes.Structure):
-    """gpb_stats_t from include/gpubuddy.h (GPB_STATS_VERSION 1)."""
+    """gpb_stats_t from include/gpubuddy.h (GPB_STATS_VERSION 2)."""
     _fields_ = [
         ("version", ctypes.c_uint32), ("num_orders", ctypes.c_uint32),
         ("managed_bytes", ctypes.c_uint64), ("min_block", ctypes.c_uint64),
@@ -61,6 +61,7 @@ class Stats(ctypes.Structure):
         ("largest_free", ctypes.c_uint64), ("internal_frag_bytes", ctypes.c_uint64),
         ("unusable_index", ctypes.c_double * 48), ("external_frag", ctypes.c_double),
         ("tag_bytes", ctypes.c_uint64 * 64),
+        ("last_failed_request", ctypes.c_uint64),
     ]
 
 
@@ -165,7 +166,7 @@ def train(args):
         rc2 = lib.gpb_torch_stats(0, ctypes.byref(st))
         checks = {
             "drain_ok": rc == 0 and rc2 == 0,
-            "stats_version": st.version == 1,
+            "stats_version": st.version == 2,
             "allocs_eq_mallocs": st.allocs == m.value,
             "frees_eq_frees": st.frees == fr.value,
             "live_eq_mallocs_minus_frees": st.live_allocs == m.value - fr.value,
