@@ -40,6 +40,7 @@ static void test_shared(void) {
   int n = gpb_cupy_explain(0, (size_t)64 << 20, why, sizeof why);
   ASSERT(n > 0 && (size_t)n < sizeof why);
   ASSERT(strstr(why, "CuPy holds 4096 bytes, PyTorch 131072") != NULL);
+  ASSERT(strstr(why, "bytes free in the pool of 4194304") != NULL);
   ASSERT(gpb_cupy_malloc(s0, (size_t)64 << 20, 0) == NULL); /* 4 MiB pool */
   gpb_cupy_free(s0, c, 0);
   gpb_torch_free(t, 100000, 0, s0);
@@ -110,6 +111,18 @@ static void test_bad(void) {
   ASSERT(strstr(why, "no pool") != NULL);
 }
 
+/* A VMM pool (the PyTorch default): the text says what is mapped. */
+static void test_vmm_text(void) {
+  setenv("GPB_TORCH_VMM", "1", 1);
+  void *c = gpb_cupy_malloc(NULL, 3 << 20, 3);
+  ASSERT(c != NULL);
+  char why[512];
+  ASSERT(gpb_cupy_explain(3, (size_t)64 << 20, why, sizeof why) > 0);
+  ASSERT(strstr(why, "of the pool's 4194304 bytes of memory are mapped") != NULL);
+  gpb_cupy_free(NULL, c, 3);
+  setenv("GPB_TORCH_VMM", "0", 1);
+}
+
 int main(void) {
   fake_cuda_setup(4, (size_t)64 << 20);
   setenv("GPB_TORCH_POOL_SIZE", "4M", 1);
@@ -119,6 +132,7 @@ int main(void) {
   test_stream(1, 0);
   test_stream(2, 1);
   test_bad();
+  test_vmm_text();
   printf("cupy: shared pool, tags and stream-ordered frees checked\n");
   return 0;
 }

@@ -109,17 +109,27 @@ int gpb_cupy_explain(int device, size_t size, char *buf, size_t len) {
                     device);
   gpb_stats_t s;
   gpb_pool_info_t in;
+  uint64_t held, limit;
   int rc = gpb_pool_stats(p, &s);
   if (rc == 0) rc = gpb_pool_info(p, &in);
+  if (rc == 0) rc = gpb_pool_memory(p, &held, &limit);
   if (rc) return rc;
+  /* A VMM pool's limit is the memory it may map, not its address range:
+   * say what is mapped, as the free bytes of the range mean little. */
+  char what[160];
+  if (limit != in.pool_size)
+    snprintf(what, sizeof what, "%llu of the pool's %llu bytes of memory are "
+             "mapped under live blocks", (unsigned long long)held,
+             (unsigned long long)limit);
+  else
+    snprintf(what, sizeof what, "%llu bytes free in the pool of %llu",
+             (unsigned long long)s.free_bytes, (unsigned long long)in.pool_size);
   return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes for CuPy on "
-                  "device %d: %llu bytes free in the pool, the largest free "
-                  "block %llu bytes (pool of %llu bytes, policy %s; CuPy holds "
-                  "%llu bytes, PyTorch %llu). Set a larger pool_size in "
-                  "gpubuddy.cupy.enable() or GPB_TORCH_POOL_SIZE.", size,
-                  device, (unsigned long long)s.free_bytes,
-                  (unsigned long long)s.largest_free,
-                  (unsigned long long)in.pool_size, gpb_policy_name(in.policy),
+                  "device %d: %s, the largest free block %llu bytes (policy "
+                  "%s; CuPy holds %llu bytes, PyTorch %llu). Set a larger "
+                  "pool_size in gpubuddy.torch.enable() or gpubuddy.cupy.enable() "
+                  "(GPB_TORCH_POOL_SIZE).", size, device, what,
+                  (unsigned long long)s.largest_free, gpb_policy_name(in.policy),
                   (unsigned long long)s.tag_bytes[GPB_TAG_CUPY],
                   (unsigned long long)s.tag_bytes[GPB_TAG_TORCH]);
 }
