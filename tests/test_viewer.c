@@ -901,7 +901,7 @@ static void test_grid_captions(void) {
     vgrid_t g;
     vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
     for (int i = 0; i < 6; i++) {
-      char key[16];
+      char key[24]; /* "pool-" and any int: no cut */
       snprintf(key, sizeof key, "pool-%d", i);
       ASSERT_OK(vgrid_add_app(&g, grid_pool_524(), key));
     }

@@ -35,11 +35,19 @@ for f in configure.ac include/gpubuddy.h lib/pool/pool.c tools/gpubuddy-replay.c
 done
 
 # 2. One truth for features: what the wheel's build found is what
-#    configure defined in this build's config.h.
+#    configure defined in this build's config.h, unless this build was
+#    told to do without (--without-cuda drops NVTX, --without-libdeflate
+#    libdeflate): the wheel probes, it takes no such flags.
 got=$(sed -n 's/^gpubuddy build: features as configure finds them: //p' "$tmp/build.log")
 if [ -f "$build/config.h" ]; then
-  want=$(for m in HAVE_EXECINFO_H GPB_HAVE_NVTX GPB_HAVE_LIBDEFLATE; do
+  args=$(sed -n 's/^ac_cs_config=//p' "$build/config.status" 2>/dev/null)
+  skip=
+  case $args in *--without-cuda*) skip="$skip GPB_HAVE_NVTX" ;; esac
+  case $args in *--without-libdeflate*) skip="$skip GPB_HAVE_LIBDEFLATE" ;; esac
+  keep() { for m in "$@"; do case " $skip " in *" $m "*) ;; *) printf '%s ' "$m" ;; esac; done; }
+  want=$(for m in $(keep HAVE_EXECINFO_H GPB_HAVE_NVTX GPB_HAVE_LIBDEFLATE); do
            grep -q "^#define $m 1" "$build/config.h" && printf '%s ' "$m"; done)
+  got=$(keep $got)
   [ "$(echo $got)" = "$(echo ${want:-none})" ] ||
     fail "the wheel found '$got', configure '$want'"
 fi
