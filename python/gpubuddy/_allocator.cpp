@@ -281,6 +281,7 @@ class Allocator final : public cca::CUDAAllocator {
   void* take_private(Device& d, Private& pp, size_t n, cudaStream_t s);
   void* take_device(Device& d, size_t n, cudaStream_t s, uint32_t site = 0);
   uint32_t py_site(Device& d);
+  uint32_t py_site_held(Device& d);
   void give_back(Device& d, void* p, const Alloc& a);
   void free_private(Device& d, void* p, const Alloc& a);
   void release_idle(Device& d, MempoolId_t id);
@@ -385,13 +386,30 @@ void* Allocator::take_device(Device& d, size_t n, cudaStream_t s,
 
 // The calling Python stack's site in the device's pool: keyed by its
 // frames' (code object, instruction) pairs, written out as "FILE:LINE
-// NAME;..." only the first time. 0 off the interpreter's thread (the
-// autograd engine's) or before Python 3.11. A code object freed and
-// another made at its address, at the same instruction, would share the
-// old text: code lives as long as its module, nearly always the run.
+// NAME;..." only the first time. PyTorch's bindings release the GIL
+// around an op, so it is taken again here, as PyTorch's own history does,
+// but only on threads Python made: the autograd engine's have no stack
+// to give, and 0 costs them nothing. 0 too before Python 3.11. A code
+// object freed and another made at its address, at the same instruction,
+// would share the old text: code lives as long as its module, nearly
+// always the run.
 uint32_t Allocator::py_site(Device& d) {
 #if PY_VERSION_HEX >= 0x030B0000
-  if (!stacks_ || !Py_IsInitialized() || !PyGILState_Check()) return 0;
+  if (!stacks_ || !Py_IsInitialized() || !PyGILState_GetThisThreadState())
+    return 0;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  uint32_t site = py_site_held(d);
+  PyGILState_Release(gil);
+  return site;
+#else
+  (void)d;
+  return 0;
+#endif
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+// py_site's walk; the GIL held.
+uint32_t Allocator::py_site_held(Device& d) {
   PyCodeObject* code[64];
   int lasti[64], n = 0;
   uint64_t key = 1469598103934665603ull;  // FNV-1a over the pairs
@@ -428,11 +446,8 @@ uint32_t Allocator::py_site(Device& d) {
   }
   for (int i = 0; i < n; i++) Py_DECREF(code[i]);
   return site;
-#else
-  (void)d;
-  return 0;
-#endif
 }
+#endif
 
 // A block of a private pool: one it keeps for stream s, at most twice the
 // size (it is not split), or a new one. The new one is taken with no
