@@ -310,175 +310,206 @@ static int relay_write_port(const char *path, int port) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  gpbr_opts_t o = {0};
-  const char *port_file = NULL;
-  int wait_pool = 0, exit_on_close = 0, all = 0;
-  o.zlevel = 1;
-  enum { O_LISTEN = 256, O_TOKEN, O_REMOTE, O_MAX, O_BUF, O_Z, O_PORTF,
-         O_WAIT, O_EXIT, O_VERSION, O_METRICS, O_ALL };
-  const char *metrics = NULL;
-  static const struct option lo[] = {
-      {"listen", required_argument, 0, O_LISTEN},
-      {"token", required_argument, 0, O_TOKEN},
-      {"allow-remote", no_argument, 0, O_REMOTE},
-      {"max-clients", required_argument, 0, O_MAX},
-      {"client-buffer", required_argument, 0, O_BUF},
-      {"compress", required_argument, 0, O_Z},
-      {"port-file", required_argument, 0, O_PORTF},
-      {"wait", no_argument, 0, O_WAIT},
-      {"exit-on-close", no_argument, 0, O_EXIT},
-      {"all", no_argument, 0, O_ALL},
-      {"quiet", no_argument, 0, 'q'},
-      {"verbose", no_argument, 0, 'v'},
-      {"help", no_argument, 0, 'h'},
-      {"version", no_argument, 0, O_VERSION},
-      {"metrics", required_argument, 0, O_METRICS},
-      {0, 0, 0, 0}};
+/* What the command line asked for. */
+typedef struct relay_args {
+  gpbr_opts_t o;
+  const char *port_file;
+  const char *metrics;
+  const char *name;
+  int wait_pool, exit_on_close, all;
+} relay_args_t;
+
+enum { O_LISTEN = 256, O_TOKEN, O_REMOTE, O_MAX, O_BUF, O_Z, O_PORTF,
+       O_WAIT, O_EXIT, O_VERSION, O_METRICS, O_ALL };
+
+static const struct option relay_longopts[] = {
+    {"listen", required_argument, 0, O_LISTEN},
+    {"token", required_argument, 0, O_TOKEN},
+    {"allow-remote", no_argument, 0, O_REMOTE},
+    {"max-clients", required_argument, 0, O_MAX},
+    {"client-buffer", required_argument, 0, O_BUF},
+    {"compress", required_argument, 0, O_Z},
+    {"port-file", required_argument, 0, O_PORTF},
+    {"wait", no_argument, 0, O_WAIT},
+    {"exit-on-close", no_argument, 0, O_EXIT},
+    {"all", no_argument, 0, O_ALL},
+    {"quiet", no_argument, 0, 'q'},
+    {"verbose", no_argument, 0, 'v'},
+    {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, O_VERSION},
+    {"metrics", required_argument, 0, O_METRICS},
+    {0, 0, 0, 0}};
+
+/* An integer option in lo..hi; 0, or 2 after one line on stderr. */
+static int relay_int_arg(const char *opt, const char *arg, long lo, long hi,
+                         int *out) {
+  /* Range-checked as a long: (int)4294967297 is 1. */
+  char *end;
+  errno = 0;
+  long v = strtol(arg, &end, 10);
+  if (errno || end == arg || *end || v < lo || v > hi) {
+    gpbr_log(NULL, 0, "%s '%s': expected %ld..%ld (try "
+             "'gpubuddy-relay --help')", opt, arg, lo, hi);
+    return 2;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+/* One option into `a`: -1 to go on, else the exit code. */
+static int relay_one_opt(int ch, const char *arg, relay_args_t *a) {
+  switch (ch) {
+  case O_LISTEN:
+    if (gpbr_check_spec(arg, "--listen")) return 2;
+    a->o.listen = arg;
+    return -1;
+  case O_TOKEN: a->o.token = arg; return -1;
+  case O_REMOTE: a->o.allow_remote = 1; return -1;
+  case O_MAX:
+    return relay_int_arg("--max-clients", arg, 1, 1000, &a->o.max_clients)
+               ? 2 : -1;
+  case O_BUF:
+    if (gpb_size_parse(arg, &a->o.client_buf) || a->o.client_buf < (64u << 10)) {
+      gpbr_log(NULL, 0, "--client-buffer '%s': expected a size >= 64K (try "
+               "'gpubuddy-relay --help')", arg);
+      return 2;
+    }
+    return -1;
+  case O_Z: return relay_int_arg("--compress", arg, 0, 9, &a->o.zlevel) ? 2 : -1;
+  case O_PORTF: a->port_file = arg; return -1;
+  case O_WAIT: a->wait_pool = 1; return -1;
+  case O_EXIT: a->exit_on_close = 1; return -1;
+  case O_ALL: a->all = 1; return -1;
+  case O_METRICS:
+    if (gpbr_check_spec(arg, "--metrics")) return 2;
+    a->metrics = arg;
+    return -1;
+  case 'q': a->o.verbose = -1; return -1;
+  case 'v': a->o.verbose = 1; return -1;
+  case 'h': relay_usage(stdout); return 0;
+  case O_VERSION: printf("gpubuddy-relay %s\n", gpb_version()); return 0;
+  }
+  return 2;
+}
+
+/* The operands and the options' combinations: -1 to go on, else the exit
+ * code. */
+static int relay_check_args(int argc, char **argv, relay_args_t *a) {
+  int want_name = !a->all && !a->metrics;
+  if ((a->all && optind != argc) || (want_name && optind != argc - 1) ||
+      argc - optind > 1) {
+    gpbr_log(NULL, 0, a->all ? "--all serves every pool: give no NAME (try "
+             "'gpubuddy-relay --help')" : "expected one pool NAME, or --all "
+             "(try 'gpubuddy-relay --help')");
+    return 2;
+  }
+  if (a->all && a->exit_on_close) {
+    gpbr_log(NULL, 0, "--exit-on-close needs one NAME, not --all (try "
+             "'gpubuddy-relay --help')");
+    return 2;
+  }
+  a->name = optind < argc ? argv[optind] : NULL;
+  if (!a->o.token) a->o.token = getenv("GPB_RELAY_TOKEN");
+  if (a->o.token && strlen(a->o.token) > GPB_NP_TOKEN_MAX) {
+    gpbr_log(NULL, 0, "token longer than %d bytes", GPB_NP_TOKEN_MAX);
+    return 2;
+  }
+  return -1;
+}
+
+/* The command line into `a`: -1 to go on, else the exit code. */
+static int relay_parse_args(int argc, char **argv, relay_args_t *a) {
+  memset(a, 0, sizeof *a);
+  a->o.zlevel = 1;
   int ch;
   opterr = 0; /* one line of our own instead of getopt's and the usage */
   /* The leading ':' makes a missing value ':', not '?'. */
-  while ((ch = getopt_long(argc, argv, ":qvh", lo, NULL)) != -1) {
-    char *end;
-    long v;
-    switch (ch) {
-    case O_LISTEN:
-      if (gpbr_check_spec(optarg, "--listen")) return 2;
-      o.listen = optarg;
-      break;
-    case O_TOKEN: o.token = optarg; break;
-    case O_REMOTE: o.allow_remote = 1; break;
-    case O_MAX:
-      /* Range-checked as a long: (int)4294967297 is 1. */
-      errno = 0;
-      v = strtol(optarg, &end, 10);
-      if (errno || end == optarg || *end || v < 1 || v > 1000) {
-        gpbr_log(NULL, 0, "--max-clients '%s': expected 1..1000 (try "
-                 "'gpubuddy-relay --help')", optarg);
-        return 2;
-      }
-      o.max_clients = (int)v;
-      break;
-    case O_BUF:
-      if (gpb_size_parse(optarg, &o.client_buf) || o.client_buf < (64u << 10)) {
-        gpbr_log(NULL, 0, "--client-buffer '%s': expected a size >= 64K (try "
-                 "'gpubuddy-relay --help')", optarg);
-        return 2;
-      }
-      break;
-    case O_Z:
-      errno = 0;
-      v = strtol(optarg, &end, 10);
-      if (errno || end == optarg || *end || v < 0 || v > 9) {
-        gpbr_log(NULL, 0, "--compress '%s': expected 0..9 (try "
-                 "'gpubuddy-relay --help')", optarg);
-        return 2;
-      }
-      o.zlevel = (int)v;
-      break;
-    case O_PORTF: port_file = optarg; break;
-    case O_WAIT: wait_pool = 1; break;
-    case O_EXIT: exit_on_close = 1; break;
-    case O_ALL: all = 1; break;
-    case O_METRICS:
-      if (gpbr_check_spec(optarg, "--metrics")) return 2;
-      metrics = optarg;
-      break;
-    case 'q': o.verbose = -1; break;
-    case 'v': o.verbose = 1; break;
-    case 'h': relay_usage(stdout); return 0;
-    case O_VERSION: printf("gpubuddy-relay %s\n", gpb_version()); return 0;
-    default:
+  while ((ch = getopt_long(argc, argv, ":qvh", relay_longopts, NULL)) != -1) {
+    if (ch == ':' || ch == '?') {
       fprintf(stderr, "gpubuddy-relay: %s '%s' (try 'gpubuddy-relay --help')\n",
               ch == ':' ? "option needs a value:" : "unknown option",
               argv[optind - 1]);
       return 2;
     }
+    int rc = relay_one_opt(ch, optarg, a);
+    if (rc >= 0) return rc;
   }
-  int want_name = !all && !metrics;
-  if ((all && optind != argc) || (want_name && optind != argc - 1) ||
-      argc - optind > 1) {
-    gpbr_log(NULL, 0, all ? "--all serves every pool: give no NAME (try "
-             "'gpubuddy-relay --help')" : "expected one pool NAME, or --all "
-             "(try 'gpubuddy-relay --help')");
-    return 2;
-  }
-  if (all && exit_on_close) {
-    gpbr_log(NULL, 0, "--exit-on-close needs one NAME, not --all (try "
-             "'gpubuddy-relay --help')");
-    return 2;
-  }
-  const char *name = optind < argc ? argv[optind] : NULL;
-  if (!o.token) o.token = getenv("GPB_RELAY_TOKEN");
-  if (o.token && strlen(o.token) > GPB_NP_TOKEN_MAX) {
-    gpbr_log(NULL, 0, "token longer than %d bytes", GPB_NP_TOKEN_MAX);
-    return 2;
-  }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = relay_on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  return relay_check_args(argc, argv, a);
+}
 
-  metrics_srv_t ms = {.fd = -1};
-  if (metrics) {
-    if (metrics_listen(metrics, &o, &ms)) return 1;
-    gpbr_log(NULL, 0, "serving metrics of every pool on port %d at /metrics",
-             ms.port);
-    if (!name && !all) { /* metrics only */
-      if (port_file && relay_write_port(port_file, ms.port)) {
-        gpbr_log(NULL, 0, "cannot write --port-file %s: %s", port_file,
-                 strerror(errno));
-        return 1;
-      }
-      metrics_main(&ms);
-      close(ms.fd);
-      return 0;
-    }
-    if (pthread_create(&ms.th, NULL, metrics_main, &ms)) {
-      gpbr_log(NULL, 0, "cannot start the metrics thread");
+/* --metrics: listen, and serve in a thread (or here, when metrics are all
+ * the relay serves): -1 to go on, else the exit code. */
+static int relay_start_metrics(const relay_args_t *a, metrics_srv_t *ms) {
+  if (metrics_listen(a->metrics, &a->o, ms)) return 1;
+  gpbr_log(NULL, 0, "serving metrics of every pool on port %d at /metrics",
+           ms->port);
+  if (!a->name && !a->all) { /* metrics only */
+    if (a->port_file && relay_write_port(a->port_file, ms->port)) {
+      gpbr_log(NULL, 0, "cannot write --port-file %s: %s", a->port_file,
+               strerror(errno));
       return 1;
     }
+    metrics_main(ms);
+    close(ms->fd);
+    return 0;
   }
+  if (pthread_create(&ms->th, NULL, metrics_main, ms)) {
+    gpbr_log(NULL, 0, "cannot start the metrics thread");
+    return 1;
+  }
+  return -1;
+}
 
+static void relay_detach_all(gpbr_t *r) {
+  while (gpbr_src_count(r) > 0) app_detach(gpbr_src_at(r, 0));
+}
+
+/* The relay and its first sources; 0, or 1 after a line on stderr. */
+static int relay_start(const relay_args_t *a, gpbr_t **out) {
   gpbr_t *r;
-  if (gpbr_open(&o, &r)) return 1;
-  if (all) {
+  if (gpbr_open(&a->o, &r)) return 1;
+  if (a->all) {
     gpbr_set_lookup(r, app_lookup, NULL);
     app_scan(r);
     gpbr_log(r, 0, "serving every pool on this machine (%d now) on %s%s",
-             gpbr_src_count(r), gpbr_addr(r), o.token ? ", token required" : "");
+             gpbr_src_count(r), gpbr_addr(r),
+             a->o.token ? ", token required" : "");
   } else {
-    for (int said = 0; !app_attach(r, name, !wait_pool || relay_stop);) {
-      if (!wait_pool || relay_stop) {
+    for (int said = 0; !app_attach(r, a->name, !a->wait_pool || relay_stop);) {
+      if (!a->wait_pool || relay_stop) {
         gpbr_free(r);
         return 1;
       }
-      if (!said++) gpbr_log(r, 0, "waiting for pool '%s' to appear", name);
+      if (!said++) gpbr_log(r, 0, "waiting for pool '%s' to appear", a->name);
       usleep(200000);
     }
   }
-  if (port_file && relay_write_port(port_file, gpbr_port(r))) {
-    gpbr_log(NULL, 0, "cannot write --port-file %s: %s", port_file,
+  if (a->port_file && relay_write_port(a->port_file, gpbr_port(r))) {
+    gpbr_log(NULL, 0, "cannot write --port-file %s: %s", a->port_file,
              strerror(errno));
-    while (gpbr_src_count(r) > 0) app_detach(gpbr_src_at(r, 0));
+    relay_detach_all(r);
     gpbr_free(r);
     return 1;
   }
+  *out = r;
+  return 0;
+}
 
+/* Serves until a signal, or (--exit-on-close) until the pool is gone and
+ * its clients were told or 5 s passed. */
+static void relay_loop(const relay_args_t *a, gpbr_t *r) {
   uint64_t last_log = now_ns(), last_scan = now_ns(), last_events = 0;
   uint64_t closed_at = 0, last_err = 0;
   while (!relay_stop) {
-    app_poll(r, exit_on_close, &last_err);
+    app_poll(r, a->exit_on_close, &last_err);
     gpbr_step(r, 10);
     uint64_t now = now_ns();
     if (now - last_scan > 1000000000ull) {
-      if (all) app_scan(r);
-      else if (!exit_on_close) app_follow(r, name);
+      if (a->all) app_scan(r);
+      else if (!a->exit_on_close) app_follow(r, a->name);
       last_scan = now;
     }
-    if (exit_on_close && gpbr_src_is_closed(gpbr_src_at(r, 0))) {
+    if (a->exit_on_close && gpbr_src_is_closed(gpbr_src_at(r, 0))) {
       if (!closed_at) closed_at = now;
       if (!gpbr_src_busy(gpbr_src_at(r, 0)) || now - closed_at > 5000000000ull)
         break;
@@ -493,6 +524,10 @@ int main(int argc, char **argv) {
       last_events = c.events;
     }
   }
+}
+
+/* Goodbye to the clients on a signal, then everything closed. */
+static void relay_stop_all(gpbr_t *r, metrics_srv_t *ms) {
   if (relay_stop) {
     gpbr_counters_t c;
     gpbr_counters(r, &c);
@@ -500,12 +535,31 @@ int main(int argc, char **argv) {
              c.clients);
     gpbr_bye_all(r, "relay shutting down", 1000);
   }
-  while (gpbr_src_count(r) > 0) app_detach(gpbr_src_at(r, 0));
+  relay_detach_all(r);
   gpbr_free(r);
-  if (ms.fd >= 0) {
+  if (ms->fd >= 0) {
     relay_stop = relay_stop ? relay_stop : 1;
-    pthread_join(ms.th, NULL);
-    close(ms.fd);
+    pthread_join(ms->th, NULL);
+    close(ms->fd);
   }
+}
+
+int main(int argc, char **argv) {
+  relay_args_t a;
+  int rc = relay_parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = relay_on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  metrics_srv_t ms = {.fd = -1};
+  if (a.metrics && (rc = relay_start_metrics(&a, &ms)) >= 0) return rc;
+  gpbr_t *r;
+  if (relay_start(&a, &r)) return 1;
+  relay_loop(&a, r);
+  relay_stop_all(r, &ms);
   return 0;
 }
