@@ -334,6 +334,90 @@ static int stat_all(int json) {
   return 0;
 }
 
+/* One pool being read: its reader and what the polls told so far. */
+typedef struct stat_run {
+  const stat_opts_t *o;
+  gpb_attach_t *a;
+  int synced, gone;
+  char gone_msg[512];
+} stat_run_t;
+
+/* One poll: 0, or -1 after a line on stderr (the reader is closed). */
+static int stat_poll(stat_run_t *st) {
+  int rc = gpb_attach_poll(st->a);
+  if (rc > 0) st->synced = 1;
+  if (rc == GPB_ECLOSED) {
+    st->gone = 1;
+    snprintf(st->gone_msg, sizeof st->gone_msg, "%s", gpb_last_error_detail());
+  } else if (rc < 0) {
+    fprintf(stderr, "gpubuddy-stat: '%s': %s: %s\n", st->o->name,
+            gpb_strerror(rc), gpb_last_error_detail());
+    gpb_attach_close(st->a);
+    return -1;
+  }
+  return 0;
+}
+
+/* The first poll that applies something means the model holds the
+ * pool's state (from the ring or a keyframe). A writer idle since long
+ * ago serves the keyframe only at its next allocation. 0, or -1 after a
+ * line on stderr (the reader is closed). */
+static int stat_sync(stat_run_t *st) {
+  int warned = 0;
+  uint64_t start = gpb_now_ns();
+  while (!st->synced && !st->gone) {
+    if (stat_poll(st)) return -1;
+    if (st->synced || st->gone) break;
+    double waited = (double)(gpb_now_ns() - start) / 1e9;
+    if (!warned && waited > 0.5) {
+      fprintf(stderr, "gpubuddy-stat: waiting for a keyframe from '%s' "
+              "(the writer sends one at its next allocation)...\n",
+              st->o->name);
+      warned = 1;
+    }
+    if (!st->o->watch && waited > 3.0) {
+      fprintf(stderr, "gpubuddy-stat: '%s' sent no keyframe in 3 s: the "
+              "writer is idle; try again while it allocates, or use "
+              "--watch\n", st->o->name);
+      gpb_attach_close(st->a);
+      return -1;
+    }
+    stat_sleep(0.01);
+  }
+  /* One more poll: it takes what came meanwhile and tells whether the
+   * writer is still there. */
+  if (st->synced && !st->gone && gpb_attach_poll(st->a) == GPB_ECLOSED) {
+    st->gone = 1;
+    snprintf(st->gone_msg, sizeof st->gone_msg, "%s", gpb_last_error_detail());
+  }
+  return 0;
+}
+
+/* Prints the report, and with --watch again every interval until the
+ * pool is gone. 0, or -1 after a line on stderr (the reader is closed). */
+static int stat_report(stat_run_t *st, const gpb_pool_info_t *info) {
+  const stat_opts_t *o = st->o;
+  for (;;) {
+    gpb_stats_t s;
+    if (st->synced) {
+      gpb_model_stats(gpb_attach_model(st->a), &s);
+      /* Clear the screen only for a person: a file or pipe gets reports
+       * one after another, with no escape codes in them. */
+      if (o->watch && !o->json && isatty(1)) printf("\033[H\033[2J");
+      if (o->json) stat_print_json(info, &s, st->gone);
+      else stat_print_text(info, &s, st->gone);
+      fflush(stdout);
+    }
+    if (st->gone || !o->watch) return 0;
+    /* Poll often between redraws so the reader keeps up with the ring. */
+    uint64_t until = gpb_now_ns() + (uint64_t)(o->interval * 1e9);
+    while (!st->gone && gpb_now_ns() < until) {
+      if (stat_poll(st)) return -1;
+      if (!st->gone) stat_sleep(0.02);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   stat_opts_t o;
   if (stat_parse(argc, argv, &o)) return 2; /* usage, as every tool */
@@ -341,8 +425,8 @@ int main(int argc, char **argv) {
   if (o.all) return stat_all(o.json);
   if (o.remove_stale) return stat_remove_stale();
 
-  gpb_attach_t *a;
-  int rc = gpb_attach_open(o.name, &a);
+  stat_run_t st = {.o = &o};
+  int rc = gpb_attach_open(o.name, &st.a);
   if (rc == GPB_ENOTFOUND) {
     fprintf(stderr, "gpubuddy-stat: no pool is published as '%s' (see "
             "gpubuddy-stat --list)\n", o.name);
@@ -354,83 +438,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   gpb_pool_info_t info;
-  gpb_attach_info(a, &info);
-
-  /* The first poll that applies something means the model holds the
-   * pool's state (from the ring or a keyframe). A writer idle since long
-   * ago serves the keyframe only at its next allocation. */
-  int synced = 0, gone = 0, warned = 0;
-  char gone_msg[512] = "";
-  uint64_t start = gpb_now_ns();
-  while (!synced && !gone) {
-    rc = gpb_attach_poll(a);
-    if (rc > 0) synced = 1;
-    else if (rc == GPB_ECLOSED) {
-      gone = 1;
-      snprintf(gone_msg, sizeof gone_msg, "%s", gpb_last_error_detail());
-    } else if (rc < 0) {
-      fprintf(stderr, "gpubuddy-stat: '%s': %s: %s\n", o.name,
-              gpb_strerror(rc), gpb_last_error_detail());
-      gpb_attach_close(a);
-      return 1;
-    } else {
-      double waited = (double)(gpb_now_ns() - start) / 1e9;
-      if (!warned && waited > 0.5) {
-        fprintf(stderr, "gpubuddy-stat: waiting for a keyframe from '%s' "
-                "(the writer sends one at its next allocation)...\n", o.name);
-        warned = 1;
-      }
-      if (!o.watch && waited > 3.0) {
-        fprintf(stderr, "gpubuddy-stat: '%s' sent no keyframe in 3 s: the "
-                "writer is idle; try again while it allocates, or use "
-                "--watch\n", o.name);
-        gpb_attach_close(a);
-        return 1;
-      }
-      stat_sleep(0.01);
-    }
-  }
-
-  /* One more poll: it takes what came meanwhile and tells whether the
-   * writer is still there. */
-  if (synced && !gone && (rc = gpb_attach_poll(a)) == GPB_ECLOSED) {
-    gone = 1;
-    snprintf(gone_msg, sizeof gone_msg, "%s", gpb_last_error_detail());
-  }
-
-  for (;;) {
-    gpb_stats_t s;
-    if (synced) {
-      gpb_model_stats(gpb_attach_model(a), &s);
-      /* Clear the screen only for a person: a file or pipe gets reports
-       * one after another, with no escape codes in them. */
-      if (o.watch && !o.json && isatty(1)) printf("\033[H\033[2J");
-      if (o.json) stat_print_json(&info, &s, gone);
-      else stat_print_text(&info, &s, gone);
-      fflush(stdout);
-    }
-    if (gone || !o.watch) break;
-    /* Poll often between redraws so the reader keeps up with the ring. */
-    uint64_t until = gpb_now_ns() + (uint64_t)(o.interval * 1e9);
-    while (!gone && gpb_now_ns() < until) {
-      rc = gpb_attach_poll(a);
-      if (rc > 0) synced = 1;
-      if (rc == GPB_ECLOSED) {
-        gone = 1;
-        snprintf(gone_msg, sizeof gone_msg, "%s", gpb_last_error_detail());
-      } else if (rc < 0) {
-        fprintf(stderr, "gpubuddy-stat: '%s': %s: %s\n", o.name,
-                gpb_strerror(rc), gpb_last_error_detail());
-        gpb_attach_close(a);
-        return 1;
-      }
-      if (!gone) stat_sleep(0.02);
-    }
-  }
-  gpb_attach_close(a);
-  if (gone) {
-    fprintf(stderr, "gpubuddy-stat: %s\n", gone_msg);
-    if (!synced)
+  gpb_attach_info(st.a, &info);
+  if (stat_sync(&st) || stat_report(&st, &info)) return 1;
+  gpb_attach_close(st.a);
+  if (st.gone) {
+    fprintf(stderr, "gpubuddy-stat: %s\n", st.gone_msg);
+    if (!st.synced)
       fprintf(stderr, "gpubuddy-stat: no state of '%s' could be recovered\n",
               o.name);
     return EXIT_GONE;
