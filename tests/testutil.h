@@ -4,8 +4,9 @@
  *
  * Each ASSERT prints file, line and both values, then exits 1. A test that
  * needs something absent (a GPU) calls SKIP(), which exits 77 so automake
- * reports SKIP. Seeded tests print their seed; GPB_TEST_SEED replays one
- * and GPB_TEST_SCALE scales the amount of work (sanitizer builds use < 1).
+ * reports SKIP. Seeded tests use a fixed seed and print it; GPB_TEST_SEED
+ * sets another, GPB_TEST_SOAK=1 draws one from the clock (soak runs), and
+ * GPB_TEST_SCALE scales the amount of work (sanitizer builds use < 1).
  */
 #ifndef GPB_TESTUTIL_H
 #define GPB_TESTUTIL_H
@@ -67,13 +68,56 @@
     exit(77);                                     \
   } while (0)
 
+/* The seed every seeded test uses unless told otherwise, so that a run
+ * is the same run on every machine and every time. */
+#define TEST_DEFAULT_SEED 0x6770627564647931ull /* "gpbuddy1" */
+
+/* The test's seed: GPB_TEST_SEED when set (a number; anything else is a
+ * usage error), else a fresh one from the clock under GPB_TEST_SOAK=1
+ * (scripts/soak.sh), else TEST_DEFAULT_SEED. Printed either way, so a
+ * failure can be replayed. Never 0: xorshift would stay at 0. */
 static inline uint64_t test_seed(void) {
   const char *s = getenv("GPB_TEST_SEED");
-  uint64_t seed = s ? strtoull(s, NULL, 0) : (uint64_t)gpb_now_ns();
+  const char *soak = getenv("GPB_TEST_SOAK");
+  uint64_t seed = TEST_DEFAULT_SEED;
+  if (s && *s) {
+    char *end;
+    seed = strtoull(s, &end, 0);
+    if (*end || seed == 0) {
+      fprintf(stderr, "GPB_TEST_SEED '%s': expected a non-zero number\n", s);
+      exit(99); /* automake's hard error */
+    }
+  } else if (soak && *soak && strcmp(soak, "0") != 0) {
+    seed = gpb_now_ns() * 0x9E3779B97F4A7C15ull | 1;
+  }
   printf("seed %" PRIu64 " (replay with GPB_TEST_SEED=%" PRIu64 ")\n", seed, seed);
   fflush(stdout);
   return seed;
 }
+
+/* The hang guard: how long a test waits for something that must happen
+ * (a reader catching up, a dead writer noticed) before it calls the wait
+ * a hang. It guards against waiting forever and is never a check of
+ * speed, so it is generous: 300 s, or GPB_TEST_HANG_S seconds. */
+static inline uint64_t test_hang_ns(void) {
+  const char *s = getenv("GPB_TEST_HANG_S");
+  double v = s ? atof(s) : 0;
+  return (uint64_t)((v > 0 ? v : 300.0) * 1e9);
+}
+
+/* Inside a wait that began at t0 (gpb_now_ns): fails as a hang once the
+ * guard is past, naming what never came. */
+#define TEST_HANG_GUARD(t0, ...)                                          \
+  do {                                                                    \
+    if (gpb_now_ns() - (t0) > test_hang_ns()) {                           \
+      fprintf(stderr, "%s:%d: FAIL: hung (the hang guard, %.0f s, not a " \
+              "timing check): ", __FILE__, __LINE__,                      \
+              (double)test_hang_ns() / 1e9);                              \
+      fprintf(stderr, __VA_ARGS__);                                       \
+      fprintf(stderr, "\n");                                              \
+      exit(1);                                                            \
+    }                                                                     \
+  } while (0)
 
 static inline double test_scale(void) {
   const char *s = getenv("GPB_TEST_SCALE");
