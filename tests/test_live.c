@@ -242,16 +242,17 @@ static void quiesce_and_compare(gpb_attach_t *a, int to, int from) {
   read_all(from, &q, 1);
   ASSERT_EQ(q, 'Q');
   read_all(from, &seq, sizeof seq);
-  for (int nudges = 0;; nudges++) {
-    uint64_t t0 = gpb_now_ns();
+  uint64_t start = gpb_now_ns();
+  for (;;) {
+    uint64_t t0 = gpb_now_ns(); /* a nudge every 200 ms: pacing, no check */
     while (gpb_model_seq(gpb_attach_model(a)) != seq &&
            gpb_now_ns() - t0 < 200000000ull) {
       poll_ok(a);
       nap_us(500);
     }
     if (gpb_model_seq(gpb_attach_model(a)) == seq) break;
-    if (nudges == 50) FAILF("reader stuck at event %" PRIu64 ", writer at %"
-                            PRIu64, gpb_model_seq(gpb_attach_model(a)), seq);
+    TEST_HANG_GUARD(start, "reader stuck at event %" PRIu64 ", writer at %"
+                    PRIu64, gpb_model_seq(gpb_attach_model(a)), seq);
     cmd = 'N'; /* behind and the writer is idle: make it serve a keyframe */
     write_all(to, &cmd, 1);
     read_all(from, &q, 1);
