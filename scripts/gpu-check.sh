@@ -155,16 +155,12 @@ if [ "$BUILT" = yes ]; then
 
   # NVTX: memcheck must flag the write past the block (it lies inside the
   # pool, so only the NVTX regions make it an error), and pass the control
-  # that writes the block's last byte.
+  # that writes the block's last byte. The test runs memcheck itself and
+  # fails when it misses the write.
   if ! grep -q 'define GPB_HAVE_NVTX 1' "$BUILD/config.h" 2>/dev/null; then
     record nvtx-oob SKIP "configure found no NVTX3 memory headers"
   elif [ -x "$BUILD/tests/test_nvtx_oob" ]; then
-    step nvtx-oob 90 "$SAN --tool memcheck tests/test_nvtx_oob > oob.out 2>&1; rc=\$?; cat oob.out
-      echo \"memcheck exit: \$rc\"
-      grep -q 'Invalid __global__ write of size 1' oob.out || { echo 'NOT DETECTED: memcheck did not report the write past the block'; exit 1; }
-      [ \$rc -ne 0 ] || { echo 'memcheck exited 0'; exit 1; }
-      echo 'DETECTED: memcheck reported the write past the gpubuddy block'"
-    step nvtx-control 90 "GPB_OOB_AT=inside $SAN --tool memcheck tests/test_nvtx_oob 2>&1; rc=\$?; echo \"memcheck exit: \$rc\"; exit \$rc"
+    step nvtx-oob 180 "./tests/test_nvtx_oob"
   fi
 
   # PyTorch: gpubuddy as the pluggable allocator, compared with the default.
@@ -227,7 +223,7 @@ NSKIP=$(grep -c '|SKIP|' "$RESULTS")
              grep -hE '^(FAIL|ERROR): ' "$LOGS/$n.log" | sort -u | head -20
              grep -hE '^(PASS|SKIP): tests/test_(gpu|stream|multipool|nvtx)' "$LOGS/$n.log" | sort -u ;;
       memcheck-*|racecheck-*|synccheck-*) grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Error|FAIL|hazard|LEAK' "$LOGS/$n.log" | head -20; tail -3 "$LOGS/$n.log" ;;
-      nvtx-oob) grep -E 'Invalid|at 0x|is out of bounds|ERROR SUMMARY|DETECTED|memcheck exit|writing' "$LOGS/$n.log" | head -20 ;;
+      nvtx-oob) grep -E 'Invalid|at 0x|is out of bounds|ERROR SUMMARY|^-- |FAIL|SKIP|memcheck|writing' "$LOGS/$n.log" | head -20 ;;
       *) tail -15 "$LOGS/$n.log" ;;
     esac
     echo '```'
