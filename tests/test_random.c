@@ -19,16 +19,21 @@
  * first. Some rounds use GPB_CFG_EAGER_MERGE, where nothing is deferred,
  * as under GPB_POLICY_BESTFIT always.
  *
- * After every step gpb_pool_check() runs, live blocks are checked for
- * overlap and alignment, a twin pool with no consumer (whose SPLITs and
- * MERGEs are counted in place, not emitted) must report identical stats,
- * and every 32 steps a block-map model fed by the pool's hook must agree
- * with the pool. When all is freed and coalesced the pool must be its
- * roots.
+ * Every step checks the placement against the reference and the twin (a
+ * pool with no consumer, whose SPLITs and MERGEs are counted in place, not
+ * emitted). Every CHECK_EVERY steps (GPB_TEST_CHECK_EVERY; 1 pins a
+ * failure to its step), at every failed allocation and at the end of each
+ * round, the whole structures are compared: gpb_pool_check() on both
+ * pools, the stats against the reference's counts and the twin's, and a
+ * block-map model fed by the pool's hook against the pool. When all is
+ * freed and coalesced the pool must be its roots.
  */
 #include "testutil.h"
 
 #define MAXU 2048
+#define CHECK_EVERY 64 /* steps between whole-structure checks */
+
+static uint64_t g_check_every = CHECK_EVERY;
 #define NONE 0xff
 
 typedef struct ref {
@@ -373,6 +378,7 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
   uint32_t norders = info.num_orders;
   int bias = (int)rng_below(rng, 3); /* 0 balanced, 1 fill-heavy, 2 free-heavy */
   for (uint64_t op = 0; op < ops; op++) {
+    int want_failed = 0;
     uint64_t r = rng_below(rng, 100);
     int do_alloc = nlive == 0 || r < (bias == 1 ? 70u : bias == 2 ? 35u : 52u);
     if (do_alloc) {
@@ -409,6 +415,7 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
         if (size > info.managed_size) ASSERT_EQ(rc, GPB_ETOOBIG);
         ASSERT(p == NULL);
         fails++;
+        want_failed = 1;
       } else {
         if (rc) FAILF("op %" PRIu64 ": alloc(%" PRIu64 ") failed with %s: %s; "
                       "reference placed it at unit %" PRId64,
@@ -440,17 +447,22 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
       live[i] = live[--nlive];
       frees++;
     }
-    check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
-    check_twin(pool, twin);
-    if ((op & 31) == 0) check_model(pool, model);
+    /* A failure is where a wrong count would first show. */
+    if (op % g_check_every == 0 || (do_alloc && want_failed)) {
+      check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
+      check_twin(pool, twin);
+      check_model(pool, model);
+    }
   }
   while (nlive) {
     ASSERT_OK(gpb_free(pool, live[--nlive].p));
     ASSERT_OK(gpb_free(twin, live[nlive].tp));
     ref_free(&ref, live[nlive].unit);
     frees++;
-    check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
-    check_twin(pool, twin);
+    if (nlive % g_check_every == 0) {
+      check_against_ref(pool, &ref, min_block, nlive, allocs, frees, fails);
+      check_twin(pool, twin);
+    }
   }
   check_model(pool, model);
   ASSERT_OK(gpb_pool_coalesce(pool));
@@ -474,6 +486,10 @@ static void run_round(uint64_t *rng, uint64_t ops, uint64_t *total_ops) {
 
 int main(void) {
   uint64_t seed = test_seed();
+  const char *ce = getenv("GPB_TEST_CHECK_EVERY");
+  if (ce && atoll(ce) > 0) g_check_every = (uint64_t)atoll(ce);
+  printf("whole-structure checks every %" PRIu64 " steps and at each failure\n",
+         g_check_every);
   uint64_t rng = seed ? seed : 1;
   uint64_t target = (uint64_t)(2000000 * test_scale());
   uint64_t done = 0;
