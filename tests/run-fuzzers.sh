@@ -1,81 +1,88 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# run-fuzzers.sh: builds the libFuzzer targets in a temporary directory and
-# runs each for a bounded time. Exits non-zero on a crash, a sanitizer
-# report or a build failure.
+# run-fuzzers.sh: the one fuzz runner. Builds the libFuzzer targets with
+# clang, ASan and UBSan in a temporary directory (the library compiled
+# once, every target linked against it) and runs each for a bounded time,
+# then the importer's Python fuzzer. Exits non-zero on a crash, a
+# sanitizer report or a build failure, and 77 when clang has no libFuzzer.
 #
-#   tests/run-fuzzers.sh [SECONDS]     (default 20 per target)
+#   tests/run-fuzzers.sh [SECONDS [TARGET...]]   (default 20 s per target)
 #
-# Needs clang with libFuzzer and zlib headers. CC overrides the compiler.
-# A crash leaves its input in the temporary directory, which is then kept
-# and named. Seeds come from tests/data (a trace, an RMM log, a blocked
-# .gz trace) and a few inputs made here (a gzipped trace, a bad header).
+# TARGETs: fuzz_trace (the trace readers: native, gzip, RMM CSV), fuzz_plan
+# (the plan file parser), fuzz_shm (a live segment through the
+# shared-memory reader), fuzz_frame (relay frames through the TCP reader),
+# fuzz_import_torch (Python); default all.
+# CC overrides the compiler; JOBS the parallel compiles (default: cores).
+# A crash keeps the temporary directory, with its input, and names it.
+# Seeds: tests/data (a trace, an RMM log, a blocked .gz trace), a few
+# inputs made here, and valid segments and streams the targets write
+# themselves (GPB_FUZZ_SEEDS).
 set -eu
 
 secs=${1:-20}
-case $secs in ''|*[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
+case $secs in ''|*[!0-9]*) echo "usage: $0 [SECONDS [TARGET...]]" >&2; exit 2 ;; esac
+[ $# -gt 0 ] && shift
+targets=${*:-fuzz_trace fuzz_plan fuzz_shm fuzz_frame fuzz_import_torch}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 cc=${CC:-clang}
-if ! command -v "$cc" >/dev/null 2>&1; then
-  echo "$0: $cc not found (needs clang with libFuzzer)" >&2
-  exit 2
-fi
+command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: $cc not found (needs clang with libFuzzer)"; exit 77; }
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpb-fuzz.XXXXXX")
 keep=0
 cleanup() { if [ "$keep" = 0 ]; then rm -rf "$tmp"; fi; }
 trap cleanup EXIT
 
-flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |
+     "$cc" -fsanitize=fuzzer -x c - -o "$tmp/probe" 2>/dev/null; then
+  echo "SKIP: $cc has no libFuzzer"; exit 77
+fi
+
+san="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 # .gz traces go through libdeflate where the build would use it.
 zdef= zlib=-lz
 if pkg-config --exists libdeflate 2>/dev/null; then
   zdef="-DGPB_HAVE_LIBDEFLATE $(pkg-config --cflags libdeflate)"
   zlib="-lz $(pkg-config --libs libdeflate)"
 fi
-echo "building fuzz_trace in $tmp"
-"$cc" $flags $zdef -I"$top/include" -I"$top/lib" \
-  "$top/tests/fuzz/fuzz_trace.c" "$top/lib/trace/read.c" "$top/lib/trace/zin.c" \
-  "$top/lib/trace/sitetab.c" \
-  "$top/lib/base/error.c" $zlib -o "$tmp/fuzz_trace"
+cflags="$san -fsanitize=fuzzer-no-link $zdef -I$top/include -I$top/lib -DGPB_BUILDING_LIBRARY"
 
-echo "building fuzz_plan in $tmp"
-"$cc" $flags -I"$top/include" -I"$top/lib" \
-  "$top/tests/fuzz/fuzz_plan.c" "$top/lib/plan/file.c" "$top/lib/base/error.c" \
-  -o "$tmp/fuzz_plan"
+# The library once, with coverage: every plain C source of lib/.
+echo "building the library for the fuzzers in $tmp ($jobs jobs)"
+mkdir -p "$tmp/obj"
+ls "$top"/lib/*/*.c | xargs -P "$jobs" -I{} sh -c \
+  'o="$2/obj/$(echo "$1" | sed "s|.*/lib/||; s|/|_|g; s|\.c$|.o|")"; '"$cc"' '"$cflags"' -c "$1" -o "$o"' \
+  sh {} "$tmp" || { echo "building the library failed" >&2; keep=1; exit 1; }
+ar rcs "$tmp/libfuzz.a" "$tmp"/obj/*.o
 
-# Seed corpus.
-echo "building fuzz_shm in $tmp"
-"$cc" $flags $zdef -I"$top/include" -I"$top/lib" -DGPB_BUILDING_LIBRARY \
-  "$top/tests/fuzz/fuzz_shm.c" $(ls "$top"/lib/*/*.c) $zlib -lpthread -lm \
-  -o "$tmp/fuzz_shm"
-mkdir -p "$tmp/corpus-shm"
-(cd "$tmp" && GPB_FUZZ_SEEDS="$tmp/corpus-shm" ./fuzz_shm -runs=0 > /dev/null 2>&1) || true
+status=0
+build() { # target
+  "$cc" $cflags -fsanitize=fuzzer "$top/tests/fuzz/$1.c" "$tmp/libfuzz.a" \
+    $zlib -lpthread -lm -o "$tmp/$1" 2> "$tmp/$1.build.log" ||
+    { echo "$1: build FAILED" >&2; cat "$tmp/$1.build.log" >&2; keep=1; status=1; return 1; }
+}
 
-mkdir -p "$tmp/corpus"
-cp "$top/tests/data/rmm_small.csv" "$tmp/corpus/rmm.csv"
-head -n 40 "$top/tests/data/torch_snapshot.expected" > "$tmp/corpus/native.trace"
-gzip -c "$tmp/corpus/native.trace" > "$tmp/corpus/native.trace.gz"
-cp "$top/tests/data/churn_small.trace.gz" "$tmp/corpus/blocked.trace.gz"
+# Seeds.
+mkdir -p "$tmp/corpus-trace" "$tmp/corpus-plan" "$tmp/corpus-shm" "$tmp/corpus-frame"
+cp "$top/tests/data/rmm_small.csv" "$tmp/corpus-trace/rmm.csv"
+head -n 40 "$top/tests/data/torch_snapshot.expected" > "$tmp/corpus-trace/native.trace"
+gzip -c "$tmp/corpus-trace/native.trace" > "$tmp/corpus-trace/native.trace.gz"
+cp "$top/tests/data/churn_small.trace.gz" "$tmp/corpus-trace/blocked.trace.gz"
 printf '# gpubuddy-trace v1\n1 0 fail 0 4096 0 0x7\n2 5 free 0x10 0 0 0\n' \
-  > "$tmp/corpus/fail.trace"
-printf '# gpubuddy-trace v2\n' > "$tmp/corpus/v2.trace"
-mkdir -p "$tmp/corpus-plan"
+  > "$tmp/corpus-trace/fail.trace"
+printf '# gpubuddy-trace v2\n' > "$tmp/corpus-trace/v2.trace"
 printf 'gpubuddy-plan 1\n# c\n512 0\n1024 512\nrepeat 1\n512 4096\n' \
   > "$tmp/corpus-plan/periodic.plan"
 printf 'gpubuddy-plan 1\r\n\r\n18446744073709551614 1\r\n' > "$tmp/corpus-plan/crlf.plan"
 
-status=0
-for t in fuzz_trace fuzz_plan fuzz_shm; do
+run() { # target corpus [libFuzzer options]
+  t=$1 corpus=$2
+  shift 2
   echo "running $t for ${secs}s"
-  corpus=corpus/
-  extra=
-  [ $t = fuzz_shm ] && corpus=corpus-shm/ extra=-max_len=16384
-  [ $t = fuzz_plan ] && corpus=corpus-plan/
   if ! (cd "$tmp" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "./$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 $extra \
-        -print_final_stats=1 $corpus > "$t.log" 2>&1); then
+        "./$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+        "$@" -print_final_stats=1 "$corpus/" > "$t.log" 2>&1); then
     echo "$t: FAILED; its log and crash input are kept in $tmp" >&2
     tail -n 40 "$tmp/$t.log" >&2
     keep=1
@@ -83,11 +90,24 @@ for t in fuzz_trace fuzz_plan fuzz_shm; do
   else
     grep -E '^stat::number_of_executed_units|^Done' "$tmp/$t.log" || true
   fi
+}
+
+for t in $targets; do
+  case $t in
+    fuzz_trace) build $t && run $t corpus-trace ;;
+    fuzz_plan) build $t && run $t corpus-plan ;;
+    fuzz_shm|fuzz_frame)
+      build $t || continue
+      # Valid segments / streams from the target itself.
+      (cd "$tmp" && GPB_FUZZ_SEEDS="$tmp/corpus-${t#fuzz_}" "./$t" -runs=0 > /dev/null 2>&1) || true
+      if [ $t = fuzz_shm ]; then run $t corpus-shm -max_len=16384
+      else run $t corpus-frame -max_len=65536; fi ;;
+    fuzz_import_torch)
+      command -v python3 >/dev/null 2>&1 || { echo "fuzz_import_torch: no python3, skipped"; continue; }
+      echo "running fuzz_import_torch for ${secs}s"
+      GPB_FUZZ_OUT="$tmp/import-findings" python3 "$top/tests/fuzz/fuzz_import_torch.py" "$secs" ||
+        { echo "fuzz_import_torch: FAILED; inputs kept in $tmp/import-findings" >&2; keep=1; status=1; } ;;
+    *) echo "$0: unknown target $t" >&2; exit 2 ;;
+  esac
 done
-# The importer (Python): mutated snapshots, one-line errors only.
-if command -v python3 >/dev/null 2>&1; then
-  echo "running fuzz_import_torch for ${secs}s"
-  GPB_FUZZ_OUT="$tmp/import-findings" python3 "$top/tests/fuzz/fuzz_import_torch.py" "$secs" ||
-    { echo "fuzz_import_torch: FAILED; inputs kept in $tmp/import-findings" >&2; keep=1; status=1; }
-fi
 exit $status

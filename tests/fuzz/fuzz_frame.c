@@ -15,8 +15,8 @@
  * With GPB_FUZZ_SEEDS=DIR set, initialization writes valid streams (a
  * small pool's INFO, keyframe and events, plain and zlib, the zlib one
  * with call sites and their SITES frame) into DIR as a
- * seed corpus. Build: tests/test_relay_fuzz.sh (clang from the sources),
- * or configure --enable-fuzzers with CC=clang.
+ * seed corpus. Built and run by tests/run-fuzzers.sh (clang from the
+ * sources).
  */
 #include "live/netproto.h"
 

@@ -7,8 +7,8 @@
  * input is written to one in-memory file and read back to the end. Any
  * outcome but a crash, a sanitizer report or a leak is fine; the target
  * also checks the reader's own contract: an error comes with a message.
- * Built by --enable-fuzzers (CC=clang) or tests/run-fuzzers.sh, with
- * lib/trace/read.c and lib/trace/zin.c compiled in so the parser is instrumented.
+ * Built and run by tests/run-fuzzers.sh, with the library compiled with
+ * the fuzzer's coverage so the parser is instrumented.
  */
 #define _GNU_SOURCE
 #include "gpubuddy.h"
