@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_live_tick.c: the millisecond ticker that stamps a publisher-only
- * pool's events (clock.c). Allocation times must follow the real clock
- * to within a few milliseconds; one ticker thread serves every publisher
+ * pool's events (clock.c). Allocation times never run ahead of the real
+ * clock and catch up with it; one ticker thread serves every publisher
  * and goes away with the last; a forked child, which has no ticker, still
- * gets times that advance.
+ * gets times that advance. How far a stamp lags depends on when the
+ * ticker last ran, which a loaded machine stretches, so no lag is
+ * asserted: waits are bounded by the hang guard only.
  */
 #include "testutil.h"
 
@@ -80,16 +82,40 @@ static gpb_pool_t *make_pool(const char *tag) {
   return p;
 }
 
-/* An allocation's time lies between clock readings taken around it,
- * within the ticker's period and the coarse clock's tick (4 ms at most)
- * plus scheduling slack. */
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An allocation's time is a CLOCK_MONOTONIC (or coarse) reading from the
+ * past, so never after a reading taken after the call; and the stamps
+ * catch up: allocating again (a millisecond apart) until one is stamped
+ * at or after a reading taken before the first call. *out is that
+ * allocation; the ones before it are freed. */
 static void check_stamp(gpb_pool_t *pool, void **out) {
-  uint64_t before = gpb_now_ns();
-  ASSERT_OK(gpb_alloc(pool, 1000, out));
-  uint64_t after = gpb_now_ns(), t = alloc_time(pool, *out);
-  if (t > after || t + 20 * MS < before)
-    FAILF("allocation stamped %" PRIu64 " ns, clock read %" PRIu64 " and %" PRIu64,
-          t, before, after);
+  uint64_t before = mono_ns(), start = gpb_now_ns();
+  for (;;) {
+    ASSERT_OK(gpb_alloc(pool, 1000, out));
+    uint64_t after = mono_ns(), t = alloc_time(pool, *out);
+    if (t > after)
+      FAILF("allocation stamped %" PRIu64 " ns, after the clock read %" PRIu64,
+            t, after);
+    if (t >= before) return;
+    ASSERT_OK(gpb_free(pool, *out));
+    TEST_HANG_GUARD(start, "stamps stuck at %" PRIu64 " ns, the clock at %"
+                    PRIu64, t, after);
+    sleep_ms(1);
+  }
+}
+
+/* Until no ticker thread is listed: the join returns when the thread has
+ * run its last instruction, and the kernel may list it a little longer. */
+static void wait_no_ticker(void) {
+  for (uint64_t t0 = gpb_now_ns(); ticker_count() != 0;) {
+    TEST_HANG_GUARD(t0, "%d ticker threads still listed", ticker_count());
+    sleep_ms(5);
+  }
 }
 
 /* Publishers come and go from several threads at once: a hold racing a
@@ -111,10 +137,7 @@ static void test_hold_drop_race(int t0) {
   for (int i = 0; i < 4; i++)
     ASSERT(pthread_create(&th[i], NULL, churn_publishers, (void *)(intptr_t)i) == 0);
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-  if (t0 == 0) {
-    for (int i = 0; i < 200 && ticker_count() != 0; i++) sleep_ms(5);
-    ASSERT_EQ(ticker_count(), 0);
-  }
+  if (t0 == 0) wait_no_ticker();
   printf("publishers opened and closed from 4 threads: ok\n");
 }
 
@@ -125,8 +148,12 @@ int main(void) {
   check_stamp(a, &p1);
   sleep_ms(30);
   check_stamp(a, &p2);
+  /* p1's stamp is before a reading taken before the sleep, p2's after
+   * one taken after it: ordering, not a measured lag. */
   uint64_t d = alloc_time(a, p2) - alloc_time(a, p1);
-  if (d < 20 * MS) FAILF("30 ms apart, stamps differ by %" PRIu64 " ns", d);
+  if (alloc_time(a, p2) <= alloc_time(a, p1))
+    FAILF("across a 30 ms sleep, stamps went from %" PRIu64 " to %" PRIu64,
+          alloc_time(a, p1), alloc_time(a, p2));
   printf("stamps follow the clock: ok (%" PRIu64 " ms apart)\n", d / MS);
 
   gpb_pool_t *b = make_pool("b");
@@ -141,7 +168,7 @@ int main(void) {
     check_stamp(a, &c1);
     sleep_ms(30);
     check_stamp(a, &c2);
-    if (alloc_time(a, c2) - alloc_time(a, c1) < 20 * MS) _exit(3);
+    if (alloc_time(a, c2) <= alloc_time(a, c1)) _exit(3);
     gpb_pool_destroy(b); /* must not stop the parent's ticker */
     gpb_pool_destroy(a);
     _exit(0);
@@ -158,10 +185,7 @@ int main(void) {
   if (t0 == 0) ASSERT_EQ(ticker_count(), 1);
   gpb_pool_destroy(b);
   if (t0 == 0) {
-    /* The join returns when the thread has run its last instruction; the
-     * kernel may list it a little longer. */
-    for (int i = 0; i < 200 && ticker_count() != 0; i++) sleep_ms(5);
-    ASSERT_EQ(ticker_count(), 0);
+    wait_no_ticker();
     printf("ticker gone with the last publisher: ok\n");
   }
   /* A new publisher starts it again. */
@@ -170,7 +194,7 @@ int main(void) {
   check_stamp(c, &q1);
   sleep_ms(30);
   check_stamp(c, &q2);
-  ASSERT(alloc_time(c, q2) - alloc_time(c, q1) >= 20 * MS);
+  ASSERT(alloc_time(c, q2) > alloc_time(c, q1));
   gpb_pool_destroy(c);
   test_hold_drop_race(t0);
   printf("test_live_tick: ok\n");
