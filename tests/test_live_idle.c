@@ -35,13 +35,13 @@ int main(void) {
   gpb_attach_t *a;
   ASSERT_OK(gpb_attach_open(name, &a));
   int rc = 0;
-  for (int tries = 0; tries < 100; tries++) {
+  for (uint64_t t0 = gpb_now_ns();; usleep(10000)) {
+    TEST_HANG_GUARD(t0, "the late reader never reached the pool's seq");
     rc = gpb_attach_poll(a);
     if (rc < 0 && rc != GPB_EAGAIN) FAILF("poll: %s: %s", gpb_err_name(rc), gpb_last_error_detail());
     gpb_stats_t ps;
     gpb_pool_stats(pool, &ps);
     if (gpb_model_seq(gpb_attach_model(a)) == ps.seq) break;
-    usleep(10000);
   }
   gpb_stats_t ps, ms;
   ASSERT_OK(gpb_pool_stats(pool, &ps));
