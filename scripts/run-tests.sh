@@ -15,12 +15,16 @@ case "${1:-}" in
 esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
-"$top/scripts/build.sh" "$top/build"
-cd "$top/build"
 if [ $mode = check ]; then
+  "$top/scripts/build.sh" "$top/build"
+  cd "$top/build"
   make -j"$(nproc)" check || { cat test-suite.log; exit 1; }
   exit 0
 fi
+# distcheck builds everything again from the tarball: configure here only.
+(cd "$top" && { [ -x configure ] || ./autogen.sh >/dev/null; })
+mkdir -p "$top/build" && cd "$top/build"
+[ -f Makefile ] || "$top/configure" -q
 # distcheck's own suite runs in gpubuddy-*/_build/sub; on a failure, the
 # failed tests' logs, not just make's last words.
 make -j"$(nproc)" distcheck > distcheck.log 2>&1 || {
