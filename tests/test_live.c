@@ -315,8 +315,13 @@ int main(void) {
       ASSERT_EQ(in.backend, GPB_BACKEND_HOST);
       ASSERT(!strcmp(in.name, g_name));
       ASSERT_OK(gpb_attach_set_hook(a, count_hook, &c));
+      /* Poll for poll_ms, and on until the reader holds some state (a
+       * loaded machine may give the writer no time in the window; the
+       * hang guard only bounds the wait). */
       uint64_t t0 = gpb_now_ns();
-      while (gpb_now_ns() - t0 < (uint64_t)poll_ms * 1000000ull) {
+      while (gpb_now_ns() - t0 < (uint64_t)poll_ms * 1000000ull ||
+             gpb_model_seq(gpb_attach_model(a)) == 0) {
+        TEST_HANG_GUARD(t0, "a reader attached mid-run got no state");
         poll_ok(a);
         nap_us(LIVE_LAG ? 3000 : 200);
       }
