@@ -42,7 +42,8 @@ for name, pid in ((sys.argv[2], sys.argv[3]), (sys.argv[4], sys.argv[5])):
 PY
 # Until two reports are in (not "two within a second": a loaded machine
 # may take longer); 3000 naps of 0.1 s are only a hang guard.
-"$stat" --watch 0.1 "$a" > "$tmp/watch.txt" 2>/dev/null &
+: > "$tmp/watch.txt" # there before the loop reads it
+"$stat" --watch 0.1 "$a" >> "$tmp/watch.txt" 2>/dev/null &
 w=$!
 n=0
 while [ "$(grep -c 'used' "$tmp/watch.txt")" -lt 2 ] && kill -0 $w 2>/dev/null; do
