@@ -1426,9 +1426,23 @@ static void test_live_oom(void) {
   ASSERT(gpb_pool_site_text(p, r[0].site, want, sizeof want) > 0);
   ASSERT(vsite_hover(&a, r[0].site, l, 4, 79, 0) >= 2);
   ASSERT(!strstr(l[0], "NO FRAMES"));
-  size_t n1 = strcspn(want, ";"); /* the innermost frame; the hover keeps */
-  want[n1] = 0;                   /* its end when it must cut it */
-  ASSERT(strstr(l[1], want + (n1 > 20 ? n1 - 20 : 0)) != NULL);
+  /* The innermost frame is there whole: its rows, each after a 5-column
+   * lead, joined. It comes first, or after the user's frames when its
+   * path looks like the framework's (distcheck builds in a directory
+   * named gpubuddy-VERSION). */
+  size_t n1 = strcspn(want, ";");
+  want[n1] = 0;
+  char rows[64][80], whole[4096] = "";
+  int nr = vsite_hover(&a, r[0].site, rows, 64, 79, 0), found = 0;
+  for (int i = 1; i <= nr; i++) {
+    if (i == nr || strncmp(rows[i], "     ", 5)) { /* a frame ends */
+      found |= !strcmp(whole, want);
+      whole[0] = 0;
+    }
+    if (i < nr && strlen(whole) + strlen(rows[i]) < sizeof whole)
+      strcat(whole, rows[i] + 5);
+  }
+  ASSERT(found);
 
   gpbt_fb_t fb;
   ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
