@@ -195,6 +195,14 @@ static void app_poll(gpbr_t *r, int exit_on_close, uint64_t *last_err) {
                exit_on_close ? "telling clients, then exiting"
                              : "serving its last state");
       gpbr_src_closed(s);
+    } else if (rc == GPB_EFORMAT &&
+               strstr(gpb_last_error_detail(), "(truncated?)")) {
+      /* Cut short by another process: its reader has given up on it
+       * for good (its writer too). Clients keep the last state; --all
+       * drops it once nobody reads it. */
+      gpbr_log(r, -1, "pool '%s': %s; dropped, serving the others",
+               gpbr_src_name(s), gpb_last_error_detail());
+      gpbr_src_closed(s);
     } else if (rc < 0 && now_ns() - *last_err > 10000000000ull) {
       /* A garbled or oversized keyframe in the segment: clients keep the
        * last good state while the reader keeps trying. */
