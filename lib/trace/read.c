@@ -56,7 +56,7 @@ struct gpb_trace_reader {
   uint64_t day_ns, prev_ns;
   int have_prev;
   char msg[320];
-  char warn[160]; /* gpb_trace_warning: a cut last line that was dropped */
+  char warn[400]; /* gpb_trace_warning: a cut file, a dropped last line */
 };
 
 
@@ -83,7 +83,11 @@ static int trace_fill(gpb_trace_reader_t *r) {
   size_t n;
   int rc = gpb__zin_next(r->z, &r->buf, &n);
   if (rc < 0) return trace_fail(r, rc, "%s", gpb_last_error_detail());
-  if (rc == 0) r->eof = 1;
+  if (rc == 0) {
+    r->eof = 1;
+    const char *cut = gpb__zin_cut(r->z);
+    if (*cut) snprintf(r->warn, sizeof r->warn, "%s", cut);
+  }
   r->len = n;
   r->pos = 0;
   return 0;
@@ -142,9 +146,14 @@ static int trace_getline(gpb_trace_reader_t *r) {
      * so it is dropped, not half read; the rest stays. The first line is
      * kept: it is the header, and a file of one line with no newline
      * ("x", "# gpubuddy-trace v2") is judged by it, not called empty. */
-    snprintf(r->warn, sizeof r->warn, "line %llu has no newline: the file "
-             "was cut there (a crashed writer?); that line was dropped",
-             (unsigned long long)r->lineno);
+    size_t w = strlen(r->warn); /* after the gzip stream's note */
+    if (w)
+      snprintf(r->warn + w, sizeof r->warn - w, "; line %llu, cut there, "
+               "was dropped", (unsigned long long)r->lineno);
+    else
+      snprintf(r->warn, sizeof r->warn, "line %llu has no newline: the "
+               "file was cut there (a crashed writer?); that line was "
+               "dropped", (unsigned long long)r->lineno);
     r->lineno--;
     return 0;
   }
@@ -575,7 +584,10 @@ int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
   rc = trace_getline(r);
   if (rc < 0) goto fail;
   if (rc == 0) {
-    rc = gpb__fail(GPB_EFORMAT, "trace '%s' is empty", path);
+    const char *cut = gpb__zin_cut(r->z);
+    rc = *cut ? gpb__fail(GPB_EFORMAT, "trace '%s' has no whole line: %s",
+                          path, cut)
+              : gpb__fail(GPB_EFORMAT, "trace '%s' is empty", path);
     goto fail;
   }
   if (!strncmp(r->ln, GPB__TRACE_MAGIC, strlen(GPB__TRACE_MAGIC))) {
