@@ -268,5 +268,25 @@ $replay - < "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "stdin without
 $replay > /dev/null 2>&1; [ $? = 2 ] || fail "no argument did not exit 2"
 $replay --help | grep -q -- '--find-min-pool' || fail "--help does not list the options"
 
+# 9. A request that failed when recorded (5 MiB, next to 1 MiB live) and
+# that a larger pool serves: the peak reported is the recording's 1 MiB,
+# and the 6 MiB the replay held with it is named apart (it was reported
+# as the peak, as if the program had held 5 MiB more).
+printf '# gpubuddy-trace v2\n1 0 alloc 0x0 1048576 0 0\n2 1 fail 0x0 5242880 0 0\n3 2 free 0x0 0 0 0\n' \
+  > "$tmp/fail.trace"
+$replay --json --quiet --pool-size 16M "$tmp/fail.trace" > "$tmp/fail.json" ||
+  fail "replay of fail.trace exited $?"
+expect "$tmp/fail.json" peak_live_bytes 1048576
+expect "$tmp/fail.json" served_peak_live_bytes 6291456
+expect "$tmp/fail.json" served_recorded_failures 1
+$replay --quiet --pool-size 16M "$tmp/fail.trace" > "$tmp/fail.txt" || fail "text replay of fail.trace"
+grep -q "peak live bytes served:  1.0 MiB" "$tmp/fail.txt" &&
+  grep -q "beyond it: this pool also served 1 request that had failed" "$tmp/fail.txt" ||
+  fail "the peak beside a served recorded failure: $(grep -A1 'peak live' "$tmp/fail.txt")"
+# Through a pool as small as the recording's, it fails again: one peak.
+$replay --json --quiet --pool-size 4M "$tmp/fail.trace" > "$tmp/fail4.json"
+expect "$tmp/fail4.json" peak_live_bytes 1048576
+expect "$tmp/fail4.json" served_recorded_failures 0
+
 if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo ok

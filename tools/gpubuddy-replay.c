@@ -88,6 +88,9 @@ typedef struct result {
   uint64_t ops, allocs, frees, oom, recorded_fails;
   uint64_t unknown_frees, dup_allocs, skipped_frees;
   uint64_t peak_live;
+  /* Requests that had failed when recorded but this pool served, and the
+   * peak of the others alone (the recording's own, when none failed). */
+  uint64_t served_fails, served_fail_max, peak_ok;
   gpb_stats_t at_peak, at_end;
   replay_hist_t lat_alloc, lat_free;
   double total_s;
@@ -215,6 +218,12 @@ static void print_lat(const char *label, const replay_hist_t *h) {
          c, h->count);
 }
 
+/* Whether the pool's peak includes requests that had failed when recorded
+ * (a larger pool than the recording's served them). */
+static int replay_beyond(const result_t *r) {
+  return r->served_fails && r->at_end.requested_peak > r->peak_ok;
+}
+
 static void print_text(const opts_t *o, const result_t *r) {
   char a[32], b[32];
   gpb_size_format(r->pool_size, a, sizeof a);
@@ -241,10 +250,25 @@ static void print_text(const opts_t *o, const result_t *r) {
          " frees); the pool emitted %" PRIu64 " events (%" PRIu64
          " splits, %" PRIu64 " merges)\n", r->ops, r->allocs, r->frees,
          r->at_end.seq, r->at_end.splits, r->at_end.merges);
-  gpb_size_format(r->at_end.requested_peak, a, sizeof a);
   gpb_size_format(r->at_end.block_peak, b, sizeof b);
-  printf("peak live bytes served:  %s (%" PRIu64 "; requests this replay "
-         "served, at once)\n", a, r->at_end.requested_peak);
+  if (replay_beyond(r)) {
+    /* Requests that failed when recorded held nothing there: the peak to
+     * report is the recording's, and what this pool took on top apart. */
+    gpb_size_format(r->peak_ok, a, sizeof a);
+    printf("peak live bytes served:  %s (%" PRIu64 "; requests that had "
+           "succeeded when recorded, at once)\n", a, r->peak_ok);
+    gpb_size_format(r->at_end.requested_peak, a, sizeof a);
+    char c[32];
+    gpb_size_format(r->served_fail_max, c, sizeof c);
+    printf("  beyond it: this pool also served %" PRIu64 " request%s that "
+           "had failed in the recording (the largest %s), holding %s at "
+           "once with them\n", r->served_fails,
+           r->served_fails == 1 ? "" : "s", c, a);
+  } else {
+    gpb_size_format(r->at_end.requested_peak, a, sizeof a);
+    printf("peak live bytes served:  %s (%" PRIu64 "; requests this replay "
+           "served, at once)\n", a, r->at_end.requested_peak);
+  }
   printf("peak bytes in blocks:    %s (%" PRIu64 ", %.3fx served)\n",
          b, r->at_end.block_peak,
          ratio(r->at_end.block_peak, r->at_end.requested_peak));
@@ -451,7 +475,10 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
   printf("      \"pool_frees\": %" PRIu64 ",\n", e->frees);
   printf("      \"splits\": %" PRIu64 ",\n", e->splits);
   printf("      \"merges\": %" PRIu64 ",\n", e->merges);
-  printf("      \"peak_live_bytes\": %" PRIu64 ",\n", e->requested_peak);
+  printf("      \"peak_live_bytes\": %" PRIu64 ",\n",
+         replay_beyond(r) ? r->peak_ok : e->requested_peak);
+  printf("      \"served_peak_live_bytes\": %" PRIu64 ",\n", e->requested_peak);
+  printf("      \"served_recorded_failures\": %" PRIu64 ",\n", r->served_fails);
   printf("      \"peak_block_bytes\": %" PRIu64 ",\n", e->block_peak);
   printf("      \"peak_page_bytes\": %" PRIu64 ",\n", r->vmm_peak);
   printf("      \"failed_allocs\": %" PRIu64 ",\n", r->oom);
@@ -767,7 +794,8 @@ typedef struct run {
   gpbt_sites_t st;
   progress_t pg;
   int warned_unknown, warned_dup;
-  uint64_t live, t_first, start;
+  uint64_t live, live_ok, t_first, start; /* live_ok: without requests
+                                             that failed when recorded */
 } run_t;
 
 /* Frees what run_open made; each part may be missing. */
@@ -903,6 +931,12 @@ static int run_alloc(run_t *u, const gpb_trace_op_t *op) {
     gpbt_pages_use(&u->pages, (uint64_t)((char *)p - (char *)u->info.base),
                    usable);
   u->live += op->size;
+  if (op->id & FAIL_ID) {
+    r->served_fails++;
+    if (op->size > r->served_fail_max) r->served_fail_max = op->size;
+  } else if ((u->live_ok += op->size) > r->peak_ok) {
+    r->peak_ok = u->live_ok;
+  }
   if (u->st.v) gpbt_sites_alloc(&u->st, op->site, op->size);
   if (u->live > r->peak_live) {
     r->peak_live = u->live;
@@ -934,6 +968,7 @@ static int run_free(run_t *u, const gpb_trace_op_t *op) {
   }
   void *p = e.ptr;
   u->live -= e.size;
+  if (!(op->id & FAIL_ID)) u->live_ok -= e.size;
   size_t usable = 0;
   if (p && gpb_usable_size(u->pool, p, &usable)) usable = 0;
   if (u->st.v) gpbt_sites_free(&u->st, e.site, e.size);
