@@ -288,5 +288,16 @@ $replay --json --quiet --pool-size 4M "$tmp/fail.trace" > "$tmp/fail4.json"
 expect "$tmp/fail4.json" peak_live_bytes 1048576
 expect "$tmp/fail4.json" served_recorded_failures 0
 
+# 10. A PyTorch snapshot (a pickle) given as a trace: one line naming the
+# importer (it said "binary data (NUL byte)"), plain or gzipped.
+gzip -c "$srcdir/tests/data/torch_snapshot.pickle" > "$tmp/snap.pickle.gz"
+for p in "$srcdir/tests/data/torch_snapshot.pickle" "$tmp/snap.pickle.gz"; do
+  $replay "$p" > /dev/null 2> "$tmp/pk.err"
+  rc=$?
+  [ $rc = 1 ] && [ "$(wc -l < "$tmp/pk.err")" = 1 ] &&
+    grep -q "gpubuddy-import-torch" "$tmp/pk.err" ||
+    fail "a pickle: exit $rc: $(cat "$tmp/pk.err")"
+done
+
 if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo ok

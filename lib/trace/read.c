@@ -573,6 +573,14 @@ static int rmm_header(gpb_trace_reader_t *r) {
   return 0;
 }
 
+/* Whether the file starts as a pickle of protocol 2 to 5 does (PROTO
+ * opcode 0x80, then the version): what torch.cuda.memory._dump_snapshot
+ * writes, which people hand to trace readers first. */
+static int trace_is_pickle(const gpb_trace_reader_t *r) {
+  return r->buf && r->len >= 2 && r->buf[0] == 0x80 && r->buf[1] >= 2 &&
+         r->buf[1] <= 5;
+}
+
 int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
   if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
   *out = NULL;
@@ -582,6 +590,12 @@ int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
   int rc = gpb__zin_open(path, &r->z);
   if (rc) goto fail;
   rc = trace_getline(r);
+  if (trace_is_pickle(r)) {
+    rc = gpb__fail(GPB_EFORMAT, "a Python pickle (a PyTorch memory "
+                   "snapshot?), not a trace: convert it with "
+                   "gpubuddy-import-torch '%s' -o OUT.trace", path);
+    goto fail;
+  }
   if (rc < 0) goto fail;
   if (rc == 0) {
     const char *cut = gpb__zin_cut(r->z);
