@@ -101,7 +101,7 @@ done
 # scan: the last probe printed (it fits) is the count of replays.
 $replay --find-min-pool --min-block 256 "$tmp/rec.trace" > "$tmp/minp.txt" 2> "$tmp/minp.err" ||
   fail "--find-min-pool with progress exited $?"
-lastp=$(sed -n 's/^find-min-pool (buddy): probe \([0-9]*\): .* fits$/\1/p' "$tmp/minp.err" | tail -n 1)
+lastp=$(sed -n 's/^find-min-pool (buddy): probe \([0-9]*\)[^:]*: .* fits$/\1/p' "$tmp/minp.err" | tail -n 1)
 reps=$(sed -n 's/.*(\([0-9]*\) replays)$/\1/p' "$tmp/minp.txt")
 [ -n "$lastp" ] && [ "$lastp" = "$reps" ] ||
   fail "--find-min-pool: last probe numbered '$lastp', but '$reps' replays"
@@ -298,6 +298,32 @@ for p in "$srcdir/tests/data/torch_snapshot.pickle" "$tmp/snap.pickle.gz"; do
     grep -q "gpubuddy-import-torch" "$tmp/pk.err" ||
     fail "a pickle: exit $rc: $(cat "$tmp/pk.err")"
 done
+
+# 11. --find-min-pool stopped by SIGINT: it prints the smallest size that
+# fitted so far (it printed nothing), and that size does replay cleanly;
+# its progress lines give the probes' total and a time left.
+churn=./samples/gpubuddy-sample-churn
+if [ -x "$churn" ]; then
+  GPB_TRACE=$tmp/long.trace $churn --backend virtual --pool-size 64M \
+    --steps 100000 --quiet > /dev/null 2>&1
+  $replay --find-min-pool --policy buddy --resolution 256 --min-block 256 \
+    "$tmp/long.trace" > "$tmp/int.out" 2> "$tmp/int.err" &
+  rp=$!
+  i=0 # until the scan has begun and said so (at most 20 s)
+  while ! grep -q "of at most" "$tmp/int.err" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -INT $rp 2>/dev/null
+  wait $rp
+  best=$(sed -n 's/.*interrupted: at most .* (\([0-9]*\) bytes fit).*/\1/p' "$tmp/int.out")
+  if [ -n "$best" ]; then
+    $replay --json --quiet --pool-size "$best" --min-block 256 --policy buddy \
+      "$tmp/long.trace" > "$tmp/best.json" || fail "replay at $best exited $?"
+    expect "$tmp/best.json" failed_allocs 0
+  elif ! grep -q "^min pool size (buddy): " "$tmp/int.out"; then
+    fail "--find-min-pool after SIGINT: $(cat "$tmp/int.out") / $(tail -2 "$tmp/int.err")"
+  fi # (else it had finished before the signal: nothing to check)
+  grep -q "of at most [0-9]*, at most about [0-9]* s left" "$tmp/int.err" ||
+    fail "no total or time left: $(head -3 "$tmp/int.err")"
+fi
 
 if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo ok
