@@ -53,6 +53,7 @@ static void relay_usage(FILE *f) {
 "reaches a pool, and the allocating program never waits on the relay.\n"
 "\n"
 "  --all                serve every pool on this machine, now and later\n"
+"                       (up to 4096 at once)\n"
 "  --listen ADDR:PORT   where to listen (default 127.0.0.1:%d; port 0\n"
 "                       picks a free one). [V6]:PORT for IPv6.\n"
 "  --token T            clients must send this token (default: the\n"
