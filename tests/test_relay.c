@@ -1053,8 +1053,33 @@ static void test_many_sources(void) {
          GPBR_MAX_SRC);
 }
 
+/* Occurrences of what in s. */
+static int count_of(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+  return n;
+}
+
+/* A bad HOST:PORT/NAME is refused before any connection, in a message
+ * that says it once (the detail was formatted into itself: "after '/'
+ * comes a pool name: 'A/': after '/' comes a pool name: "). */
+static void test_connect_args(void) {
+  gpb_attach_t *a = NULL;
+  ASSERT_ERR(gpb_attach_connect("127.0.0.1:1/", NULL, &a), GPB_EINVAL);
+  const char *d = gpb_last_error_detail();
+  ASSERT(strstr(d, "no pool name after the '/'"));
+  ASSERT_EQ(count_of(d, "127.0.0.1:1/"), 1);
+  ASSERT_ERR(gpb_attach_connect("127.0.0.1:1/a b", NULL, &a), GPB_EINVAL);
+  d = gpb_last_error_detail();
+  ASSERT(strstr(d, "bad pool name after the '/'"));
+  ASSERT_EQ(count_of(d, "127.0.0.1:1/a b"), 1);
+  ASSERT_EQ(count_of(d, "after the '/'"), 1);
+  printf("connect arguments: %s\n", d);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
+  test_connect_args();
   test_many_sources();
   test_bind_rules();
   test_basic(1, GPB_POLICY_BUDDY);
