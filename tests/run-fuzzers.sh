@@ -53,6 +53,25 @@ echo "building fuzz_shm in $tmp"
 mkdir -p "$tmp/corpus-shm"
 (cd "$tmp" && GPB_FUZZ_SEEDS="$tmp/corpus-shm" ./fuzz_shm -runs=0 > /dev/null 2>&1) || true
 
+# The call-site tables, from traces and from live segments; its seeds (a
+# trace with sites, a real segment's site table) come from the target.
+echo "building fuzz_sites in $tmp"
+"$cc" $flags $zdef -I"$top/include" -I"$top/lib" -DGPB_BUILDING_LIBRARY \
+  "$top/tests/fuzz/fuzz_sites.c" $(ls "$top"/lib/*/*.c) $zlib -lpthread -lm \
+  -o "$tmp/fuzz_sites"
+mkdir -p "$tmp/corpus-sites"
+(cd "$tmp" && GPB_FUZZ_SEEDS="$tmp/corpus-sites" ./fuzz_sites -runs=0 > /dev/null 2>&1) || true
+
+# gpubuddy-relay's /metrics request reader, alone.
+echo "building fuzz_http in $tmp"
+"$cc" $flags -I"$top/tools/relay" "$top/tests/fuzz/fuzz_http.c" \
+  "$top/tools/relay/http.c" -o "$tmp/fuzz_http"
+mkdir -p "$tmp/corpus-http"
+printf '\000GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' > "$tmp/corpus-http/get"
+printf '\002GET /metrics?a=1 HTTP/1.0\r\nAuthorization: Bearer s3cret\r\n\r\n' \
+  > "$tmp/corpus-http/token"
+printf '\001POST /metrics HTTP/1.1\r\n' > "$tmp/corpus-http/post"
+
 mkdir -p "$tmp/corpus"
 cp "$top/tests/data/rmm_small.csv" "$tmp/corpus/rmm.csv"
 head -n 40 "$top/tests/data/torch_snapshot.expected" > "$tmp/corpus/native.trace"
@@ -67,12 +86,16 @@ printf 'gpubuddy-plan 1\n# c\n512 0\n1024 512\nrepeat 1\n512 4096\n' \
 printf 'gpubuddy-plan 1\r\n\r\n18446744073709551614 1\r\n' > "$tmp/corpus-plan/crlf.plan"
 
 status=0
-for t in fuzz_trace fuzz_plan fuzz_shm; do
+for t in fuzz_trace fuzz_plan fuzz_shm fuzz_sites fuzz_http; do
   echo "running $t for ${secs}s"
   corpus=corpus/
   extra=
-  [ $t = fuzz_shm ] && corpus=corpus-shm/ extra=-max_len=16384
-  [ $t = fuzz_plan ] && corpus=corpus-plan/
+  case $t in
+    fuzz_plan) corpus=corpus-plan/ ;;
+    fuzz_shm) corpus=corpus-shm/ extra=-max_len=16384 ;;
+    fuzz_sites) corpus=corpus-sites/ extra=-max_len=16384 ;;
+    fuzz_http) corpus=corpus-http/ extra=-max_len=9000 ;;
+  esac
   if ! (cd "$tmp" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         "./$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 $extra \
         -print_final_stats=1 $corpus > "$t.log" 2>&1); then

@@ -85,33 +85,50 @@ static int http_line(const char *p, const char *e, const char **why) {
   return 0;
 }
 
+/* The first bad byte in [p, e): NUL, a control byte (but CR, LF and, in
+ * headers, tab), DEL, or in the request line anything above 0x7e. NULL
+ * when there is none; *why says which. */
+static const char *http_bad_byte(const char *p, const char *e, int line,
+                                 const char **why) {
+  for (; p < e; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c == 0) {
+      *why = "NUL byte";
+      return p;
+    }
+    if ((c < 0x20 && c != '\r' && c != '\n' && (line || c != '\t')) ||
+        c == 0x7f || (line && c > 0x7e)) {
+      *why = "binary data";
+      return p;
+    }
+  }
+  return NULL;
+}
+
+/* Bytes are judged in the order they came, and a judgement looks only
+ * at the bytes before the point it is made, so more bytes never change
+ * it: the server answers as soon as there is one. */
 int gpbr_http_judge(const char *buf, size_t n, int eof, const char *token,
                     const char **why) {
   *why = "";
   if (n == 0)
     return eof ? http_bad(why, "empty request", 400) : 0;
   const char *line_end = memchr(buf, '\n', n);
-  size_t ll = line_end ? (size_t)(line_end - buf) : n;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)buf[i];
-    if (c == 0) return http_bad(why, "NUL byte", 400);
-    if ((c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f ||
-        (i < ll && (c > 0x7e || c == '\t')))
-      return http_bad(why, "binary data", 400);
-  }
+  const char *le = line_end ? line_end : buf + n;
+  if (http_bad_byte(buf, le, 1, why)) return 400;
   if (!line_end)
     return n >= GPBR_HTTP_MAX ? http_bad(why, "request line too long", 431)
            : eof              ? http_bad(why, "request cut short", 400)
                               : 0;
-  const char *le = line_end > buf && line_end[-1] == '\r' ? line_end - 1
-                                                           : line_end;
+  if (le > buf && le[-1] == '\r') le--;
   if (le == buf) return http_bad(why, "empty request line", 400);
   int rc = http_line(buf, le, why);
   if (rc) return rc;
-  /* The headers end with an empty line. */
-  const char *h = line_end + 1, *end = NULL;
-  for (const char *p = h; p < buf + n;) {
+  /* The headers end with an empty line; each is checked as it comes. */
+  const char *h = line_end + 1, *end = NULL, *p = h;
+  while (p < buf + n) {
     const char *nl = memchr(p, '\n', (size_t)(buf + n - p));
+    if (http_bad_byte(p, nl ? nl : buf + n, 0, why)) return 400;
     if (!nl) break;
     if (nl == p || (nl == p + 1 && *p == '\r')) {
       end = p;
