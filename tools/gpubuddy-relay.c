@@ -350,9 +350,12 @@ int main(int argc, char **argv) {
     case 'h': relay_usage(stdout); return 0;
     case O_VERSION: printf("gpubuddy-relay %s\n", gpb_version()); return 0;
     default:
-      fprintf(stderr, "gpubuddy-relay: %s '%s' (try 'gpubuddy-relay --help')\n",
-              ch == ':' ? "option needs a value:" : "unknown option",
-              argv[optind - 1]);
+      if (ch == ':')
+        fprintf(stderr, "gpubuddy-relay: option '%s' needs a value (try "
+                "'gpubuddy-relay --help')\n", argv[optind - 1]);
+      else
+        fprintf(stderr, "gpubuddy-relay: unknown option '%s' (try "
+                "'gpubuddy-relay --help')\n", argv[optind - 1]);
       return 2;
     }
   }
