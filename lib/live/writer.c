@@ -57,10 +57,14 @@ static int pub_take_over(const char *path, const char *name) {
   if (rc == GPB_ENOTFOUND) return 0; /* gone meanwhile: just retry */
   if (rc == 0) {
     const pub_hdr_t *h = map;
+    /* Its header is read under the guard: the file may be cut short
+     * (then it reads as zeros, a bad magic). */
+    int g = gpb__guard_add(map, size, NULL);
     rc = gpb__shm_check_header(h, size, NULL);
     if (rc == 0 && !atomic_load_explicit(&h->closed, ACQ) &&
         gpb__shm_alive(h->pid, h->pid_start)) {
       int pid = h->pid;
+      gpb__guard_remove(g);
       munmap(map, size);
       return gpb__fail(GPB_EBUSY, "pool name '%s' is published by a live "
                        "process (pid %d)", name, pid);
@@ -73,6 +77,7 @@ static int pub_take_over(const char *path, const char *name) {
       uint32_t v = h->version;
       if (!atomic_load_explicit(&h->closed, ACQ) &&
           gpb__shm_alive(h->pid, h->pid_start)) {
+        gpb__guard_remove(g);
         munmap(map, size);
         return gpb__fail(GPB_EBUSY, "pool name '%s' is published by a live "
                          "process (pid %d) of another gpubuddy version "
@@ -80,6 +85,7 @@ static int pub_take_over(const char *path, const char *name) {
       }
       rc = 0; /* a dead writer's: replaced as any stale segment is */
     }
+    gpb__guard_remove(g);
     munmap(map, size);
   } else if (rc != GPB_EFORMAT && rc != GPB_EVERSION) {
     return rc;
