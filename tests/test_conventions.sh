@@ -15,7 +15,7 @@ set -u
 here=$(pwd)
 srcdir=${srcdir:-.}
 top=$(cd "$srcdir" && pwd)
-PENDING=${GPB_CONVENTION_PENDING-"gpubuddy-replay gpubuddy-view gpubuddy-bench"}
+PENDING=${GPB_CONVENTION_PENDING-"gpubuddy-replay gpubuddy-export-torch gpubuddy-view gpubuddy-bench"}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpb-conv.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fails=0 notes=0 checked=0
@@ -43,8 +43,8 @@ check() { # PROG COMMAND...: the three option checks
   checked=$((checked + 1))
 }
 
-for p in gpubuddy-replay gpubuddy-relay gpubuddy-stat; do
-  [ -x "$here/tools/$p" ] && check $p "$here/tools/$p"
+for f in "$here"/tools/gpubuddy-*; do # every tool built, new ones too
+  [ -f "$f" ] && [ -x "$f" ] && check "$(basename "$f")" "$f"
 done
 [ -x "$here/gpubuddy-view" ] && check gpubuddy-view "$here/gpubuddy-view"
 [ -x "$here/bench/gpubuddy-bench" ] && check gpubuddy-bench "$here/bench/gpubuddy-bench"
