@@ -15,9 +15,7 @@ cd "$build"
 # Progress instead of a long silent make: one line per directory built.
 echo "build: building in $build (about a minute on 2 cores)..." >&2
 { make -j"$(nproc)" 2>&1; echo "$?" > .make-status; } |
-  awk '/^  (CC|CCLD)/ { d = $2; sub("/[^/]*$", "", d)
-                       if (d != last) { printf "build:   %s\n", d > "/dev/stderr"; last = d } }
-       /error|Error/ { print > "/dev/stderr" }'
+  awk -f "$top/scripts/build-filter.awk"
 st=$(cat .make-status); rm -f .make-status
 [ "$st" = 0 ] || { echo "build: make failed (exit $st)" >&2; exit 1; }
 echo "build: built in $build" >&2

@@ -22,7 +22,7 @@ set -eu
 secs=${1:-20}
 case $secs in ''|*[!0-9]*) echo "usage: $0 [SECONDS [TARGET...]]" >&2; exit 2 ;; esac
 [ $# -gt 0 ] && shift
-targets=${*:-fuzz_trace fuzz_plan fuzz_shm fuzz_frame fuzz_import_torch}
+targets=${*:-fuzz_trace fuzz_plan fuzz_shm fuzz_frame fuzz_sites fuzz_http fuzz_import_torch}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 cc=${CC:-clang}
@@ -64,7 +64,14 @@ build() { # target
 }
 
 # Seeds.
-mkdir -p "$tmp/corpus-trace" "$tmp/corpus-plan" "$tmp/corpus-shm" "$tmp/corpus-frame"
+mkdir -p "$tmp/corpus-trace" "$tmp/corpus-plan" "$tmp/corpus-shm" "$tmp/corpus-frame" \
+  "$tmp/corpus-sites" "$tmp/corpus-http"
+# The /metrics request reader's: a first byte that says how the bytes
+# arrive (fuzz_http.c), then a request.
+printf '\000GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' > "$tmp/corpus-http/get"
+printf '\002GET /metrics?a=1 HTTP/1.0\r\nAuthorization: Bearer s3cret\r\n\r\n' \
+  > "$tmp/corpus-http/token"
+printf '\001POST /metrics HTTP/1.1\r\n' > "$tmp/corpus-http/post"
 cp "$top/tests/data/rmm_small.csv" "$tmp/corpus-trace/rmm.csv"
 head -n 40 "$top/tests/data/torch_snapshot.expected" > "$tmp/corpus-trace/native.trace"
 gzip -c "$tmp/corpus-trace/native.trace" > "$tmp/corpus-trace/native.trace.gz"
@@ -96,12 +103,19 @@ for t in $targets; do
   case $t in
     fuzz_trace) build $t && run $t corpus-trace ;;
     fuzz_plan) build $t && run $t corpus-plan ;;
-    fuzz_shm|fuzz_frame)
+    fuzz_shm|fuzz_frame|fuzz_sites)
       build $t || continue
-      # Valid segments / streams from the target itself.
+      # Valid segments / streams / site tables from the target itself.
       (cd "$tmp" && GPB_FUZZ_SEEDS="$tmp/corpus-${t#fuzz_}" "./$t" -runs=0 > /dev/null 2>&1) || true
-      if [ $t = fuzz_shm ]; then run $t corpus-shm -max_len=16384
-      else run $t corpus-frame -max_len=65536; fi ;;
+      case $t in
+        fuzz_frame) run $t corpus-frame -max_len=65536 ;;
+        *) run $t "corpus-${t#fuzz_}" -max_len=16384 ;;
+      esac ;;
+    fuzz_http) # the relay's request reader, which is not in the library
+      "$cc" $cflags -fsanitize=fuzzer -I"$top/tools/relay" "$top/tests/fuzz/$t.c" \
+        "$top/tools/relay/http.c" -o "$tmp/$t" 2> "$tmp/$t.build.log" ||
+        { echo "$t: build FAILED" >&2; cat "$tmp/$t.build.log" >&2; keep=1; status=1; continue; }
+      run $t corpus-http -max_len=9000 ;;
     fuzz_import_torch)
       command -v python3 >/dev/null 2>&1 || { echo "fuzz_import_torch: no python3, skipped"; continue; }
       echo "running fuzz_import_torch for ${secs}s"

@@ -15,7 +15,7 @@ exports=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 readers=$(printf '%s\n' "$exports" | grep -E '^gpb_(attach_|trace_(open|next|close|error|warning|format_name)$)')
 [ -z "$readers" ] || fail "libgpubuddy exports readers: $(echo $readers)"
 internal=$(printf '%s\n' "$exports" | grep '^gpb__' | sort | tr '\n' ' ')
-want="gpb__fail gpb__model_set_counters gpb__shm_alive gpb__shm_check_header gpb__shm_check_name gpb__shm_map gpb__shm_path "
+want="gpb__fail gpb__guard_add gpb__guard_cut gpb__guard_remove gpb__model_set_counters gpb__shm_alive gpb__shm_check_header gpb__shm_check_name gpb__shm_map gpb__shm_path "
 [ "$internal" = "$want" ] || fail "internal exports are '$internal', want '$want'"
 
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')

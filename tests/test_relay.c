@@ -24,6 +24,7 @@
 #include "testutil.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1011,8 +1012,82 @@ static void test_sites_hostile(void) {
   gpb_pool_destroy(pool);
 }
 
+/* One relay serves GPBR_MAX_SRC pools (it served 1024 and refused the
+ * rest without a word); the next is refused with one log line, however
+ * many more come. */
+static void test_many_sources(void) {
+  gpbr_opts_t o = {0};
+  o.listen = "127.0.0.1:0";
+  o.verbose = -1; /* the cap is said even so */
+  gpbr_t *r;
+  ASSERT_OK(gpbr_open(&o, &r));
+  gpb_model_t *m;
+  ASSERT_OK(gpb_model_create(1 << 20, 256, &m));
+  gpb_pool_info_t info;
+  memset(&info, 0, sizeof info);
+  info.managed_size = info.pool_size = 1 << 20;
+  info.min_block = 256;
+  for (int i = 0; i < GPBR_MAX_SRC; i++) {
+    snprintf(info.name, sizeof info.name, "p%d", i);
+    ASSERT(gpbr_src_add(r, m, &info, NULL) != NULL);
+  }
+  char errf[64];
+  snprintf(errf, sizeof errf, "/tmp/test_relay_cap.%d", (int)getpid());
+  fflush(stderr);
+  int save = dup(2), ef = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT(save >= 0 && ef >= 0);
+  dup2(ef, 2);
+  for (int i = 0; i < 3; i++) {
+    snprintf(info.name, sizeof info.name, "over%d", i);
+    ASSERT(gpbr_src_add(r, m, &info, NULL) == NULL);
+  }
+  fflush(stderr);
+  dup2(save, 2);
+  close(save);
+  close(ef);
+  FILE *f = fopen(errf, "r");
+  ASSERT(f);
+  char line[512];
+  int said = 0;
+  while (fgets(line, sizeof line, f)) said += strstr(line, "over0") != NULL;
+  fclose(f);
+  unlink(errf);
+  ASSERT_EQ(said, 1);
+  ASSERT_EQ(gpbr_src_count(r), GPBR_MAX_SRC);
+  gpbr_free(r);
+  gpb_model_destroy(m);
+  printf("many sources: %d served, the next refused with one log line\n",
+         GPBR_MAX_SRC);
+}
+
+/* Occurrences of what in s. */
+static int count_of(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+  return n;
+}
+
+/* A bad HOST:PORT/NAME is refused before any connection, in a message
+ * that says it once (the detail was formatted into itself: "after '/'
+ * comes a pool name: 'A/': after '/' comes a pool name: "). */
+static void test_connect_args(void) {
+  gpb_attach_t *a = NULL;
+  ASSERT_ERR(gpb_attach_connect("127.0.0.1:1/", NULL, &a), GPB_EINVAL);
+  const char *d = gpb_last_error_detail();
+  ASSERT(strstr(d, "no pool name after the '/'"));
+  ASSERT_EQ(count_of(d, "127.0.0.1:1/"), 1);
+  ASSERT_ERR(gpb_attach_connect("127.0.0.1:1/a b", NULL, &a), GPB_EINVAL);
+  d = gpb_last_error_detail();
+  ASSERT(strstr(d, "bad pool name after the '/'"));
+  ASSERT_EQ(count_of(d, "127.0.0.1:1/a b"), 1);
+  ASSERT_EQ(count_of(d, "after the '/'"), 1);
+  printf("connect arguments: %s\n", d);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
+  test_connect_args();
+  test_many_sources();
   test_bind_rules();
   test_basic(1, GPB_POLICY_BUDDY);
   test_basic(0, GPB_POLICY_TRIM);

@@ -76,7 +76,7 @@ for bad in "--max-clients 4294967297 --listen 127.0.0.1:0 $name" \
   [ "$(wc -l < "$tmp/bad.err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/bad.err")"
 done
 "$relay" "$name" --listen > /dev/null 2> "$tmp/bad.err"
-grep -q "needs a value: '--listen'" "$tmp/bad.err" ||
+grep -q "option '--listen' needs a value" "$tmp/bad.err" ||
   fail "--listen with no value: $(cat "$tmp/bad.err")"
 [ $fails = 0 ] && echo "relay: a viewer gets past silent connections; EMFILE said $n time(s); usage errors exit 2"
 exit $fails

@@ -101,7 +101,7 @@ done
 # scan: the last probe printed (it fits) is the count of replays.
 $replay --find-min-pool --min-block 256 "$tmp/rec.trace" > "$tmp/minp.txt" 2> "$tmp/minp.err" ||
   fail "--find-min-pool with progress exited $?"
-lastp=$(sed -n 's/^find-min-pool (buddy): probe \([0-9]*\): .* fits$/\1/p' "$tmp/minp.err" | tail -n 1)
+lastp=$(sed -n 's/^find-min-pool (buddy): probe \([0-9]*\)[^:]*: .* fits$/\1/p' "$tmp/minp.err" | tail -n 1)
 reps=$(sed -n 's/.*(\([0-9]*\) replays)$/\1/p' "$tmp/minp.txt")
 [ -n "$lastp" ] && [ "$lastp" = "$reps" ] ||
   fail "--find-min-pool: last probe numbered '$lastp', but '$reps' replays"
@@ -267,6 +267,63 @@ $replay --top-sites=" 5" --quiet "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] |
 $replay - < "$tmp/rec.trace" > /dev/null 2>&1; [ $? = 2 ] || fail "stdin without --pool-size did not exit 2"
 $replay > /dev/null 2>&1; [ $? = 2 ] || fail "no argument did not exit 2"
 $replay --help | grep -q -- '--find-min-pool' || fail "--help does not list the options"
+
+# 9. A request that failed when recorded (5 MiB, next to 1 MiB live) and
+# that a larger pool serves: the peak reported is the recording's 1 MiB,
+# and the 6 MiB the replay held with it is named apart (it was reported
+# as the peak, as if the program had held 5 MiB more).
+printf '# gpubuddy-trace v2\n1 0 alloc 0x0 1048576 0 0\n2 1 fail 0x0 5242880 0 0\n3 2 free 0x0 0 0 0\n' \
+  > "$tmp/fail.trace"
+$replay --json --quiet --pool-size 16M "$tmp/fail.trace" > "$tmp/fail.json" ||
+  fail "replay of fail.trace exited $?"
+expect "$tmp/fail.json" peak_live_bytes 1048576
+expect "$tmp/fail.json" served_peak_live_bytes 6291456
+expect "$tmp/fail.json" served_recorded_failures 1
+$replay --quiet --pool-size 16M "$tmp/fail.trace" > "$tmp/fail.txt" || fail "text replay of fail.trace"
+grep -q "peak live bytes served:  1.0 MiB" "$tmp/fail.txt" &&
+  grep -q "beyond it: this pool also served 1 request that had failed" "$tmp/fail.txt" ||
+  fail "the peak beside a served recorded failure: $(grep -A1 'peak live' "$tmp/fail.txt")"
+# Through a pool as small as the recording's, it fails again: one peak.
+$replay --json --quiet --pool-size 4M "$tmp/fail.trace" > "$tmp/fail4.json"
+expect "$tmp/fail4.json" peak_live_bytes 1048576
+expect "$tmp/fail4.json" served_recorded_failures 0
+
+# 10. A PyTorch snapshot (a pickle) given as a trace: one line naming the
+# importer (it said "binary data (NUL byte)"), plain or gzipped.
+gzip -c "$srcdir/tests/data/torch_snapshot.pickle" > "$tmp/snap.pickle.gz"
+for p in "$srcdir/tests/data/torch_snapshot.pickle" "$tmp/snap.pickle.gz"; do
+  $replay "$p" > /dev/null 2> "$tmp/pk.err"
+  rc=$?
+  [ $rc = 1 ] && [ "$(wc -l < "$tmp/pk.err")" = 1 ] &&
+    grep -q "gpubuddy-import-torch" "$tmp/pk.err" ||
+    fail "a pickle: exit $rc: $(cat "$tmp/pk.err")"
+done
+
+# 11. --find-min-pool stopped by SIGINT: it prints the smallest size that
+# fitted so far (it printed nothing), and that size does replay cleanly;
+# its progress lines give the probes' total and a time left.
+churn=./samples/gpubuddy-sample-churn
+if [ -x "$churn" ]; then
+  GPB_TRACE=$tmp/long.trace $churn --backend virtual --pool-size 64M \
+    --steps 100000 --quiet > /dev/null 2>&1
+  $replay --find-min-pool --policy buddy --resolution 256 --min-block 256 \
+    "$tmp/long.trace" > "$tmp/int.out" 2> "$tmp/int.err" &
+  rp=$!
+  i=0 # until the scan has begun and said so (at most 20 s)
+  while ! grep -q "of at most" "$tmp/int.err" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -INT $rp 2>/dev/null
+  wait $rp
+  best=$(sed -n 's/.*interrupted: at most .* (\([0-9]*\) bytes fit).*/\1/p' "$tmp/int.out")
+  if [ -n "$best" ]; then
+    $replay --json --quiet --pool-size "$best" --min-block 256 --policy buddy \
+      "$tmp/long.trace" > "$tmp/best.json" || fail "replay at $best exited $?"
+    expect "$tmp/best.json" failed_allocs 0
+  elif ! grep -q "^min pool size (buddy): " "$tmp/int.out"; then
+    fail "--find-min-pool after SIGINT: $(cat "$tmp/int.out") / $(tail -2 "$tmp/int.err")"
+  fi # (else it had finished before the signal: nothing to check)
+  grep -q "of at most [0-9]*, at most about [0-9]* s left" "$tmp/int.err" ||
+    fail "no total or time left: $(head -3 "$tmp/int.err")"
+fi
 
 if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo ok

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "gpubuddy.h"
+#include "http.h"
 #include "live/netproto.h"
 #include "metrics.h"
 #include "relay.h"
@@ -52,6 +53,7 @@ static void relay_usage(FILE *f) {
 "reaches a pool, and the allocating program never waits on the relay.\n"
 "\n"
 "  --all                serve every pool on this machine, now and later\n"
+"                       (up to 4096 at once)\n"
 "  --listen ADDR:PORT   where to listen (default 127.0.0.1:%d; port 0\n"
 "                       picks a free one). [V6]:PORT for IPv6.\n"
 "  --token T            clients must send this token (default: the\n"
@@ -195,6 +197,14 @@ static void app_poll(gpbr_t *r, int exit_on_close, uint64_t *last_err) {
                exit_on_close ? "telling clients, then exiting"
                              : "serving its last state");
       gpbr_src_closed(s);
+    } else if (rc == GPB_EFORMAT &&
+               strstr(gpb_last_error_detail(), "(truncated?)")) {
+      /* Cut short by another process: its reader has given up on it
+       * for good (its writer too). Clients keep the last state; --all
+       * drops it once nobody reads it. */
+      gpbr_log(r, -1, "pool '%s': %s; dropped, serving the others",
+               gpbr_src_name(s), gpb_last_error_detail());
+      gpbr_src_closed(s);
     } else if (rc < 0 && now_ns() - *last_err > 10000000000ull) {
       /* A garbled or oversized keyframe in the segment: clients keep the
        * last good state while the reader keeps trying. */
@@ -207,9 +217,10 @@ static void app_poll(gpbr_t *r, int exit_on_close, uint64_t *last_err) {
 
 /* ------------------------------------------------------------ /metrics */
 
-/* The metrics listener: its own socket and thread, one request at a time,
- * each bounded in size and time, so a scraper (or anyone on the port)
- * never holds up the relay's loop or the pool. */
+/* The metrics listener: its own socket and thread, so a scraper (or
+ * anyone on the port) never holds up the relay's loop or the pool. The
+ * requests are judged and served by http.c: many at once, each under a
+ * total deadline. */
 typedef struct metrics_srv {
   int fd;
   int port;
@@ -226,77 +237,27 @@ static int metrics_listen(const char *spec, const gpbr_opts_t *o,
                     name, sizeof name, &m->port);
 }
 
-static void metrics_reply(int c, const char *status, const char *type,
-                          const char *body, size_t len) {
-  char head[256];
-  int n = snprintf(head, sizeof head, "HTTP/1.0 %s\r\nContent-Type: %s\r\n"
-                   "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                   status, type, len);
-  if (write(c, head, (size_t)n) != n) return;
-  for (size_t off = 0; off < len;) {
-    ssize_t w = write(c, body + off, len - off);
-    if (w <= 0) return;
-    off += (size_t)w;
-  }
-}
-
-/* Reads one request (at most 8 KiB, 2 s) and answers it. */
-static void metrics_serve_one(metrics_srv_t *m, int c) {
-  struct timeval tv = {2, 0};
-  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  char req[8192];
-  size_t n = 0;
-  while (n < sizeof req - 1) {
-    ssize_t got = read(c, req + n, sizeof req - 1 - n);
-    if (got <= 0) break;
-    n += (size_t)got;
-    req[n] = '\0';
-    if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n")) break;
-  }
-  req[n] = '\0';
-  static const char text[] = "text/plain; version=0.0.4; charset=utf-8";
-  if (strncmp(req, "GET /metrics ", 13) != 0 && strncmp(req, "GET /metrics?", 13) != 0) {
-    static const char nf[] = "gpubuddy-relay serves /metrics only\n";
-    metrics_reply(c, "404 Not Found", text, nf, sizeof nf - 1);
-    return;
-  }
-  if (m->token) {
-    char want[GPB_NP_TOKEN_MAX + 64];
-    snprintf(want, sizeof want, "Authorization: Bearer %s\r\n", m->token);
-    if (!strcasestr(req, want)) {
-      static const char no[] = "a token is required (Authorization: Bearer)\n";
-      metrics_reply(c, "401 Unauthorized", text, no, sizeof no - 1);
-      return;
-    }
-  }
+/* The body of an answer to GET /metrics: every pool of the machine. */
+static int metrics_body(char **body, size_t *len, void *user) {
+  (void)user;
   gpbt_pool_snap_t *v = NULL;
   size_t nv = 0;
-  char *body = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&body, &len);
+  *body = NULL;
+  *len = 0;
+  FILE *f = open_memstream(body, len);
   int ok = f && gpbt_snapshot_all(0.2, &v, &nv) == 0 &&
            gpbt_metrics_write(f, v, nv) == 0;
   if (f) fclose(f);
-  if (ok) metrics_reply(c, "200 OK", text, body, len);
-  else metrics_reply(c, "500 Internal Server Error", text, "", 0);
-  free(body);
   free(v);
+  return ok ? 0 : -1;
 }
 
 static void *metrics_main(void *arg) {
   metrics_srv_t *m = arg;
-  while (!relay_stop) {
-    struct pollfd p = {m->fd, POLLIN, 0};
-    if (poll(&p, 1, 200) <= 0) continue;
-    int c = accept(m->fd, NULL, NULL);
-    if (c < 0) {
-      if (errno == EMFILE || errno == ENFILE) usleep(100000); /* back off */
-      continue;
-    }
-    metrics_serve_one(m, c);
-    close(c);
-  }
+  gpbr_http_opts_t o = {.fd = m->fd, .token = m->token,
+                        .body = metrics_body, .stop = &relay_stop};
+  if (gpbr_http_serve(&o))
+    gpbr_log(NULL, 0, "metrics: out of host memory; /metrics stopped");
   return NULL;
 }
 
@@ -426,9 +387,12 @@ static int relay_parse_args(int argc, char **argv, relay_args_t *a) {
   /* The leading ':' makes a missing value ':', not '?'. */
   while ((ch = getopt_long(argc, argv, ":qvh", relay_longopts, NULL)) != -1) {
     if (ch == ':' || ch == '?') {
-      fprintf(stderr, "gpubuddy-relay: %s '%s' (try 'gpubuddy-relay --help')\n",
-              ch == ':' ? "option needs a value:" : "unknown option",
-              argv[optind - 1]);
+      if (ch == ':')
+        fprintf(stderr, "gpubuddy-relay: option '%s' needs a value (try "
+                "'gpubuddy-relay --help')\n", argv[optind - 1]);
+      else
+        fprintf(stderr, "gpubuddy-relay: unknown option '%s' (try "
+                "'gpubuddy-relay --help')\n", argv[optind - 1]);
       return 2;
     }
     int rc = relay_one_opt(ch, optarg, a);

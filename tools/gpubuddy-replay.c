@@ -88,6 +88,9 @@ typedef struct result {
   uint64_t ops, allocs, frees, oom, recorded_fails;
   uint64_t unknown_frees, dup_allocs, skipped_frees;
   uint64_t peak_live;
+  /* Requests that had failed when recorded but this pool served, and the
+   * peak of the others alone (the recording's own, when none failed). */
+  uint64_t served_fails, served_fail_max, peak_ok;
   gpb_stats_t at_peak, at_end;
   replay_hist_t lat_alloc, lat_free;
   double total_s;
@@ -215,6 +218,12 @@ static void print_lat(const char *label, const replay_hist_t *h) {
          c, h->count);
 }
 
+/* Whether the pool's peak includes requests that had failed when recorded
+ * (a larger pool than the recording's served them). */
+static int replay_beyond(const result_t *r) {
+  return r->served_fails && r->at_end.requested_peak > r->peak_ok;
+}
+
 static void print_text(const opts_t *o, const result_t *r) {
   char a[32], b[32];
   gpb_size_format(r->pool_size, a, sizeof a);
@@ -241,10 +250,25 @@ static void print_text(const opts_t *o, const result_t *r) {
          " frees); the pool emitted %" PRIu64 " events (%" PRIu64
          " splits, %" PRIu64 " merges)\n", r->ops, r->allocs, r->frees,
          r->at_end.seq, r->at_end.splits, r->at_end.merges);
-  gpb_size_format(r->at_end.requested_peak, a, sizeof a);
   gpb_size_format(r->at_end.block_peak, b, sizeof b);
-  printf("peak live bytes served:  %s (%" PRIu64 "; requests this replay "
-         "served, at once)\n", a, r->at_end.requested_peak);
+  if (replay_beyond(r)) {
+    /* Requests that failed when recorded held nothing there: the peak to
+     * report is the recording's, and what this pool took on top apart. */
+    gpb_size_format(r->peak_ok, a, sizeof a);
+    printf("peak live bytes served:  %s (%" PRIu64 "; requests that had "
+           "succeeded when recorded, at once)\n", a, r->peak_ok);
+    gpb_size_format(r->at_end.requested_peak, a, sizeof a);
+    char c[32];
+    gpb_size_format(r->served_fail_max, c, sizeof c);
+    printf("  beyond it: this pool also served %" PRIu64 " request%s that "
+           "had failed in the recording (the largest %s), holding %s at "
+           "once with them\n", r->served_fails,
+           r->served_fails == 1 ? "" : "s", c, a);
+  } else {
+    gpb_size_format(r->at_end.requested_peak, a, sizeof a);
+    printf("peak live bytes served:  %s (%" PRIu64 "; requests this replay "
+           "served, at once)\n", a, r->at_end.requested_peak);
+  }
   printf("peak bytes in blocks:    %s (%" PRIu64 ", %.3fx served)\n",
          b, r->at_end.block_peak,
          ratio(r->at_end.block_peak, r->at_end.requested_peak));
@@ -451,7 +475,10 @@ static void json_run(const opts_t *o, const result_t *r, const scan_t *sc,
   printf("      \"pool_frees\": %" PRIu64 ",\n", e->frees);
   printf("      \"splits\": %" PRIu64 ",\n", e->splits);
   printf("      \"merges\": %" PRIu64 ",\n", e->merges);
-  printf("      \"peak_live_bytes\": %" PRIu64 ",\n", e->requested_peak);
+  printf("      \"peak_live_bytes\": %" PRIu64 ",\n",
+         replay_beyond(r) ? r->peak_ok : e->requested_peak);
+  printf("      \"served_peak_live_bytes\": %" PRIu64 ",\n", e->requested_peak);
+  printf("      \"served_recorded_failures\": %" PRIu64 ",\n", r->served_fails);
   printf("      \"peak_block_bytes\": %" PRIu64 ",\n", e->block_peak);
   printf("      \"peak_page_bytes\": %" PRIu64 ",\n", r->vmm_peak);
   printf("      \"failed_allocs\": %" PRIu64 ",\n", r->oom);
@@ -767,7 +794,8 @@ typedef struct run {
   gpbt_sites_t st;
   progress_t pg;
   int warned_unknown, warned_dup;
-  uint64_t live, t_first, start;
+  uint64_t live, live_ok, t_first, start; /* live_ok: without requests
+                                             that failed when recorded */
 } run_t;
 
 /* Frees what run_open made; each part may be missing. */
@@ -903,6 +931,12 @@ static int run_alloc(run_t *u, const gpb_trace_op_t *op) {
     gpbt_pages_use(&u->pages, (uint64_t)((char *)p - (char *)u->info.base),
                    usable);
   u->live += op->size;
+  if (op->id & FAIL_ID) {
+    r->served_fails++;
+    if (op->size > r->served_fail_max) r->served_fail_max = op->size;
+  } else if ((u->live_ok += op->size) > r->peak_ok) {
+    r->peak_ok = u->live_ok;
+  }
   if (u->st.v) gpbt_sites_alloc(&u->st, op->site, op->size);
   if (u->live > r->peak_live) {
     r->peak_live = u->live;
@@ -934,6 +968,7 @@ static int run_free(run_t *u, const gpb_trace_op_t *op) {
   }
   void *p = e.ptr;
   u->live -= e.size;
+  if (!(op->id & FAIL_ID)) u->live_ok -= e.size;
   size_t usable = 0;
   if (p && gpb_usable_size(u->pool, p, &usable)) usable = 0;
   if (u->st.v) gpbt_sites_free(&u->st, e.site, e.size);
@@ -1011,25 +1046,69 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
 typedef struct min_probe_ctx {
   const char *pol;
   int quiet;
+  const gpbt_minpool_t *st; /* the search's state, filled as it goes */
+  uint64_t t0;
+  uint64_t shown_ns; /* when a line was last printed */
 } min_probe_ctx_t;
+
+/* "probe N of at most T, about S s left" once the scan's range is known
+ * (probes that stop at their first failure are quicker than ones that
+ * fit, so the estimate is an upper one); before, the doubling. */
+static void min_probe_where(const min_probe_ctx_t *mc, uint64_t n, char *buf,
+                            size_t len) {
+  const gpbt_minpool_t *st = mc->st;
+  if (!st->upper || !st->step) {
+    snprintf(buf, len, "probe %" PRIu64 " (looking for a size that fits)", n);
+    return;
+  }
+  uint64_t total = st->scan_from + (st->upper - st->lower) / st->step + 1;
+  double per = (double)(gpb_now_ns() - mc->t0) / 1e9 / (double)n;
+  double left = total > n ? per * (double)(total - n) : 0;
+  snprintf(buf, len, "probe %" PRIu64 " of at most %" PRIu64 ", at most "
+           "about %.0f s left", n, total, left);
+}
 
 /* Prints each probe of the smallest-pool search (not with --quiet), and
  * stops the search after a SIGINT or SIGTERM: each probe is a whole
  * replay, so that is as soon as it can stop. */
 static int min_probe(void *user, uint64_t size, int fits, uint64_t n) {
-  const min_probe_ctx_t *mc = user;
+  min_probe_ctx_t *mc = user;
   const char *pol = mc->pol;
   if (replay_stop) return 1;
   if (fits < 0 || mc->quiet) return 0;
-  if (isatty(2)) {
-    fprintf(stderr, "\rfind-min-pool (%s): probe %" PRIu64 ": %" PRIu64
-            " bytes: %s   ", pol, n, size, fits ? "fits" : "fails");
-    if (fits) fprintf(stderr, "\n");
-  } else if (fits || n % 64 == 0) {
-    fprintf(stderr, "find-min-pool (%s): probe %" PRIu64 ": %" PRIu64
-            " bytes: %s\n", pol, n, size, fits ? "fits" : "fails");
-  }
+  /* Every fit, and a failure at most every 0.2 s on a terminal, 2 s in a
+   * log (probes that stop at once come by the million). */
+  int tty = isatty(2);
+  uint64_t now = gpb_now_ns(), every = tty ? 200000000ull : 2000000000ull;
+  if (!fits && n > 1 && now - mc->shown_ns < every) return 0;
+  mc->shown_ns = now;
+  char where[96];
+  min_probe_where(mc, n, where, sizeof where);
+  fprintf(stderr, "%sfind-min-pool (%s): %s: %" PRIu64 " bytes: %s%s",
+          tty ? "\r" : "", pol, where, size, fits ? "fits" : "fails",
+          tty && !fits ? "   " : "\n");
   return 0;
+}
+
+/* After a signal: what the search had learned, on standard output. */
+static void min_interrupted(const char *pol, const gpbt_minpool_t *st) {
+  fprintf(stderr, "%s: interrupted by signal %d during --find-min-pool (%s) "
+          "after %" PRIu64 " probes\n", prog, (int)replay_stop, pol,
+          st->probes);
+  if (!st->fits_at) {
+    printf("min pool size (%s): interrupted before any size fitted\n", pol);
+    return;
+  }
+  char a[32];
+  gpb_size_format(st->fits_at, a, sizeof a);
+  printf("min pool size (%s), interrupted: at most %s (%" PRIu64 " bytes "
+         "fit)", pol, a, st->fits_at);
+  if (st->failed_to)
+    printf("; every size from %" PRIu64 " to %" PRIu64 " failed, so the "
+           "answer lies above %" PRIu64, st->lower, st->failed_to,
+           st->failed_to);
+  printf("\n");
+  fflush(stdout);
 }
 
 /* The smallest pool on a grid of o->resolution (default 1/1024 of the
@@ -1040,13 +1119,12 @@ static int min_probe(void *user, uint64_t size, int fits, uint64_t n) {
  * a signal. */
 static int find_min_pool(const opts_t *o, gpb_policy_t policy,
                          const gpbt_seq_t *q, gpbt_minpool_t *out) {
-  min_probe_ctx_t mc = {gpb_policy_name(policy), o->quiet};
+  min_probe_ctx_t mc = {gpb_policy_name(policy), o->quiet, out, gpb_now_ns(),
+                        0};
   int rc = gpbt_minpool_find_plan(q, o->min_block, policy, o->plan,
                                   o->resolution, min_probe, &mc, out);
   if (rc > 0) {
-    fprintf(stderr, "%s: interrupted by signal %d during --find-min-pool "
-            "(%s) after %" PRIu64 " probes\n", prog, (int)replay_stop,
-            gpb_policy_name(policy), out->probes);
+    min_interrupted(gpb_policy_name(policy), out);
     return -1;
   }
   if (rc == GPB_ETOOBIG) {
@@ -1191,12 +1269,15 @@ static int own_plan_min(const opts_t *o, const gpbt_seq_t *q,
   int rc = gpb_plan_make(q->ops, q->n, q->nslots, o->min_block,
                          plan_progress, (void *)o, &plan);
   if (!rc) {
-    min_probe_ctx_t mc = {"bestfit, own plan", o->quiet};
+    min_probe_ctx_t mc = {"bestfit, own plan", o->quiet, out, gpb_now_ns(),
+                          0};
     rc = gpbt_minpool_find_plan(q, o->min_block, GPB_POLICY_BESTFIT, plan,
                                 o->resolution, min_probe, &mc, out);
   }
   gpb_plan_destroy(plan);
-  if (rc > 0)
+  if (rc > 0 && out->probes)
+    min_interrupted("bestfit, own plan", out);
+  else if (rc > 0)
     fprintf(stderr, "%s: interrupted by signal %d\n", prog, (int)replay_stop);
   else if (rc)
     fprintf(stderr, "%s: the trace's own plan: %s: %s\n", prog,

@@ -21,7 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EXIT_GONE = 3, EXIT_NOTFOUND = 2 };
+/* Exit status (docs/DESIGN.md, "Programs"): 0 ok, 1 error (no such pool
+ * included), 2 usage; 3 the writer is gone, which only stat tells. */
+enum { EXIT_GONE = 3, EXIT_NOTFOUND = 1 };
 
 typedef struct stat_opts {
   const char *name;
@@ -31,7 +33,7 @@ typedef struct stat_opts {
 
 static void stat_usage(FILE *f) {
   fprintf(f,
-          "usage: gpubuddy-stat [--json] [--watch [SECONDS]] NAME\n"
+          "Usage: gpubuddy-stat [--json] [--watch [SECONDS]] NAME\n"
           "       gpubuddy-stat --list [--json]\n"
           "       gpubuddy-stat --all [--json]\n"
           "\n"
@@ -55,8 +57,9 @@ static void stat_usage(FILE *f) {
           "  --help             this text\n"
           "  --version          the version\n"
           "\n"
-          "Exit status: 0 ok, 1 error, 2 no such pool, 3 the writer is gone\n"
-          "(the last state it published is still printed when known).\n");
+          "Exit status: 0 ok, 1 error (no such pool included), 2 usage, 3 the\n"
+          "writer is gone"
+          " (the last state it published is still printed when known).\n");
 }
 
 static void stat_sleep(double s) {
@@ -242,8 +245,8 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
         }
       }
     } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "gpubuddy-stat: unknown option %s (try 'gpubuddy-stat "
-              "--help')\n", a);
+      fprintf(stderr, "gpubuddy-stat: unknown option '%s' (try "
+              "'gpubuddy-stat --help')\n", a);
       return -1;
     } else if (!o->name) {
       o->name = a;

@@ -9,7 +9,8 @@
  * CLOCK_MONOTONIC over the process's first 20 ms of calls (which read the
  * real clock meanwhile). Each thread re-anchors to CLOCK_MONOTONIC once a
  * second, so readings stay within microseconds of it and never go back.
- * GPB_CLOCK=monotonic in the environment turns the TSC path off.
+ * GPB_CLOCK=monotonic in the environment turns the TSC path off (tsc or
+ * auto: the default; another value is named on stderr once).
  *
  * The tick. A pool whose only consumer is the live publisher needs times
  * for people (ages, to the millisecond), and even the kernel's coarse
@@ -26,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,6 +73,12 @@ static _Thread_local uint64_t t_tsc CLOCK_TLS, t_ns CLOCK_TLS,
 static int clock_tsc_usable(void) {
   const char *e = getenv("GPB_CLOCK");
   if (e && strcmp(e, "monotonic") == 0) return 0;
+  /* Anything else but the default is a mistake worth a line: it has no
+   * error path (any call may read the clock first), so it is said once,
+   * here, where the choice is made. */
+  if (e && *e && strcmp(e, "tsc") != 0 && strcmp(e, "auto") != 0)
+    fprintf(stderr, "gpubuddy: GPB_CLOCK=%.64s is not 'monotonic' or 'tsc' "
+            "(or 'auto', the default); using the default\n", e);
   unsigned a, b, c, d;
   if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return 0;
   __get_cpuid(0x80000007u, &a, &b, &c, &d);

@@ -38,6 +38,8 @@ typedef struct shm_reader {
   gpb_block_info_t *blocks;
   size_t blocks_cap;
   char name[GPB_NAME_MAX];
+  int guard; /* SIGBUS guard slot (guard.c), -1 none */
+  int cut_seen; /* the guard fired, and we said so */
   /* The pool's geometry as validated at open: the segment can change
    * under us, so these are never read from it again. */
   uint64_t min_block, managed;
@@ -335,7 +337,29 @@ static int shm_sync(gpb_attach_t *a, shm_reader_t *r, uint64_t H,
   return 0;
 }
 
-static int shm_poll(gpb_attach_t *a) {
+/* Whether the segment was truncated: the guard fired (a page we touched
+ * was gone), or the file is now shorter than what we mapped (looked at
+ * with the liveness check, as pages we have not touched yet may be gone
+ * too). Then the reader drops the pool: GPB_EFORMAT from now on. */
+static int shm_truncated(shm_reader_t *r, int look) {
+  int cut = gpb__guard_cut(r->guard);
+  if (!cut && !look) return 0;
+  char path[GPB_NAME_MAX + 32];
+  snprintf(path, sizeof path, "/dev/shm/" PUB_PREFIX "%s", r->name);
+  struct stat st;
+  long long has = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+  if (!cut && (has < 0 || (uint64_t)has >= r->size)) return 0;
+  char msg[256];
+  if (has >= 0)
+    snprintf(msg, sizeof msg, "live segment header says %zu bytes; the file "
+             "has %lld (truncated?)", r->size, has);
+  else
+    snprintf(msg, sizeof msg, "live segment header says %zu bytes; the file "
+             "was cut short and is gone (truncated?)", r->size);
+  return shm_gone(r, GPB_EFORMAT, msg);
+}
+
+static int shm_poll_once(gpb_attach_t *a) {
   shm_reader_t *r = a->impl;
   int applied = 0;
   if (r->pending) {
@@ -345,6 +369,9 @@ static int shm_poll(gpb_attach_t *a) {
   }
   if (r->gone) return applied ? applied : gpb__fail(r->gone, "%s", r->gone_msg);
   uint64_t now = gpb_now_ns();
+  int look = now - r->last_alive >= 250 * PUB_MS;
+  int rc = shm_truncated(r, look);
+  if (rc < 0) return rc;
   if (now - r->last_beat >= 100 * PUB_MS) {
     r->last_beat = now;
     atomic_store_explicit(&r->h->reader_seen_ns, now, RLX);
@@ -354,7 +381,7 @@ static int shm_poll(gpb_attach_t *a) {
   uint64_t H = atomic_load_explicit(&r->h->head, ACQ);
   /* Texts go out before the events that name them: what head covers,
    * this finds. */
-  int rc = shm_sites(a, r);
+  rc = shm_sites(a, r);
   if (rc < 0) return rc;
   rc = shm_sync(a, r, H, &applied);
   if (rc < 0) return rc;
@@ -393,9 +420,22 @@ static int shm_poll(gpb_attach_t *a) {
   return applied;
 }
 
+/* The pages may go while we read them: then what we read was zeros, and
+ * whatever that made of the poll, the cut is what to report. */
+static int shm_poll(gpb_attach_t *a) {
+  shm_reader_t *r = a->impl;
+  int rc = shm_poll_once(a);
+  if (gpb__guard_cut(r->guard) && !r->cut_seen) {
+    r->cut_seen = 1;
+    return shm_truncated(r, 0);
+  }
+  return rc;
+}
+
 static void shm_close(gpb_attach_t *a) {
   shm_reader_t *r = a->impl;
   if (!r) return;
+  gpb__guard_remove(r->guard);
   munmap(r->map, r->size);
   free(r->kbuf);
   free(r->blocks);
@@ -419,7 +459,10 @@ int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
     return rc;
   }
   r->h = r->map;
-  if ((rc = gpb__shm_check_header(r->h, r->size, name))) {
+  r->guard = gpb__guard_add(r->map, r->size, NULL);
+  if ((rc = gpb__shm_check_header(r->h, r->size, name)) ||
+      (rc = shm_truncated(r, 0))) {
+    gpb__guard_remove(r->guard);
     munmap(r->map, r->size);
     free(r);
     return rc;
@@ -437,6 +480,7 @@ int gpb__attach_shm_open(const char *name, gpb_attach_t *a) {
   r->sites_size = h->sites_size; /* checked with the header */
   r->sites = r->sites_size ? (char *)r->map + h->sites_off : NULL;
   if ((rc = gpb_model_create(r->managed, r->min_block, &a->model))) {
+    gpb__guard_remove(r->guard);
     munmap(r->map, r->size);
     free(r);
     return rc;

@@ -507,9 +507,17 @@ static int remote_args(const char *addr, const char **token, char *hp,
   hp[hl] = 0;
   pool[0] = 0;
   if (slash) {
+    if (!slash[1])
+      return gpb__fail(GPB_EINVAL, "'%s': no pool name after the '/' (give "
+                       "HOST:PORT/NAME, or HOST:PORT for the relay's list)",
+                       addr);
     int rc = gpb__shm_check_name(slash + 1);
-    if (rc) return gpb__fail(rc, "'%s': after '/' comes a pool name: %s", addr,
-                             gpb_last_error_detail());
+    /* The detail is copied first: formatting it into the message it is
+     * part of wrote it twice. */
+    char why[160];
+    snprintf(why, sizeof why, "%s", rc ? gpb_last_error_detail() : "");
+    if (rc) return gpb__fail(rc, "'%s': bad pool name after the '/': %s",
+                             addr, why);
     snprintf(pool, GPB_NAME_MAX, "%s", slash + 1);
   }
   if (!*token || !**token) *token = getenv("GPB_RELAY_TOKEN");

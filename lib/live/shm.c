@@ -238,9 +238,13 @@ static int shm_state(const char *name) {
   if (gpb__shm_map(path, 0, &map, &size, NULL)) return -1;
   const pub_hdr_t *h = map;
   int st = -1;
+  /* The file may be cut short while we read its header. */
+  int g = gpb__guard_add(map, size, NULL);
   if (gpb__shm_check_header(h, size, name) == 0)
     st = !atomic_load_explicit(&h->closed, ACQ) &&
          gpb__shm_alive(h->pid, h->pid_start);
+  if (gpb__guard_cut(g)) st = -1;
+  gpb__guard_remove(g);
   munmap(map, size);
   return st;
 }

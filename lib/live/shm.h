@@ -190,4 +190,13 @@ GPB__SHARED int gpb__shm_check_header(const pub_hdr_t *h, size_t fsize,
 GPB__SHARED int gpb__shm_map(const char *path, int writable, void **map,
                              size_t *size, struct stat *st_out);
 
+/* SIGBUS guard for segment mappings (guard.c): a truncated segment
+ * turns the mapping into private zero pages instead of killing. add
+ * returns a slot, or -1 when none is free (the mapping is unguarded);
+ * msg (NULL: none) is written to stderr once when the guard fires and
+ * must live until remove. cut: whether it fired. */
+GPB__SHARED int gpb__guard_add(void *map, size_t len, const char *msg);
+GPB__SHARED int gpb__guard_cut(int slot);
+GPB__SHARED void gpb__guard_remove(int slot);
+
 #endif /* GPB_LIVE_SHM_H */

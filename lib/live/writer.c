@@ -42,7 +42,9 @@ struct gpb__pub {
   char *sites;          /* the site table; NULL when the pool has none */
   uint64_t sites_size, sites_pos; /* its bytes; where the next entry goes
                                      (ours: never read from the segment) */
+  int guard;            /* SIGBUS guard slot (guard.c), -1 none */
   char path[GPB_NAME_MAX + 16];
+  char cut_msg[GPB_NAME_MAX * 2 + 160]; /* said once if it is truncated */
 };
 
 /* Called when the name is taken. 0: the old segment was stale and is gone
@@ -55,10 +57,14 @@ static int pub_take_over(const char *path, const char *name) {
   if (rc == GPB_ENOTFOUND) return 0; /* gone meanwhile: just retry */
   if (rc == 0) {
     const pub_hdr_t *h = map;
+    /* Its header is read under the guard: the file may be cut short
+     * (then it reads as zeros, a bad magic). */
+    int g = gpb__guard_add(map, size, NULL);
     rc = gpb__shm_check_header(h, size, NULL);
     if (rc == 0 && !atomic_load_explicit(&h->closed, ACQ) &&
         gpb__shm_alive(h->pid, h->pid_start)) {
       int pid = h->pid;
+      gpb__guard_remove(g);
       munmap(map, size);
       return gpb__fail(GPB_EBUSY, "pool name '%s' is published by a live "
                        "process (pid %d)", name, pid);
@@ -71,6 +77,7 @@ static int pub_take_over(const char *path, const char *name) {
       uint32_t v = h->version;
       if (!atomic_load_explicit(&h->closed, ACQ) &&
           gpb__shm_alive(h->pid, h->pid_start)) {
+        gpb__guard_remove(g);
         munmap(map, size);
         return gpb__fail(GPB_EBUSY, "pool name '%s' is published by a live "
                          "process (pid %d) of another gpubuddy version "
@@ -78,6 +85,7 @@ static int pub_take_over(const char *path, const char *name) {
       }
       rc = 0; /* a dead writer's: replaced as any stale segment is */
     }
+    gpb__guard_remove(g);
     munmap(map, size);
   } else if (rc != GPB_EFORMAT && rc != GPB_EVERSION) {
     return rc;
@@ -197,6 +205,12 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   p->dev = st.st_dev;
   p->ino = st.st_ino;
   p->kf_interval = PUB_MS;
+  /* Another process may truncate the file under us: the guard keeps the
+   * stores that follow from raising SIGBUS, and says so once. */
+  snprintf(p->cut_msg, sizeof p->cut_msg, "gpubuddy: pool '%s': its live "
+           "segment /dev/shm%s was truncated by another process; publishing "
+           "stopped, the pool carries on\n", name, p->path);
+  p->guard = gpb__guard_add(m, (size_t)total, p->cut_msg);
 
   pub_hdr_t *h = p->h; /* fallocate gave zeroed pages */
   h->version = PUB_VERSION;
@@ -344,6 +358,13 @@ void gpb__ring_sites(gpb__ring_t *r, uint32_t site, uint64_t seq, int type) {
 
 void gpb__ring_keyframe(gpb__ring_t *r, uint64_t seq, uint64_t req) {
   gpb__pub_t *p = r->pub;
+  if (gpb__guard_cut(p->guard)) {
+    /* The segment was truncated: the mapping is private zeros now, and
+     * a keyframe there would reach no one. */
+    r->served = req;
+    r->kf_seq = seq;
+    return;
+  }
   /* Asked for, or every half ring, reader or not: a reader that attaches
    * later, even to a writer that has gone idle, then finds a keyframe
    * whose following events the ring still holds. Event times may come
@@ -380,6 +401,7 @@ void gpb__pub_close(gpb__pub_t *p) {
       shm_unlink(p->path); /* only our own: a successor may hold the name */
     if (fd >= 0) close(fd);
   }
+  gpb__guard_remove(p->guard);
   munmap(p->map, p->size);
   gpb__tick_drop(p->tick_gen);
   free(p);

@@ -56,7 +56,7 @@ struct gpb_trace_reader {
   uint64_t day_ns, prev_ns;
   int have_prev;
   char msg[320];
-  char warn[160]; /* gpb_trace_warning: a cut last line that was dropped */
+  char warn[400]; /* gpb_trace_warning: a cut file, a dropped last line */
 };
 
 
@@ -83,7 +83,11 @@ static int trace_fill(gpb_trace_reader_t *r) {
   size_t n;
   int rc = gpb__zin_next(r->z, &r->buf, &n);
   if (rc < 0) return trace_fail(r, rc, "%s", gpb_last_error_detail());
-  if (rc == 0) r->eof = 1;
+  if (rc == 0) {
+    r->eof = 1;
+    const char *cut = gpb__zin_cut(r->z);
+    if (*cut) snprintf(r->warn, sizeof r->warn, "%s", cut);
+  }
   r->len = n;
   r->pos = 0;
   return 0;
@@ -142,9 +146,14 @@ static int trace_getline(gpb_trace_reader_t *r) {
      * so it is dropped, not half read; the rest stays. The first line is
      * kept: it is the header, and a file of one line with no newline
      * ("x", "# gpubuddy-trace v2") is judged by it, not called empty. */
-    snprintf(r->warn, sizeof r->warn, "line %llu has no newline: the file "
-             "was cut there (a crashed writer?); that line was dropped",
-             (unsigned long long)r->lineno);
+    size_t w = strlen(r->warn); /* after the gzip stream's note */
+    if (w)
+      snprintf(r->warn + w, sizeof r->warn - w, "; line %llu, cut there, "
+               "was dropped", (unsigned long long)r->lineno);
+    else
+      snprintf(r->warn, sizeof r->warn, "line %llu has no newline: the "
+               "file was cut there (a crashed writer?); that line was "
+               "dropped", (unsigned long long)r->lineno);
     r->lineno--;
     return 0;
   }
@@ -564,6 +573,14 @@ static int rmm_header(gpb_trace_reader_t *r) {
   return 0;
 }
 
+/* Whether the file starts as a pickle of protocol 2 to 5 does (PROTO
+ * opcode 0x80, then the version): what torch.cuda.memory._dump_snapshot
+ * writes, which people hand to trace readers first. */
+static int trace_is_pickle(const gpb_trace_reader_t *r) {
+  return r->buf && r->len >= 2 && r->buf[0] == 0x80 && r->buf[1] >= 2 &&
+         r->buf[1] <= 5;
+}
+
 int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
   if (!out) return gpb__fail(GPB_EINVAL, "out is NULL");
   *out = NULL;
@@ -573,9 +590,18 @@ int gpb_trace_open(const char *path, gpb_trace_reader_t **out) {
   int rc = gpb__zin_open(path, &r->z);
   if (rc) goto fail;
   rc = trace_getline(r);
+  if (trace_is_pickle(r)) {
+    rc = gpb__fail(GPB_EFORMAT, "a Python pickle (a PyTorch memory "
+                   "snapshot?), not a trace: convert it with "
+                   "gpubuddy-import-torch '%s' -o OUT.trace", path);
+    goto fail;
+  }
   if (rc < 0) goto fail;
   if (rc == 0) {
-    rc = gpb__fail(GPB_EFORMAT, "trace '%s' is empty", path);
+    const char *cut = gpb__zin_cut(r->z);
+    rc = *cut ? gpb__fail(GPB_EFORMAT, "trace '%s' has no whole line: %s",
+                          path, cut)
+              : gpb__fail(GPB_EFORMAT, "trace '%s' is empty", path);
     goto fail;
   }
   if (!strncmp(r->ln, GPB__TRACE_MAGIC, strlen(GPB__TRACE_MAGIC))) {

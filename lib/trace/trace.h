@@ -63,6 +63,9 @@ GPB__HIDDEN int gpb__zin_open(const char *path, gpb__zin_t **out);
  * writable. 1 with bytes, 0 at the clean end, <0 on error. */
 GPB__HIDDEN int gpb__zin_next(gpb__zin_t *z, unsigned char **p, size_t *n);
 GPB__HIDDEN void gpb__zin_close(gpb__zin_t *z);
+/* After the end: "" when the file was whole, else a note saying where
+ * it was cut short (the text before that was handed out). */
+GPB__HIDDEN const char *gpb__zin_cut(const gpb__zin_t *z);
 GPB__HIDDEN int gpb__zout_open(const char *path, int compress,
                                gpb__zout_t **out);
 GPB__HIDDEN int gpb__zout_write(gpb__zout_t *z, const void *p, size_t n);

@@ -71,6 +71,7 @@ struct gpb__zin {
   int seen_last; /* blocked: the empty last member was read */
   int err;       /* a stream error held back behind the text before it */
   char msg[256];
+  char cut[200]; /* the file ended early: what was lost ("" when not) */
   unsigned char *in; /* bytes as read from the file */
   size_t in_len, in_pos;
   uint64_t base; /* file offset of in[0], for messages */
@@ -160,6 +161,18 @@ static int zin_corrupt(gpb__zin_t *z, const char *why) {
   return zb_corrupt_at(z->base + z->in_pos, why);
 }
 
+/* The file ends early (a writer killed before it closed the trace): the
+ * members before are whole, so the text ends here, with a note that
+ * the reader turns into a warning. 0, as at the clean end. */
+static int zin_cut(gpb__zin_t *z, const char *where) {
+  snprintf(z->cut, sizeof z->cut, "the gzip stream ends at byte %llu %s: "
+           "cut short (a killed writer?); what came before it was read",
+           (unsigned long long)(z->base + z->in_len), where);
+  return 0;
+}
+
+const char *gpb__zin_cut(const gpb__zin_t *z) { return z ? z->cut : ""; }
+
 /* Reads the next member's bytes and checks its frame (header, lengths,
  * what may follow the last). 1 with *m at the member in z->in (valid
  * until the next read), 0 at the clean end, or <0. */
@@ -169,15 +182,11 @@ static int zin_member(gpb__zin_t *z, const unsigned char **m, uint32_t *msize,
   if (have < 0) return (int)have;
   if (have == 0) {
     if (!z->seen_last)
-      return gpb__fail(GPB_EFORMAT,
-                       "corrupt or truncated gzip stream (it ends at byte "
-                       "%llu without its last block: cut short, or the "
-                       "writer was not closed)",
-                       (unsigned long long)(z->base + z->in_pos));
+      return zin_cut(z, "without its last block");
     return 0;
   }
   if (z->seen_last) return zin_corrupt(z, "data after the last block");
-  if (have < ZB_HDR) return zin_corrupt(z, "cut short inside its header");
+  if (have < ZB_HDR) return zin_cut(z, "inside a block's header");
   const unsigned char *h = z->in + z->in_pos;
   if (!zb_is_header(h)) return zin_corrupt(z, "not a gpubuddy gzip block");
   uint32_t len = zb_get32(h + 16);
@@ -185,7 +194,7 @@ static int zin_member(gpb__zin_t *z, const unsigned char **m, uint32_t *msize,
     return zin_corrupt(z, "block length out of range");
   have = zin_fill(z, len);
   if (have < 0) return (int)have;
-  if ((size_t)have < len) return zin_corrupt(z, "cut short");
+  if ((size_t)have < len) return zin_cut(z, "inside a block");
   h = z->in + z->in_pos;
   uint32_t t = zb_get32(h + len - 4);
   if (t > ZB_TEXT_MAX) return zin_corrupt(z, "text length out of range");
@@ -381,10 +390,10 @@ static int zin_next_stream(gpb__zin_t *z, unsigned char **p, size_t *n) {
   while (s->avail_out) {
     long have = zin_fill(z, 1);
     if (have < 0) return zin_stream_fault(z, (int)have, p, n);
-    if (have == 0) {
-      rc = gpb__fail(GPB_EFORMAT, "corrupt or truncated gzip stream "
-                                  "(unexpected end of file)");
-      return zin_stream_fault(z, rc, p, n);
+    if (have == 0) { /* cut short: the text so far, then the end */
+      zin_cut(z, "inside a member");
+      z->done = 1;
+      break;
     }
     s->next_in = z->in + z->in_pos;
     s->avail_in = (uInt)have;

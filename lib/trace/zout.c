@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define ZOUT_PLAIN_CAP (1u << 17)
@@ -32,8 +33,31 @@ struct gpb__zout {
 #endif
 };
 
+/* Whether the file may grow: a write that starts at or past the
+ * process's file size limit (ulimit -f) raises SIGXFSZ, which kills the
+ * program unless it chose otherwise. One that starts below is cut short
+ * at the limit without a signal, so asking before each write (once per
+ * block: a getrlimit and an lseek) keeps the trace from ever raising it,
+ * and leaves the program's own signal disposition alone. Pipes and
+ * terminals have no limit (lseek fails on them). */
+static int zout_room(gpb__zout_t *z, size_t n) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+    return 0;
+  off_t at = lseek(z->fd, 0, SEEK_CUR);
+  /* A gzip block goes whole or not at all: the file then ends at a block
+   * edge. Plain text may stop anywhere (readers drop a cut line). */
+  uint64_t need = z->compress ? n : 1;
+  if (at < 0 || (uint64_t)at + need <= (uint64_t)rl.rlim_cur) return 0;
+  return gpb__fail(GPB_EIO, "trace write failed: the file reached this "
+                   "process's size limit (ulimit -f: %llu bytes); tracing "
+                   "stopped there", (unsigned long long)rl.rlim_cur);
+}
+
 static int zout_write_all(gpb__zout_t *z, const unsigned char *p, size_t n) {
   while (n) {
+    int rc = zout_room(z, n);
+    if (rc) return rc;
     ssize_t k = write(z->fd, p, n);
     if (k < 0) {
       if (errno == EINTR) continue;

@@ -30,10 +30,14 @@ WORKLOADS = ("resnet", "gpt", "infer")
 
 def start_recording(torch, max_entries):
     rec = torch.cuda.memory._record_memory_history
+    # Python frames of each allocation: gpubuddy-import-torch turns them
+    # into the traces' call sites, so `gpubuddy-replay --top-sites` and
+    # the viewer's site panel have something to show on the samples.
     try:  # PyTorch >= 2.1
-        rec(enabled="all", context=None, max_entries=max_entries)
+        rec(enabled="all", context="alloc", stacks="python",
+            max_entries=max_entries)
     except TypeError:
-        rec(True, trace_alloc_max_entries=max_entries, trace_alloc_record_context=False)
+        rec(True, trace_alloc_max_entries=max_entries, trace_alloc_record_context=True)
 
 
 def resnet(torch, dev, steps):

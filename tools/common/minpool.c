@@ -17,14 +17,17 @@ uint64_t gpbt_minpool_step(uint64_t peak, uint64_t min_block) {
 static int minpool_scan_from(uint64_t lower, uint64_t step, uint64_t upper,
                              gpbt_fits_fn fits, void *ctx, gpbt_probe_fn probe,
                              void *user, uint64_t n0, gpbt_minpool_t *out) {
-  memset(out, 0, sizeof *out);
   out->lower = lower;
   out->step = step;
   out->probes = n0;
+  out->scan_from = n0;
+  out->upper = upper;
   if (step == 0) return GPB_EINVAL;
   for (uint64_t s = lower; s <= upper; s += step) {
     int f = fits(ctx, s);
     out->probes++;
+    if (f > 0) out->fits_at = s;
+    if (f == 0) out->failed_to = s;
     int stop = probe ? probe(user, s, f, out->probes) : 0;
     if (stop > 0) return stop;
     if (f < 0) return f;
@@ -40,6 +43,7 @@ static int minpool_scan_from(uint64_t lower, uint64_t step, uint64_t upper,
 int gpbt_minpool_scan(uint64_t lower, uint64_t step, uint64_t upper,
                       gpbt_fits_fn fits, void *ctx, gpbt_probe_fn probe,
                       void *user, gpbt_minpool_t *out) {
+  memset(out, 0, sizeof *out);
   return minpool_scan_from(lower, step, upper, fits, ctx, probe, user, 0, out);
 }
 
@@ -134,6 +138,8 @@ int gpbt_minpool_find_plan(const gpbt_seq_t *q, size_t min_block,
   for (;;) {
     f = minpool_fits(&c, upper);
     probes++;
+    out->probes = probes;
+    if (f > 0) out->fits_at = upper;
     int stop = probe ? probe(user, upper, f, probes) : 0;
     if (stop > 0 || f < 0) {
       rc = stop > 0 ? stop : f;

@@ -34,11 +34,19 @@ typedef int (*gpbt_fits_fn)(void *ctx, uint64_t pool_size);
 typedef int (*gpbt_probe_fn)(void *user, uint64_t pool_size, int fits,
                              uint64_t probe);
 
+/* Filled as the search goes, so a probe function holding a pointer to it
+ * can show progress, and a search stopped early still tells what it
+ * learned: the answer lies above failed_to and at most at fits_at. */
 typedef struct gpbt_minpool {
   uint64_t size;   /* the answer: the smallest size on the grid that fits */
   uint64_t step;   /* the resolution: size - step did not fit */
   uint64_t lower;  /* where the scan began */
   uint64_t probes; /* pools tried */
+  uint64_t upper;  /* where the scan ends: a size known to fit (0: still
+                      doubling to find one) */
+  uint64_t fits_at;   /* the smallest size seen to fit so far, or 0 */
+  uint64_t failed_to; /* every size from lower to this failed, or 0 */
+  uint64_t scan_from; /* probes before the scan (the doubling's) */
 } gpbt_minpool_t;
 
 /* Default resolution: 1/1024 of the peak, rounded up to min_block. */

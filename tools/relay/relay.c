@@ -54,7 +54,10 @@
 #define RELAY_HELLO_NS (5ull * 1000000000ull)   /* to say HELLO */
 #define RELAY_CLOSING_NS (2ull * 1000000000ull) /* to take a BYE */
 #define RELAY_DEFAULT_BUF (4u << 20)
-#define RELAY_MAX_SRC 1024
+/* Pools served at once: each costs a model and a mapping of its segment
+ * (guarded against truncation, lib/live/guard.c, up to 4096), no
+ * descriptor. Past it, a pool is not served, and the log says so once. */
+#define RELAY_MAX_SRC GPBR_MAX_SRC
 #define RELAY_SITES_MAX (64u << 20) /* bytes of site texts a source keeps */
 
 /* An encoded keyframe: KEY_BEGIN, KEY_BLOCKS..., KEY_END frames. */
@@ -114,6 +117,7 @@ struct gpbr {
   int ncl;
   gpbr_src_t **src;
   int nsrc;
+  int full_said; /* the pool cap was logged */
   gpbr_lookup_fn lookup;
   void *lookup_user;
   gpb_np_buf_t tmp;
@@ -745,7 +749,14 @@ void gpbr_src_closed(gpbr_src_t *s) {
 
 gpbr_src_t *gpbr_src_add(gpbr_t *r, const gpb_model_t *m,
                          const gpb_pool_info_t *info, void *user) {
-  if (gpbr_src_find(r, info->name) || r->nsrc >= RELAY_MAX_SRC) return NULL;
+  if (gpbr_src_find(r, info->name)) return NULL;
+  if (r->nsrc >= RELAY_MAX_SRC) {
+    if (!r->full_said++)
+      gpbr_log(r, -1, "serving %d pools, the most one relay serves: pool "
+               "'%s' and any more are not served (run another relay)",
+               RELAY_MAX_SRC, info->name);
+    return NULL;
+  }
   gpbr_src_t **v = realloc(r->src, (size_t)(r->nsrc + 1) * sizeof *v);
   if (!v) return NULL;
   r->src = v;

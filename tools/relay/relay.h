@@ -29,6 +29,10 @@ typedef struct gpbr_opts {
   int verbose;         /* -1 quiet, 0 normal, 1 chatty */
 } gpbr_opts_t;
 
+/* Sources one relay serves at most; gpbr_src_add refuses more (and logs
+ * that once). */
+#define GPBR_MAX_SRC 4096
+
 typedef struct gpbr gpbr_t;
 typedef struct gpbr_src gpbr_src_t;
 
@@ -54,7 +58,8 @@ void gpbr_bye_all(gpbr_t *r, const char *msg, int ms);
 
 /* Adds a source named info->name, served from model m (which must stay
  * valid until the source is removed); user is the caller's. NULL when out
- * of memory or when a source of that name is there already. */
+ * of memory, when a source of that name is there already, or when
+ * GPBR_MAX_SRC are served (logged once). */
 gpbr_src_t *gpbr_src_add(gpbr_t *r, const gpb_model_t *m,
                          const gpb_pool_info_t *info, void *user);
 /* The hook of a source's reader: an event its model took, or NULL after
