@@ -5,7 +5,7 @@
 # in docs/, and they must agree (the README had a GPU-check date two
 # runs old, "169 M" allocs a second found in no table, colour keys 1-4
 # for five modes, and bestfit's tail from its two best machines only).
-#   1. The GPU check: date and steps = the first row of docs/GPU.md's table.
+#   1. The GPU check: device and steps = docs/GPU.md's Results table.
 #   2. The viewer's colour keys: as many as VIEWER.md's --color modes,
 #      in the same order.
 #   3. Threads: the arenas' ratio and ops/s, and the one lock's ratio, =
@@ -21,10 +21,12 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # The README as one line: figures may wrap.
 flat=$(tr '\n' ' ' < "$readme" | tr -s ' ')
 
-# 1. GPU check.
-got=$(printf '%s' "$flat" | sed -n 's/.*docs\/GPU.md has the results (H100, \([0-9-]*\): \([0-9]*\/[0-9]*\) steps).*/\1 \2/p')
-row=$(sed -n '/^| date | device |/{n;n;p;q}' "$docs/GPU.md")
-want="$(printf '%s' "$row" | sed -n 's/^| \([0-9-]*\) .*| \([0-9]*\/[0-9]*\) pass.*/\1 \2/p')"
+# 1. GPU check: the device and the steps of docs/GPU.md's Results.
+got=$(printf '%s' "$flat" | sed -n 's/.*docs\/GPU.md has the results (\([A-Z0-9]*\): \([0-9]*\/[0-9]*\) steps).*/\1 \2/p')
+res=$(sed -n '/^## Results/,/^## /p' "$docs/GPU.md")
+dev=$(printf '%s\n' "$res" | sed -n 's/^Measured on one NVIDIA \([A-Z0-9]*\) .*/\1/p' | head -n 1)
+steps=$(printf '%s\n' "$res" | sed -n 's/^| \([0-9]*\/[0-9]*\) pass .*/\1/p' | head -n 1)
+want="$dev $steps"
 [ -n "$got" ] && [ "$got" = "$want" ] || fail "GPU check: README '$got', docs/GPU.md '$want'"
 
 # 2. Colour keys.
@@ -46,14 +48,15 @@ if [ $# = 3 ]; then
 fi
 
 # 4. Bestfit against buddy: the sentences' numbers, each in the table.
-table=$(sed -n '/^### Best fit against buddy/,/^### /p' "$docs/PERFORMANCE.md" | grep '^| ')
+table=$(sed -n '/^## Best fit against buddy/,/^## /p' "$docs/PERFORMANCE.md" | grep '^| ')
 sent=$(printf '%s' "$flat" | sed -n 's/.*\(bestfit.s median allocation takes .*rows are at most [0-9.]* us p99.9)\).*/\1/p')
 [ -n "$sent" ] || fail "bestfit: the median and tail sentences were not found"
 for x in $(printf '%s' "$sent" | grep -o '[0-9][0-9]*\.[0-9][0-9]*\|[0-9]\{3,\}' | sort -u); do
   printf '%s' "$table" | grep -q "[^0-9.]$x[^0-9]" || fail "bestfit: $x is not in PERFORMANCE.md's table"
 done
-sed -n '/^### Best fit against buddy/,/^### /p' "$docs/PERFORMANCE.md" |
-  grep -q "at most 1.06 us in 58 rows" || fail "bestfit: '58 of the 60 rows' no longer in PERFORMANCE.md"
+sed -n '/^## Best fit against buddy/,/^## /p' "$docs/PERFORMANCE.md" | tr '\n' ' ' |
+  grep -q "at most 1.06 us in 58 of 60 trace rows" ||
+  fail "bestfit: '58 of the 60 rows' no longer in PERFORMANCE.md"
 printf '%s' "$flat" | grep -q "169 M" && fail "README still quotes 169 M"
 
 [ $fails = 0 ] || exit 1
