@@ -121,54 +121,52 @@ static int pub_env_u64(const char *var, uint64_t lo, uint64_t hi, int pow2,
   return 0;
 }
 
-int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
-                  int callsites, gpb__pub_t **out) {
-  *out = NULL;
-  int rc = gpb__shm_check_name(name);
-  if (rc) return rc;
-  uint64_t nslots = PUB_SLOTS_DEFAULT, kf_max = PUB_KF_DEFAULT;
-  uint64_t sites = PUB_SITES_DEFAULT;
+/* The segment's sizes: ring slots, keyframe records and site-table
+ * bytes (GPB_PUBLISH_* may change the defaults), and the whole. */
+static int pub_sizes(const gpb_pool_info_t *info, int callsites,
+                     uint64_t *nslots, uint64_t *kf_cap, uint64_t *sites,
+                     uint64_t *total) {
+  uint64_t kf_max = PUB_KF_DEFAULT;
+  int rc;
+  *nslots = PUB_SLOTS_DEFAULT;
+  *sites = PUB_SITES_DEFAULT;
   if ((rc = pub_env_u64("GPB_PUBLISH_RING", PUB_SLOTS_MIN, PUB_SLOTS_MAX, 1,
-                        &nslots)) ||
+                        nslots)) ||
       (rc = pub_env_u64("GPB_PUBLISH_KEYFRAME", 1, PUB_KF_MAX, 0, &kf_max)) ||
-      (rc = pub_env_u64("GPB_PUBLISH_SITES", 0, PUB_SITES_MAX, 0, &sites)))
+      (rc = pub_env_u64("GPB_PUBLISH_SITES", 0, PUB_SITES_MAX, 0, sites)))
     return rc;
   /* 0 turns the table off; any other size holds the longest entry. */
-  if (!callsites) sites = 0;
-  if (sites && sites < PUB_SITES_MIN) sites = PUB_SITES_MIN;
-  sites = (sites + 7) & ~7ull;
+  if (!callsites) *sites = 0;
+  if (*sites && *sites < PUB_SITES_MIN) *sites = PUB_SITES_MIN;
+  *sites = (*sites + 7) & ~7ull;
   uint64_t units = info->managed_size / info->min_block;
-  uint64_t kf_cap = units < kf_max ? units : kf_max;
-  uint64_t total = gpb__shm_layout_total(nslots, kf_cap) + sites;
+  *kf_cap = units < kf_max ? units : kf_max;
+  *total = gpb__shm_layout_total(*nslots, *kf_cap) + *sites;
+  return 0;
+}
 
-  gpb__pub_t *p = calloc(1, sizeof *p);
-  if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the publisher");
-  gpb__shm_path(p->path, sizeof p->path, name);
-  int fd = -1;
+/* Creates /dev/shm<p->path> (taking over a dead writer's), reserves every
+ * page and maps it into p->map, its identity into p->dev and p->ino. */
+static int pub_create(gpb__pub_t *p, const char *name, uint64_t total) {
+  int fd = -1, rc;
   for (int attempt = 0; fd < 0; attempt++) {
     fd = shm_open(p->path, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) break;
     int e = errno;
-    if (e != EEXIST || attempt == 3) {
-      rc = gpb__fail(e == EACCES ? GPB_EPERM : GPB_EIO, "cannot create "
-                     "/dev/shm%s: %s", p->path, strerror(e));
-      free(p); /* after the message, which names p->path */
-      return rc;
-    }
-    if ((rc = pub_take_over(p->path, name))) {
-      free(p);
-      return rc;
-    }
+    if (e != EEXIST || attempt == 3)
+      return gpb__fail(e == EACCES ? GPB_EPERM : GPB_EIO, "cannot create "
+                       "/dev/shm%s: %s", p->path, strerror(e));
+    if ((rc = pub_take_over(p->path, name))) return rc;
   }
   struct stat st;
   /* Reserve every page now: a full /dev/shm must fail here, not raise
    * SIGBUS in the allocating program later. */
+  rc = 0;
   if (fstat(fd, &st) != 0 || ftruncate(fd, (off_t)total) != 0 ||
       (rc = posix_fallocate(fd, 0, (off_t)total)) != 0) {
     int e = rc ? rc : errno;
     close(fd);
     shm_unlink(p->path);
-    free(p);
     return gpb__fail(GPB_EIO, "no room in /dev/shm for the %llu-byte live "
                      "segment of pool '%s': %s", (unsigned long long)total,
                      name, strerror(e));
@@ -178,51 +176,62 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   close(fd);
   if (m == MAP_FAILED) {
     shm_unlink(p->path);
-    rc = gpb__fail(GPB_EIO, "cannot map /dev/shm%s: %s", p->path,
-                   strerror(e));
-    free(p);
-    return rc;
+    return gpb__fail(GPB_EIO, "cannot map /dev/shm%s: %s", p->path,
+                     strerror(e));
   }
   p->map = m;
   p->size = (size_t)total;
-  p->h = m;
-  p->ring.slots = (pub_slot_t *)((char *)m + PUB_HDR_SIZE);
+  p->dev = st.st_dev;
+  p->ino = st.st_ino;
+  return 0;
+}
+
+/* The ring and keyframe pointers into the mapped segment, and the guard
+ * that keeps a truncated segment from raising SIGBUS. */
+static void pub_wire(gpb__pub_t *p, const char *name, uint64_t nslots,
+                     uint64_t kf_cap, uint64_t sites) {
+  char *m = p->map;
+  p->h = (pub_hdr_t *)(void *)m;
+  p->ring.slots = (pub_slot_t *)(void *)(m + PUB_HDR_SIZE);
   p->ring.mask = nslots - 1;
   p->ring.head = &p->h->head;
   p->ring.kf_request = &p->h->kf_request;
   p->ring.half = nslots / 2;
   p->ring.pub = p;
-  p->kf[0] = (pub_rec_t *)((char *)m + PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE);
+  p->kf[0] = (pub_rec_t *)(void *)(m + PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE);
   p->kf[1] = p->kf[0] + kf_cap;
   /* Without a table no site is ever published: the test in the ring's
    * put never fires. */
   p->ring.sites_pub = sites ? 0 : UINT32_MAX;
-  p->sites = sites ? (char *)m + (total - sites) : NULL;
+  p->sites = sites ? m + (p->size - sites) : NULL;
   p->sites_size = sites;
   p->nslots = nslots;
   p->kf_cap = kf_cap;
   p->pid = getpid();
-  p->dev = st.st_dev;
-  p->ino = st.st_ino;
   p->kf_interval = PUB_MS;
   /* Another process may truncate the file under us: the guard keeps the
    * stores that follow from raising SIGBUS, and says so once. */
   snprintf(p->cut_msg, sizeof p->cut_msg, "gpubuddy: pool '%s': its live "
            "segment /dev/shm%s was truncated by another process; publishing "
            "stopped, the pool carries on\n", name, p->path);
-  p->guard = gpb__guard_add(m, (size_t)total, p->cut_msg);
+  p->guard = gpb__guard_add(p->map, p->size, p->cut_msg);
+}
 
+/* The header readers check, the magic stored last (release). */
+static void pub_header(gpb__pub_t *p, const char *name,
+                       const gpb_pool_info_t *info) {
   pub_hdr_t *h = p->h; /* fallocate gave zeroed pages */
+  uint64_t total = p->size, sites = p->sites_size;
   h->version = PUB_VERSION;
   h->header_size = PUB_HDR_SIZE;
   h->slot_size = PUB_SLOT_SIZE;
-  h->nslots = (uint32_t)nslots;
+  h->nslots = (uint32_t)p->nslots;
   h->rec_size = PUB_REC_SIZE;
   h->pid = (int32_t)p->pid;
   h->ring_off = PUB_HDR_SIZE;
-  h->kf_cap = kf_cap;
-  h->kf_off[0] = PUB_HDR_SIZE + nslots * PUB_SLOT_SIZE;
-  h->kf_off[1] = h->kf_off[0] + kf_cap * PUB_REC_SIZE;
+  h->kf_cap = p->kf_cap;
+  h->kf_off[0] = PUB_HDR_SIZE + p->nslots * PUB_SLOT_SIZE;
+  h->kf_off[1] = h->kf_off[0] + p->kf_cap * PUB_REC_SIZE;
   h->total_size = total;
   h->sites_off = sites ? total - sites : 0;
   h->sites_size = sites;
@@ -240,6 +249,24 @@ int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
   h->rank1 = info->rank >= 0 ? info->rank + 1 : 0;
   snprintf(h->name, sizeof h->name, "%s", name);
   atomic_store_explicit(&h->magic, PUB_MAGIC, REL);
+}
+
+int gpb__pub_open(const char *name, const gpb_pool_info_t *info,
+                  int callsites, gpb__pub_t **out) {
+  *out = NULL;
+  uint64_t nslots, kf_cap, sites, total;
+  int rc = gpb__shm_check_name(name);
+  if (rc || (rc = pub_sizes(info, callsites, &nslots, &kf_cap, &sites, &total)))
+    return rc;
+  gpb__pub_t *p = calloc(1, sizeof *p);
+  if (!p) return gpb__fail(GPB_EHOSTMEM, "no host memory for the publisher");
+  gpb__shm_path(p->path, sizeof p->path, name);
+  if ((rc = pub_create(p, name, total))) {
+    free(p); /* after the message, which names p->path */
+    return rc;
+  }
+  pub_wire(p, name, nslots, kf_cap, sites);
+  pub_header(p, name, info);
   p->tick_gen = gpb__tick_hold();
   *out = p;
   return 0;
