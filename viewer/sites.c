@@ -11,6 +11,7 @@
  * stream (gpb_attach_site), when the pool records call sites.
  */
 #include "view.h"
+#include "sitename.h"
 
 #include "json.h"
 
@@ -24,39 +25,15 @@ const char *vapp_site_text(const vapp_t *a, uint32_t site) {
   return a->at ? gpb_attach_site(a->at, site) : NULL;
 }
 
-/* Frames of the framework, not the user's code: PyTorch (its Python
- * package, libtorch, c10, at::, aten), CPython's runtime, CUDA and
- * gpubuddy. The same rule as tools/common's gpbt_sitename (engineer
- * why-data's), which replaces this list when it lands; GPB_SITE_FRAMEWORK
- * ("pat,pat") adds the user's own. */
-static const char *const site_fw[] = {
-    "torch/", "torch::", "c10", "at::", "aten", "libtorch", "caffe2",
-    "CUDACachingAllocator", "THC", "<frozen", "??:0", "libcuda",
-    "libcudart", "gpubuddy", "libgpb", "libpython", NULL};
-
-/* Whether pattern p (np bytes) occurs in f[0..len). */
-static int site_has(const char *f, size_t len, const char *p, size_t np) {
-  if (!np || np > len) return 0;
-  for (size_t i = 0; i + np <= len; i++)
-    if (!memcmp(f + i, p, np)) return 1;
-  return 0;
-}
-
+/* Whether a frame (len bytes of a site's text) is the framework's, not
+ * the user's code: tools/common's rule (gpbt_sitename_is_framework),
+ * the one every tool names sites by. */
 int vsite_is_framework(const char *f, size_t len) {
-  /* CPython's own modules, not a package installed beside them (the
-   * user's libraries, transformers say, live in site-packages). */
-  if (site_has(f, len, "/lib/python3", 12) &&
-      !site_has(f, len, "-packages/", 10))
-    return 1;
-  for (int i = 0; site_fw[i]; i++)
-    if (site_has(f, len, site_fw[i], strlen(site_fw[i]))) return 1;
-  const char *e = getenv("GPB_SITE_FRAMEWORK");
-  while (e && *e) {
-    size_t np = strcspn(e, ",");
-    if (site_has(f, len, e, np)) return 1;
-    e += np + (e[np] == ',');
-  }
-  return 0;
+  char frame[1024];
+  if (len >= sizeof frame) len = sizeof frame - 1; /* the place comes first */
+  memcpy(frame, f, len);
+  frame[len] = 0;
+  return gpbt_sitename_is_framework(frame, NULL);
 }
 
 /* The frame that names a site: its first outside the framework, else
