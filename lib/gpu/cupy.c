@@ -32,7 +32,7 @@
  * on and no free costs an event. As with CuPy's own pool, a stream must
  * outlive the arrays allocated on it.
  */
-#include "base/base.h"
+#include "gpu/gpu.h"
 
 #include <stdio.h>
 
@@ -102,34 +102,5 @@ int gpb_cupy_bytes(int device, uint64_t *torch, uint64_t *cupy) {
 }
 
 int gpb_cupy_explain(int device, size_t size, char *buf, size_t len) {
-  gpb_pool_t *p = cupy_existing(device);
-  if (!p)
-    return snprintf(buf, len, "gpubuddy: device %d has no pool (it could not "
-                    "be made: see the message printed when it was first used)",
-                    device);
-  gpb_stats_t s;
-  gpb_pool_info_t in;
-  uint64_t held, limit;
-  int rc = gpb_pool_stats(p, &s);
-  if (rc == 0) rc = gpb_pool_info(p, &in);
-  if (rc == 0) rc = gpb_pool_memory(p, &held, &limit);
-  if (rc) return rc;
-  /* A VMM pool's limit is the memory it may map, not its address range:
-   * say what is mapped, as the free bytes of the range mean little. */
-  char what[160];
-  if (limit != in.pool_size)
-    snprintf(what, sizeof what, "%llu of the pool's %llu bytes of memory are "
-             "mapped under live blocks", (unsigned long long)held,
-             (unsigned long long)limit);
-  else
-    snprintf(what, sizeof what, "%llu bytes free in the pool of %llu",
-             (unsigned long long)s.free_bytes, (unsigned long long)in.pool_size);
-  return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes for CuPy on "
-                  "device %d: %s, the largest free block %llu bytes (policy "
-                  "%s; CuPy holds %llu bytes, PyTorch %llu). Set a larger "
-                  "pool_size in gpubuddy.torch.enable() or gpubuddy.cupy.enable() "
-                  "(GPB_TORCH_POOL_SIZE).", size, device, what,
-                  (unsigned long long)s.largest_free, gpb_policy_name(in.policy),
-                  (unsigned long long)s.tag_bytes[GPB_TAG_CUPY],
-                  (unsigned long long)s.tag_bytes[GPB_TAG_TORCH]);
+  return gpb__device_explain(device, size, " for CuPy", buf, len);
 }

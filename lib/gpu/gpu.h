@@ -92,4 +92,11 @@ GPB__HIDDEN void gpb__cuda_release(gpb_backend_t kind, int device, void *base);
 GPB__HIDDEN int gpb__cuda_enter(int dev);
 GPB__HIDDEN void gpb__cuda_leave(int saved, int dev);
 
+/* lib/torch/torch.c: why `size` bytes cannot come from device's shared
+ * pool (gpb_device_pool), in one line for the front end `who` names (""
+ * for PyTorch, " for CuPy"): what is free or mapped, the largest free
+ * block, what each library holds. Like snprintf. */
+GPB__HIDDEN int gpb__device_explain(int device, size_t size, const char *who,
+                                    char *buf, size_t len);
+
 #endif /* GPB_GPU_H */

@@ -40,6 +40,7 @@
  * A pool that cannot be made is reported once on stderr; later mallocs on
  * that device return NULL at once (PyTorch raises OutOfMemoryError).
  */
+#include "gpu/gpu.h"   /* gpb__device_explain */
 #include "pool/pool.h" /* gpb__options_size: one parser for sizes */
 
 #include <pthread.h>
@@ -304,7 +305,8 @@ int gpb_torch_drain(int device) {
   return gpb_pool_drain(p);
 }
 
-int gpb_torch_explain(int device, size_t size, char *buf, size_t len) {
+int gpb__device_explain(int device, size_t size, const char *who, char *buf,
+                        size_t len) {
   gpb_pool_t *p = gpb_torch_pool(device);
   if (!p)
     return snprintf(buf, len, "gpubuddy: device %d has no pool (it could not "
@@ -312,28 +314,33 @@ int gpb_torch_explain(int device, size_t size, char *buf, size_t len) {
                     device);
   gpb_stats_t s;
   gpb_pool_info_t in;
+  uint64_t held, limit;
   int rc = gpb_pool_stats(p, &s);
   if (rc == 0) rc = gpb_pool_info(p, &in);
+  if (rc == 0) rc = gpb_pool_memory(p, &held, &limit);
   if (rc) return rc;
-  uint64_t held, limit;
-  if (gpb_pool_memory(p, &held, &limit) == 0 && limit != in.pool_size)
-    return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes on "
-                    "device %d: %llu of the pool's %llu bytes of memory are "
-                    "mapped under live blocks (largest free range %llu "
-                    "bytes, policy %s, GPB_TORCH_VMM). Set a larger "
-                    "pool_size in gpubuddy.torch.enable() or "
-                    "GPB_TORCH_POOL_SIZE.", size, device,
-                    (unsigned long long)held, (unsigned long long)limit,
-                    (unsigned long long)s.largest_free,
-                    gpb_policy_name(in.policy));
-  return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes on device "
-                  "%d: %llu bytes free in the pool, the largest free block "
-                  "%llu bytes (pool of %llu bytes, policy %s). Set a larger "
-                  "pool_size in gpubuddy.torch.enable() or "
-                  "GPB_TORCH_POOL_SIZE.", size, device,
-                  (unsigned long long)s.free_bytes,
-                  (unsigned long long)s.largest_free,
-                  (unsigned long long)in.pool_size, gpb_policy_name(in.policy));
+  /* A VMM pool's limit is the memory it may map, not its address range:
+   * say what is mapped, as the free bytes of the range mean little. */
+  char what[160];
+  if (limit != in.pool_size)
+    snprintf(what, sizeof what, "%llu of the pool's %llu bytes of memory are "
+             "mapped under live blocks", (unsigned long long)held,
+             (unsigned long long)limit);
+  else
+    snprintf(what, sizeof what, "%llu bytes free in the pool of %llu",
+             (unsigned long long)s.free_bytes, (unsigned long long)in.pool_size);
+  return snprintf(buf, len, "gpubuddy: cannot allocate %zu bytes%s on "
+                  "device %d: %s, the largest free block %llu bytes (policy "
+                  "%s; CuPy holds %llu bytes, PyTorch %llu). Set a larger "
+                  "pool_size in gpubuddy.torch.enable() or gpubuddy.cupy.enable() "
+                  "(GPB_TORCH_POOL_SIZE).", size, who, device, what,
+                  (unsigned long long)s.largest_free, gpb_policy_name(in.policy),
+                  (unsigned long long)s.tag_bytes[GPB_TAG_CUPY],
+                  (unsigned long long)s.tag_bytes[GPB_TAG_TORCH]);
+}
+
+int gpb_torch_explain(int device, size_t size, char *buf, size_t len) {
+  return gpb__device_explain(device, size, "", buf, len);
 }
 
 int gpb_torch_trace(int device, const char *path) {
