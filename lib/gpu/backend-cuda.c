@@ -38,8 +38,7 @@ int gpb__cuda_usable(int device) {
   return device >= 0 && device < n;
 }
 
-int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
-                      void **base) {
+int gpb__cuda_device(int device) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
@@ -55,6 +54,13 @@ int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
   if (device < 0 || device >= n)
     return gpb__fail(GPB_ENOCUDA, "device %d does not exist (%d present)",
                      device, n);
+  return 0;
+}
+
+int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
+                      void **base) {
+  cudaError_t e;
+  if (gpb__cuda_device(device)) return GPB_ENOCUDA;
   int rc = 0;
   int saved = gpb__cuda_enter(device);
   {
@@ -99,6 +105,12 @@ void gpb__cuda_release(gpb_backend_t kind, int device, void *base) {
 }
 
 #else /* !GPB_HAVE_CUDA */
+
+int gpb__cuda_device(int device) {
+  (void)device;
+  return gpb__fail(GPB_ENOCUDA, "libgpubuddy was built without CUDA; use the "
+                   "host backend");
+}
 
 int gpb__cuda_usable(int device) {
   (void)device;

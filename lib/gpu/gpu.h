@@ -83,6 +83,9 @@ GPB__HIDDEN void gpb__vmm_trim(gpb__vmm_t *v);
 
 /* CUDA backends (backend-cuda.c): reserve one range and release it;
  * nothing else. */
+/* 0 when device exists; else GPB_ENOCUDA, said (no driver, no such
+ * device): before anything is made on it. */
+GPB__HIDDEN int gpb__cuda_device(int device);
 GPB__HIDDEN int gpb__cuda_usable(int device);
 GPB__HIDDEN int gpb__cuda_reserve(gpb_backend_t kind, int device, size_t size,
                                   void **base);

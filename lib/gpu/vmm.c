@@ -88,6 +88,9 @@ static int vmm_cu(CUresult r, const char *what, size_t n) {
 int gpb__vmm_open(int device, size_t virt, size_t phys, void **base,
                   gpb__vmm_t **out) {
   *out = NULL;
+  /* The driver maps nothing on a device that is not there, but reserving
+   * the range and asking the granularity may still succeed. */
+  if (gpb__cuda_device(device)) return GPB_ENOCUDA;
   gpb__vmm_t *v = calloc(1, sizeof *v);
   if (!v) return gpb__fail(GPB_EHOSTMEM, "out of host memory");
   v->device = device;

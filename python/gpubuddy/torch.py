@@ -350,15 +350,29 @@ def stats(device=None):
     check(l.gpb_pool_memory(pool, ctypes.byref(held), ctypes.byref(limit)),
           "pool memory")
     out.update(held_bytes=held.value, budget_bytes=limit.value)
-    m, f, fr = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
-    check(l.gpb_torch_calls(d, ctypes.byref(m), ctypes.byref(f), ctypes.byref(fr)),
-          "torch calls")
-    out.update(device=d, torch_mallocs=m.value, torch_failed_mallocs=f.value,
-               torch_frees=fr.value)
+    out.update(device=d, **_torch_calls(d))
     plan = pool_plan(pool)
     if plan:  # enable(plan=...): how many requests went where planned
         out["plan"] = plan
     return out
+
+
+def _torch_calls(d):
+    """The PyTorch calls the pool served: the C++ allocator's own counts
+    (PyTorch's memory_stats, from gpubuddy's), else the C entry points'."""
+    m, f, fr = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+    if _state.get("native"):  # the pool's counts, less CuPy's share of it
+        ms = _torch._C._cuda_memoryStats(d)
+        a = ms["allocation"]["all"]
+        check(lib().gpb_cupy_calls(d, ctypes.byref(m), ctypes.byref(f),
+                                   ctypes.byref(fr)), "cupy calls")
+        return {"torch_mallocs": max(0, a["allocated"] - m.value),
+                "torch_frees": max(0, a["freed"] - fr.value),
+                "torch_failed_mallocs": ms["num_ooms"]}
+    check(lib().gpb_torch_calls(d, ctypes.byref(m), ctypes.byref(f),
+                                ctypes.byref(fr)), "torch calls")
+    return {"torch_mallocs": m.value, "torch_failed_mallocs": f.value,
+            "torch_frees": fr.value}
 
 
 def start_trace(path, device=None):

@@ -5,7 +5,7 @@
 
     cupy_torch_mix.py run gpubuddy --pool BYTES [--steps N]
     cupy_torch_mix.py run native [--torch-cap BYTES] [--cupy-cap BYTES] [--steps N]
-    cupy_torch_mix.py search --out DIR [--grid MIB] [--steps N]
+    cupy_torch_mix.py search --out DIR [--grid MIB] [--steps N] [--parallel K]
 
 Each step preprocesses a batch of images in CuPy (uint8 to float,
 per-channel normalization, an FFT low-pass filter, random flips), hands
@@ -140,39 +140,58 @@ def run(a):
 
 
 def child(args, timeout=300):
+    return finish(spawn(args), timeout)
+
+
+def spawn(args):
     cmd = [sys.executable, os.path.abspath(__file__), "run"] + [str(x) for x in args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True)
+
+
+def finish(p, timeout=300):
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True, timeout=timeout)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
         return {"ok": False, "error": "timed out"}
-    for line in p.stdout.splitlines()[::-1]:
+    for line in out.splitlines()[::-1]:
         if line.startswith("{"):
             return json.loads(line)
     return {"ok": False, "error": "no result (exit %d): %s" % (
-        p.returncode, p.stderr.strip().splitlines()[-1:] or "")}
+        p.returncode, err.strip().splitlines()[-1:] or "")}
 
 
-def smallest(name, try_cap, start, grid, log):
-    """The smallest multiple of grid that runs, each try a fresh process:
-    doubles from start until one runs, then bisects."""
+def smallest(name, args, start, grid, log, par=4):
+    """The smallest multiple of grid that runs, each try a fresh process
+    with args(cap), par tries at a time: from start, the size runs or
+    doubles until it does; then each round tries par sizes spread over
+    the interval left, so (0, hi] narrows by par + 1 a round."""
+    def tries(caps):
+        got = [(c, finish(spawn(args(c)))) for c in caps]
+        for c, x in got:
+            log("%s: %d MiB %s" % (name, c // MIB, "runs" if x["ok"] else "fails"))
+        return got
     hi = max(grid, -(-start // grid) * grid)
-    while not try_cap(hi)["ok"]:
-        log("%s: %d MiB fails" % (name, hi // MIB))
-        hi *= 2
+    lo = 0  # in bytes: known to fail (or nothing)
+    while not tries([hi])[0][1]["ok"]:
+        lo, hi = hi, hi * 2
         if hi > (256 << 30):
             return None
-    lo = 0  # in grid units: known to fail (or nothing)
-    hi_u = hi // grid
-    while hi_u - lo > 1:
-        mid = (lo + hi_u) // 2
-        ok = try_cap(mid * grid)["ok"]
-        log("%s: %d MiB %s" % (name, mid * grid // MIB, "runs" if ok else "fails"))
+    while hi - lo > grid:
+        n = (hi - lo) // grid - 1  # sizes strictly between
+        k = min(par, n)
+        caps = sorted({lo + grid * max(1, round((j + 1) * (n + 1) / (k + 1)))
+                       for j in range(k)})
+        got = tries([c for c in caps if lo < c < hi])
+        ok = [c for c, x in got if x["ok"]]
         if ok:
-            hi_u = mid
-        else:
-            lo = mid
-    return hi_u * grid
+            hi = min(ok)
+        bad = [c for c, x in got if not x["ok"] and c < hi]
+        if bad:
+            lo = max(bad)
+    return hi
 
 
 def search(a):
@@ -190,14 +209,14 @@ def search(a):
         same = max(abs(x - y) for x, y in zip(g0["losses"], n0["losses"]))
         res["loss_max_diff"] = same
         res["gpubuddy_pool"] = smallest(
-            "gpubuddy pool", lambda c: child(["gpubuddy", "--pool", c] + st),
-            g0["used_peak"], grid, log)
+            "gpubuddy pool", lambda c: ["gpubuddy", "--pool", c] + st,
+            g0["used_peak"], grid, log, a.parallel)
         res["torch_cap"] = smallest(
-            "PyTorch cap", lambda c: child(["native", "--torch-cap", c] + st),
-            n0["torch_reserved_peak"], grid, log)
+            "PyTorch cap", lambda c: ["native", "--torch-cap", c] + st,
+            n0["torch_reserved_peak"], grid, log, a.parallel)
         res["cupy_cap"] = smallest(
-            "CuPy limit", lambda c: child(["native", "--cupy-cap", c] + st),
-            n0["cupy_pool_peak"], grid, log)
+            "CuPy limit", lambda c: ["native", "--cupy-cap", c] + st,
+            n0["cupy_pool_peak"], grid, log, a.parallel)
         if None in (res["gpubuddy_pool"], res["torch_cap"], res["cupy_cap"]):
             res["failed"] = "no budget ran"
         else:  # the two caps together must run too
@@ -242,6 +261,8 @@ def main():
     s.add_argument("--out", required=True)
     s.add_argument("--grid", type=int, default=16)
     s.add_argument("--steps", type=int, default=12)
+    s.add_argument("--parallel", type=int, default=4,
+                   help="tries at a time (each its own process)")
     a = ap.parse_args()
     return run(a) if a.cmd == "run" else search(a)
 

@@ -5,11 +5,14 @@ happens once per torch version, C++ ABI, library path and source bytes,
 says so in one line, and a failed build is one GpubuddyError line."""
 import contextlib
 import io
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
 tmp = tempfile.mkdtemp(prefix="gpb-cppext-")
+atexit.register(shutil.rmtree, tmp, True)
 stub = os.path.join(tmp, "stub", "torch")
 os.makedirs(os.path.join(stub, "utils"))
 with open(os.path.join(stub, "__init__.py"), "w") as f:

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """gpubuddy.cupy's checks against the stand-in cupy (fake_cupy), run by
-tests/test_python.sh with the package and fake_cupy on the path. This
-machine has no GPU, so the shared pool cannot be made: a malloc must
-raise CuPy's OutOfMemoryError with gpubuddy's reason, in one line."""
+tests/test_python.sh with the package and fake_cupy on the path. On a
+device the machine does not have, the shared pool cannot be made: a
+malloc must raise CuPy's OutOfMemoryError with gpubuddy's reason, in one
+line."""
 import ctypes
 import os
 
@@ -54,11 +55,13 @@ lib = gpubuddy._native.lib()
 addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value
 assert alloc(0).ptr == 0
 cupy.cuda.current.ptr = 0x5000
-cupy.cuda.runtime.device = 1
-expect_error(lambda: alloc(4096), "gpubuddy: device 1 has no pool",
+# Device 63: no machine has it, so even on a GPU host its pool cannot be
+# made (within the library's 64 devices).
+cupy.cuda.runtime.device = 63
+expect_error(lambda: alloc(4096), "gpubuddy: device 63 has no pool",
              cupy.cuda.memory.OutOfMemoryError)
 size, param, malloc, free, device = cupy.cuda.memory.made[-1]
-assert (size, param, device) == (4096, 0x5000, 1), cupy.cuda.memory.made[-1]
+assert (size, param, device) == (4096, 0x5000, 63), cupy.cuda.memory.made[-1]
 assert malloc == addr(lib.gpb_cupy_malloc) and free == addr(lib.gpb_cupy_free)
 try:
     alloc(512)
@@ -67,10 +70,10 @@ except MemoryError:  # what programs catch
 else:
     raise AssertionError("no MemoryError")
 m = ctypes.c_uint64()
-lib.gpb_cupy_calls(1, None, ctypes.byref(m), None)
+lib.gpb_cupy_calls(63, None, ctypes.byref(m), None)
 assert m.value == 2, m.value  # both failures counted by the C side
-expect_error(lambda: gc.stats(1), "device 1 has no pool yet")
-expect_error(lambda: gc.pool(1), "pool of device 1")
+expect_error(lambda: gc.stats(63), "device 63 has no pool yet")
+expect_error(lambda: gc.pool(63), "pool of device 63")
 
 gc.disable()
 assert cupy.cuda.get_allocator() == "cupy's MemoryPool.malloc"

@@ -23,7 +23,8 @@ def enable_case():
     x = torch.randn(1024, 1024, device="cuda")  # 4 MiB
     s = gt.stats()
     assert s["allocs"] >= 1 and s["used_bytes"] >= 4 * MiB, s
-    assert s["managed_bytes"] <= 512 * MiB, s
+    # The default VMM pool reserves a wider range; its budget is the size.
+    assert s["budget_bytes"] == 512 * MiB and s["held_bytes"] <= 512 * MiB, s
     path = os.path.join(tempfile.mkdtemp(), "smoke.trace")
     gt.start_trace(path)
     y = x @ x
@@ -34,8 +35,8 @@ def enable_case():
         torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     except torch.cuda.OutOfMemoryError as e:
         msg = str(e)
-        for want in ("cannot allocate 1073741824 bytes", "bytes free",
-                     "largest free block", "pool of 536870912 bytes"):
+        for want in ("cannot allocate 1073741824 bytes", "largest free block",
+                     "pool's 536870912 bytes of memory are mapped"):
             assert want in msg, (want, msg)
         print("OutOfMemoryError:", msg.splitlines()[0])
     else:
@@ -48,7 +49,7 @@ def enable_case():
     except GpubuddyError as e:
         print("second enable():", e)
     s = gt.stats()
-    assert s["torch_failed_mallocs"] >= 1, s
+    assert s["failures"] >= 1, s  # the pool's count, whichever front end
     del x, y, z
 
 
