@@ -78,7 +78,7 @@ char *bench_out_path(const bench_ctx_t *c, const char *name) {
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: gpubuddy-bench [--host | --gpu] [options]\n"
+"Usage: gpubuddy-bench [--host | --gpu] [options]\n"
 "\n"
 "Measures gpubuddy side by side with the allocators it replaces, and with\n"
 "empty-call, which returns at once: the timer's floor, whose tail is the\n"
@@ -722,9 +722,8 @@ static int main_parse(int argc, char **argv, bench_opts_t *o, main_args_t *a,
   *a = c.a;
   if (rc >= 0) return *code = rc, 1;
   if (n) {
-    fprintf(stderr, "gpubuddy-bench: unexpected argument '%s' (see --help)\n",
-            argv[1]);
-    return *code = 2, 1;
+    *code = gpbt_usage_error(spec.prog, "unexpected argument '%s'", argv[1]);
+    return 1;
   }
   return 0;
 }
@@ -733,14 +732,13 @@ static int main_parse(int argc, char **argv, bench_opts_t *o, main_args_t *a,
  * the exit code. */
 static int main_settle(bench_opts_t *o, const main_args_t *a) {
   if (o->host && o->gpu) {
-    fprintf(stderr, "gpubuddy-bench: choose --host or --gpu, not both\n");
-    return 2;
+    return gpbt_usage_error("gpubuddy-bench", "choose --host or --gpu, not "
+                            "both");
   }
   if (o->skip_fixed && o->skip_churn && o->skip_threads && o->skip_traces &&
       o->skip_meta) {
-    fprintf(stderr, "gpubuddy-bench: --only and --skip leave no suite to "
-            "run\n");
-    return 2;
+    return gpbt_usage_error("gpubuddy-bench", "--only and --skip leave no "
+                            "suite to run");
   }
   if (o->json_path && !path_writable(o->json_path)) {
     fprintf(stderr, "gpubuddy-bench: cannot write --json %s: %s\n",

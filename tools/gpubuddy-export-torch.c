@@ -61,7 +61,7 @@ typedef struct opts {
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: %s [options] TRACE -o OUT.pickle\n"
+"Usage: %s [options] TRACE -o OUT.pickle\n"
 "       %s --live NAME [--seconds S] -o OUT.pickle\n"
 "\n"
 "Writes a gpubuddy trace (docs/TRACE_FORMAT.md, .gz or RMM CSV too), or a\n"
@@ -612,15 +612,12 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   if (rc >= 0) return rc;
   const char *err = NULL;
   if (n > 1 || (n == 1) == (o->live != NULL))
-    err = "give one TRACE, or --live NAME (see --help)";
+    err = "give one TRACE, or --live NAME";
   else if (!o->out)
     err = "give the pickle to write: -o OUT.pickle";
   else if (!o->live && o->seconds > 0)
     err = "--seconds goes with --live";
-  if (err) {
-    fprintf(stderr, "%s: %s\n", prog, err);
-    return 2;
-  }
+  if (err) return gpbt_usage_error(prog, "%s", err);
   if (!o->live) o->path = argv[1];
   return -1;
 }

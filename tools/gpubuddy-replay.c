@@ -110,7 +110,7 @@ static const char *prog = "gpubuddy-replay";
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: %s [options] TRACE\n"
+"Usage: %s [options] TRACE\n"
 "       %s --compare A [options] B\n"
 "\n"
 "Replays an allocation trace through a gpubuddy pool and reports events,\n"
@@ -1426,10 +1426,7 @@ static int check_args(opts_t *o) {
     err = "a trace on standard input is read once: give --pool-size, and "
           "no --find-min-pool or --policy all";
   if (!err) err = check_compare(o);
-  if (err) {
-    fprintf(stderr, "%s: %s\n", prog, err);
-    return 2;
-  }
+  if (err) return gpbt_usage_error(prog, "%s", err);
   if (o->plan_path) o->policy = GPB_POLICY_BESTFIT;
   return 0;
 }
@@ -1445,10 +1442,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   o->policy = GPB_POLICY_BUDDY;
   int n, rc = gpbt_opts_parse(&spec, argc, argv, o, &n);
   if (rc >= 0) return rc;
-  if (n != 1) {
-    fprintf(stderr, "%s: expected one TRACE argument (see --help)\n", prog);
-    return 2;
-  }
+  if (n != 1) return gpbt_usage_error(prog, "expected one TRACE argument");
   o->path = argv[1];
   return check_args(o) ? 2 : -1;
 }

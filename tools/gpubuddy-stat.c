@@ -244,36 +244,26 @@ static int stat_parse(int argc, char **argv, stat_opts_t *o) {
   o->interval = 1.0;
   int n, rc = gpbt_opts_parse(&spec, argc, argv, o, &n);
   if (rc >= 0) return rc;
-  if (n > 1) {
-    fprintf(stderr, "gpubuddy-stat: one pool name at a time (%s, %s)\n",
-            argv[1], argv[2]);
-    return 2;
-  }
+  const char *p = "gpubuddy-stat";
+  if (n > 1)
+    return gpbt_usage_error(p, "one pool name at a time (%s, %s)", argv[1],
+                            argv[2]);
   o->name = n ? argv[1] : NULL;
   int modes = o->list + o->all + o->remove_stale + !!o->name;
-  if (!modes) {
-    fprintf(stderr, "gpubuddy-stat: which pool? give NAME or --list "
-            "(see --help)\n");
-    return 2;
-  }
+  if (!modes) return gpbt_usage_error(p, "which pool? give NAME or --list");
   /* One report at a time: "--list NAME" or "--all --watch" ran the first
    * and dropped the rest without a word. */
-  if (modes > 1) {
-    fprintf(stderr, "gpubuddy-stat: give one of NAME, --list, --all, "
-            "--remove-stale (see --help)\n");
-    return 2;
-  }
-  if (o->remove_stale && o->json) {
-    fprintf(stderr, "gpubuddy-stat: --remove-stale reports in text only; "
-            "--json is for NAME, --list and --all (see --help)\n");
-    return 2;
-  }
-  if (o->watch && !o->name) {
-    fprintf(stderr, "gpubuddy-stat: --watch needs a pool NAME, not %s "
-            "(see --help)\n", o->list ? "--list" : o->all ? "--all"
-                                                          : "--remove-stale");
-    return 2;
-  }
+  if (modes > 1)
+    return gpbt_usage_error(p, "give one of NAME, --list, --all, "
+                            "--remove-stale");
+  if (o->remove_stale && o->json)
+    return gpbt_usage_error(p, "--remove-stale reports in text only; --json "
+                            "is for NAME, --list and --all");
+  if (o->watch && !o->name)
+    return gpbt_usage_error(p, "--watch needs a pool NAME, not %s",
+                            o->list  ? "--list"
+                            : o->all ? "--all"
+                                     : "--remove-stale");
   return -1;
 }
 

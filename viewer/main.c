@@ -42,7 +42,7 @@ typedef struct opts {
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: gpubuddy-view NAME                 watch a live pool published as NAME\n"
+"Usage: gpubuddy-view NAME                 watch a live pool published as NAME\n"
 "       gpubuddy-view --list               list pools that can be attached\n"
 "       gpubuddy-view --all                every pool on this machine, as a grid\n"
 "       gpubuddy-view --connect HOST:PORT[/NAME][,...] [--token T]\n"
@@ -262,7 +262,8 @@ static int check_args(opts_t *o) {
     return -1;
   }
   if (o->headless && !o->png && !o->frames_dir) {
-    fprintf(stderr, "gpubuddy-view: --headless needs --png FILE or --frames DIR\n");
+    gpbt_usage_error("gpubuddy-view", "--headless needs --png FILE or "
+                     "--frames DIR");
     return -1;
   }
   return 0;
@@ -282,10 +283,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   opts_defaults(o);
   int n, rc = gpbt_opts_parse(&spec, argc, argv, o, &n);
   if (rc >= 0) return rc;
-  if (n > 1) {
-    fprintf(stderr, "gpubuddy-view: one pool name only\n");
-    return 2;
-  }
+  if (n > 1) return gpbt_usage_error("gpubuddy-view", "one pool name only");
   o->name = n ? argv[1] : NULL;
   return check_args(o) ? 2 : -1;
 }
