@@ -60,6 +60,8 @@ typedef struct opts {
   int json, find_min, quiet;
   uint64_t resolution; /* find-min-pool grid; 0: 1/1024 of the peak */
   const char *publish;
+  int hold;      /* --hold: keep the published pool up after the replay */
+  double hold_s; /* for this long; 0: until SIGINT or SIGTERM */
   double speed; /* 0: as fast as possible */
   uint64_t explain; /* --explain-oom: failures to explain per run (UINT64_MAX:
                        all); 0: none */
@@ -148,6 +150,11 @@ static void usage(FILE *f) {
 "                    run of the same program (GPB_PLAN, GPB_TORCH_PLAN) or\n"
 "                    --plan; prints its extent and replays nothing\n"
 "  --publish NAME    publish the replay's pool live under NAME (for the viewer)\n"
+"  --hold [SECONDS]  with --publish: keep the pool published after the\n"
+"                    replay, as it ended, for SECONDS or until SIGINT or\n"
+"                    SIGTERM, so gpubuddy-stat and gpubuddy-view can attach\n"
+"                    (each run's pool in turn with --policy all); the\n"
+"                    report follows\n"
 "  --speed X         pace ops by the trace's timestamps, X times real time\n"
 "                    (default: as fast as possible)\n"
 "  --explain-oom[=N] explain the first N failed allocations of each run\n"
@@ -1009,6 +1016,29 @@ static int run_finish(run_t *u, int rd, int ret) {
   return ret;
 }
 
+/* --hold: the published pool stays up, as the replay left it, until the
+ * seconds run out or a signal comes; a signal ends the hold, not the
+ * program (replay_stop is cleared), so the report still follows. */
+static void replay_hold(const opts_t *o) {
+  if (!o->quiet) {
+    if (o->hold_s > 0)
+      fprintf(stderr, "%s: replayed; pool '%s' stays published for %g s "
+              "(Ctrl-C ends it sooner)\n", prog, o->publish, o->hold_s);
+    else
+      fprintf(stderr, "%s: replayed; pool '%s' stays published until "
+              "Ctrl-C (SIGINT) or SIGTERM\n", prog, o->publish);
+  }
+  uint64_t start = gpb_now_ns();
+  uint64_t until = o->hold_s > 0 ? start + (uint64_t)(o->hold_s * 1e9)
+                                 : UINT64_MAX;
+  while (!replay_stop) {
+    uint64_t now = gpb_now_ns();
+    if (now >= until) break;
+    sleep_ns(until - now < 50000000ull ? until - now : 50000000ull);
+  }
+  replay_stop = 0;
+}
+
 /* One replay through a fresh pool. stop_on_fail: stop at the first failed
  * allocation (find-min-pool probes). 0, or -1 after printing an error. */
 static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
@@ -1038,6 +1068,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
     if (s) break;
   }
   ret = run_finish(&u, rd, ret);
+  if (o->hold && !stop_on_fail && !replay_stop && !ret) replay_hold(o);
   run_close(&u);
   return ret;
 }
@@ -1337,6 +1368,18 @@ static const char *set_publish(void *ov, const char *a) {
   return NULL;
 }
 
+static const char *set_hold(void *ov, const char *a) {
+  opts_t *o = ov;
+  char *end;
+  o->hold = 1;
+  if (!a) return NULL;
+  errno = 0;
+  o->hold_s = strtod(a, &end);
+  if (!errno && end != a && !*end && o->hold_s > 0 && o->hold_s <= 1e9)
+    return NULL;
+  return "seconds > 0";
+}
+
 static const char *set_speed(void *ov, const char *a) {
   opts_t *o = ov;
   char *end;
@@ -1375,6 +1418,7 @@ static const gpbt_opt_t opt_defs[] = {
     GPBT_FILE("plan-out", opts_t, plan_out),
     GPBT_SET("resolution", GPBT_ARG_REQUIRED, set_resolution),
     GPBT_SET("publish", GPBT_ARG_REQUIRED, set_publish),
+    GPBT_SET("hold", GPBT_ARG_NUMBER, set_hold),
     GPBT_SET("speed", GPBT_ARG_REQUIRED, set_speed),
     GPBT_SET("explain-oom", GPBT_ARG_OPTIONAL, set_explain),
     GPBT_SET("top-sites", GPBT_ARG_OPTIONAL, set_top_sites),
@@ -1410,6 +1454,8 @@ static int check_args(opts_t *o) {
   if (o->find_min && o->min_block > GPBT_MINPOOL_MAX)
     err = "--find-min-pool needs a --min-block of at most 64 TiB, the "
           "largest pool it tries";
+  else if (o->hold && !o->publish)
+    err = "--hold keeps a published pool up: give --publish NAME too";
   else if (o->plan_path && o->plan_out)
     err = "--plan follows a plan and --plan-out makes one: give one of them";
   else if (o->plan_path && o->policy_given && o->policy != GPB_POLICY_BESTFIT)
