@@ -331,12 +331,28 @@ $view --connect "$addr/$ga" --headless --png "$tmp/r.png" --json > "$tmp/one.jso
   fail "--connect A/NAME exited $?"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["pool_size"] == 8 << 20, j' \
   "$tmp/one.json" || fail "--connect A/NAME: $(cat "$tmp/one.json")"
-# A bad address in the list: one line, exit 1; a hole in it: usage, exit 2.
-$view --connect "127.0.0.1:1,$addr" --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
+# A relay of the list that refuses at the start (issue 37): shown as not
+# answering, in one stderr line and the JSON, beside the other relay's
+# pools; it stopped the viewer. None answering: one line each, exit 1. A
+# hole in the list: usage, exit 2.
+$view --connect "127.0.0.1:1,$addr" --headless --png "$tmp/r.png" --json > "$tmp/r3.json" 2> "$tmp/err"
 rc=$?
-[ $rc = 1 ] || fail "a refused address in the list exited $rc, expected 1"
-[ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "127.0.0.1:1" "$tmp/err" ||
-  fail "a refused address in the list: $(cat "$tmp/err")"
+[ $rc = 0 ] || fail "a refused relay in the list exited $rc, expected 0: $(cat "$tmp/err")"
+[ "$(grep -c 'not answering' "$tmp/err")" = 1 ] && grep -q "127.0.0.1:1 not answering" "$tmp/err" ||
+  fail "a refused relay in the list: $(cat "$tmp/err")"
+grid_check "$tmp/r3.json" "$addr" || fail "the pools beside a refused relay: $(cat "$tmp/r3.json")"
+python3 - "$tmp/r3.json" <<'PY' || fail "the refused relay in --json: $(cat "$tmp/r3.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+down = [r for r in rows if r["name"] is None]
+assert len(down) == 1 and down[0]["relay"] == "127.0.0.1:1", down
+assert down[0]["state"] == "not answering" and down[0]["error"], down
+PY
+$view --connect "127.0.0.1:1,127.0.0.1:2" --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "a list of refused relays exited $rc, expected 1"
+[ "$(wc -l < "$tmp/err")" = 2 ] && grep -q "127.0.0.1:2" "$tmp/err" ||
+  fail "a list of refused relays: $(cat "$tmp/err")"
 for bad in "--connect $addr,," "--connect ,$addr" "--all $ga" "--all --find 0x10"; do
   $view $bad --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
   rc=$?

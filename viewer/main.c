@@ -48,7 +48,9 @@ static void usage(FILE *f) {
 "       gpubuddy-view --connect HOST:PORT[/NAME][,...] [--token T]\n"
 "                                          watch through gpubuddy-relay; a list,\n"
 "                                          or a relay serving several pools,\n"
-"                                          shows a grid of them\n"
+"                                          shows a grid of them; a relay that\n"
+"                                          does not answer is shown as not\n"
+"                                          answering and asked again\n"
 "       gpubuddy-view --trace FILE         replay a trace through a virtual pool\n"
 "       gpubuddy-view --pattern churn|checker|fill [--steps N] [--seed S]\n"
 "                                          replay a built-in synthetic workload\n"
@@ -595,6 +597,9 @@ static int run_grid(opts_t *o) {
          a = strtok_r(NULL, ",", &save))
       rc = vgrid_add_connect(&g, a);
     free(list);
+    if (!rc) vgrid_say_down(&g);
+    /* No relay of the list answered: nothing to show, as one alone. */
+    if (!rc && !vgrid_answering(&g)) rc = GPB_ENOTFOUND;
   }
   if (!rc && o->headless) {
     rc = run_headless(o, NULL, &g);

@@ -670,9 +670,16 @@ void vgrid_close(vgrid_t *g);
 /* Every pool published on this machine, now and later. Says why not on
  * stderr. */
 int vgrid_add_all(vgrid_t *g);
-/* HOST:PORT/NAME: that pool; HOST:PORT: every pool its relay serves, now
- * and later. Says why not on stderr, one line. */
+/* HOST:PORT/NAME: that pool (an error said on stderr, one line, when it
+ * cannot be read); HOST:PORT: every pool its relay serves, now and later.
+ * A relay that does not answer is kept, shown not answering and asked
+ * again (vgrid_say_down tells), and 0 returned. */
 int vgrid_add_connect(vgrid_t *g, const char *addr);
+/* Whether the grid has anything to show: a pool, --all, or a relay that
+ * answered. */
+int vgrid_answering(const vgrid_t *g);
+/* One line on stderr per relay not answering. */
+void vgrid_say_down(const vgrid_t *g);
 /* Adds an opened view under `key` and takes it (malloc'd; tests). */
 int vgrid_add_app(vgrid_t *g, vapp_t *app, const char *key);
 void vgrid_message(vgrid_t *g, const char *fmt, ...)
@@ -697,7 +704,8 @@ void vgrid_motion(vgrid_t *g, int x, int y, int buttons);
 /* As vapp_signature, over the pools shown (or the focused one). */
 uint64_t vgrid_signature(const vgrid_t *g, uint64_t now);
 /* --json: one array, an object per pool: name, relay (remote ones),
- * closed, then the single-pool figures. */
+ * closed, then the single-pool figures; then one per relay not
+ * answering: name null, relay, "state": "not answering", error. */
 void vgrid_json(const vgrid_t *g, FILE *f);
 
 /* ------------------------------------------------------- two runs compared */
