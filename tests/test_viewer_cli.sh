@@ -360,4 +360,27 @@ for bad in "--connect $addr,," "--connect ,$addr" "--all $ga" "--all --find 0x10
   [ "$(wc -l < "$tmp/err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/err")"
 done
 grep -q "(try 'gpubuddy-view --help')\$" "$tmp/err" || fail "usage error: $(cat "$tmp/err")"
+
+# A cut trace (issue 36): the viewer says gpb_trace_warning once, as
+# gpubuddy-replay does, and shows what came before the cut; a whole
+# trace gives no warning. A plain trace cut inside its last line, and a
+# .trace.gz cut inside the gzip stream.
+srcdir=${srcdir:-.}
+replay=./tools/gpubuddy-replay
+infer=$srcdir/samples/traces/torch-infer.trace.gz
+printf '# gpubuddy-trace v1\n1 0 alloc 0xa 1048576 0 0x0\n2 1 alloc 0xb 2097152 0 0x0\n3 2 free 0xa 0 0 0x0\n4 3 alloc 0xc 10' > "$tmp/cut.trace"
+head -c $(($(wc -c < "$infer") / 2)) "$infer" > "$tmp/cut.trace.gz"
+for t in "$tmp/cut.trace" "$tmp/cut.trace.gz"; do
+  $replay --pool-size 64M "$t" 2> "$tmp/rw" > /dev/null || fail "replay of $t exited $?"
+  want=$(sed -n 's/^gpubuddy-replay: warning: //p' "$tmp/rw")
+  [ -n "$want" ] || fail "gpubuddy-replay gave no warning for $t: $(cat "$tmp/rw")"
+  $view --trace "$t" --headless --png "$tmp/cut.png" --json > "$tmp/cut.json" 2> "$tmp/err" ||
+    fail "the viewer on $t exited $?: $(cat "$tmp/err")"
+  [ "$(grep -c 'warning' "$tmp/err")" = 1 ] || fail "$t: not one warning: $(cat "$tmp/err")"
+  grep -qxF "gpubuddy-view: warning: $want" "$tmp/err" ||
+    fail "$t: the viewer said '$(cat "$tmp/err")', not the warning '$want'"
+  grep -q '"ops": *[1-9]' "$tmp/cut.json" || fail "$t: no ops before the cut: $(head -c 300 "$tmp/cut.json")"
+done
+$view --trace "$infer" --headless --png "$tmp/cut.png" 2> "$tmp/err" || fail "whole trace: $?"
+! grep -q warning "$tmp/err" || fail "a whole trace warned: $(cat "$tmp/err")"
 echo "test_viewer_cli: ok"

@@ -213,6 +213,8 @@ const char *vsitetab_get(vsitetab_t *t, uint32_t site); /* NULL: none */
 int vra_open(const char *path, vsitetab_t *sites, vra_t **out);
 int vra_next(vra_t *r, gpb_trace_op_t *op);   /* 1, 0 at the end, <0 */
 const char *vra_error(const vra_t *r);
+/* Once vra_next has returned 0: gpb_trace_warning's note ("" none). */
+const char *vra_warning(const vra_t *r);
 void vra_close(vra_t *r);
 
 /* Opens `path` through vra_open. */
@@ -229,6 +231,10 @@ int vops_take_array(gpb_trace_op_t *ops, size_t n, vops_t **out);
 int vops_next(vops_t *o, gpb_trace_op_t *op);
 int vops_rewind(vops_t *o);
 const char *vops_error(const vops_t *o);
+/* A trace's gpb_trace_warning (a cut file, replayed up to the cut), "" for
+ * none: known once the end was read (vreplay_count reads it at the open)
+ * and printed on stderr then, once per source, as gpubuddy-replay does. */
+const char *vops_warning(const vops_t *o);
 /* The frames of call site `site` as the trace defines them; NULL when it
  * defines none (patterns and arrays never do). */
 const char *vops_site(vops_t *o, uint32_t site);
@@ -257,6 +263,7 @@ uint64_t vreplay_count(vreplay_t *r);
 const gpb_model_t *vreplay_model(const vreplay_t *r);
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r);
 const char *vreplay_error(const vreplay_t *r);
+const char *vreplay_warning(const vreplay_t *r); /* vops_warning's */
 uint64_t vreplay_failures(const vreplay_t *r);
 /* The trace id of the allocation at offset off (its address in the
  * traced program, for PyTorch and RMM traces): 0, or GPB_ENOTFOUND. The
