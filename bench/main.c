@@ -14,10 +14,10 @@
  */
 #include "bench.h"
 #include "minpool.h"
+#include "opts.h"
 #include "replay.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <glob.h>
 #include <math.h>
 #include <stdarg.h>
@@ -78,7 +78,7 @@ char *bench_out_path(const bench_ctx_t *c, const char *name) {
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: gpubuddy-bench [--host | --gpu] [options]\n"
+"Usage: gpubuddy-bench [--host | --gpu] [options]\n"
 "\n"
 "Measures gpubuddy side by side with the allocators it replaces, and with\n"
 "empty-call, which returns at once: the timer's floor, whose tail is the\n"
@@ -129,19 +129,9 @@ static void usage(FILE *f) {
 "enforced.\n");
 }
 
-static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
-                     uint64_t *out) {
-  if (gpbt_count_parse(s, lo, hi, out)) {
-    fprintf(stderr, "gpubuddy-bench: %s wants a whole number from %llu to "
-            "%llu, not '%s'\n", opt, (unsigned long long)lo,
-            (unsigned long long)hi, s);
-    return -1;
-  }
-  return 0;
-}
-
 /* Sets skip flags from a comma list; `only` inverts the meaning. A list
- * that names no suite is refused: --only "" would run nothing and pass. */
+ * that names no suite is refused: --only "" would run nothing and pass.
+ * 0, or -1 (the caller says why). */
 static int parse_suites(bench_opts_t *o, const char *list, int only) {
   int *flag[5] = {&o->skip_fixed, &o->skip_churn, &o->skip_threads,
                   &o->skip_traces, &o->skip_meta};
@@ -157,20 +147,13 @@ static int parse_suites(bench_opts_t *o, const char *list, int only) {
     n++;
     for (i = 0; i < 5 && strcmp(t, names[i]); i++) {}
     if (i == 5) {
-      fprintf(stderr, "gpubuddy-bench: unknown suite '%s' (fixed, churn, "
-              "threads, traces, meta)\n", t);
       free(dup);
       return -1;
     }
     *flag[i] = !only;
   }
   free(dup);
-  if (n == 0) {
-    fprintf(stderr, "gpubuddy-bench: --%s names no suite (fixed, churn, "
-            "threads, traces, meta)\n", only ? "only" : "skip");
-    return -1;
-  }
-  return 0;
+  return n ? 0 : -1;
 }
 
 /* Keeps the contenders LIST names (comma-separated), in their order. */
@@ -649,144 +632,98 @@ typedef struct main_args {
   const char **traces;
 } main_args_t;
 
-enum { O_HOST = 256, O_GPU, O_QUICK, O_OUT, O_JSON, O_TRACE, O_SYNTH,
-       O_ONLY, O_SKIP, O_PAIRS, O_CHOPS, O_CHLIVE, O_THREADS, O_TSECS,
-       O_MINB, O_MREPS, O_SEED, O_DEV, O_SAVE, O_SSTEPS, O_TROUNDS,
-       O_CONT };
+/* The options' fields: bench_opts_t's and main_args_t's, parsed at once. */
+typedef struct main_cli {
+  bench_opts_t o;
+  main_args_t a;
+} main_cli_t;
 
-static const struct option main_longopts[] = {
-    {"host", no_argument, 0, O_HOST},
-    {"gpu", no_argument, 0, O_GPU},
-    {"quick", no_argument, 0, O_QUICK},
-    {"out", required_argument, 0, O_OUT},
-    {"json", required_argument, 0, O_JSON},
-    {"trace", required_argument, 0, O_TRACE},
-    {"synthetic", no_argument, 0, O_SYNTH},
-    {"save-synthetic", required_argument, 0, O_SAVE},
-    {"synthetic-steps", required_argument, 0, O_SSTEPS},
-    {"only", required_argument, 0, O_ONLY},
-    {"skip", required_argument, 0, O_SKIP},
-    {"pairs", required_argument, 0, O_PAIRS},
-    {"churn-ops", required_argument, 0, O_CHOPS},
-    {"churn-live", required_argument, 0, O_CHLIVE},
-    {"threads", required_argument, 0, O_THREADS},
-    {"thread-seconds", required_argument, 0, O_TSECS},
-    {"min-block", required_argument, 0, O_MINB},
-    {"meta-reps", required_argument, 0, O_MREPS},
-    {"trace-rounds", required_argument, 0, O_TROUNDS},
-    {"contenders", required_argument, 0, O_CONT},
-    {"seed", required_argument, 0, O_SEED},
-    {"device", required_argument, 0, O_DEV},
-    {"help", no_argument, 0, 'h'},
-    {"version", no_argument, 0, 'V'},
-    {0, 0, 0, 0}};
+#define MAIN_SUITES "a comma list of fixed, churn, threads, traces, meta"
 
-/* The numeric options: where each goes and its range. */
-static int main_number(int ch, const char *arg, main_args_t *a) {
-  static const struct {
-    int ch;
-    const char *name;
-    uint64_t lo, hi;
-    size_t at; /* offset of its field in main_args_t */
-  } tab[] = {
-      {O_SSTEPS, "--synthetic-steps", 1, 100000, offsetof(main_args_t, synth_steps)},
-      {O_PAIRS, "--pairs", 1, 100000000, offsetof(main_args_t, pairs)},
-      {O_CHOPS, "--churn-ops", 1, 100000000, offsetof(main_args_t, churn_ops)},
-      {O_CHLIVE, "--churn-live", 1, 1000000, offsetof(main_args_t, churn_live)},
-      {O_THREADS, "--threads", 1, 64, offsetof(main_args_t, threads)},
-      {O_TROUNDS, "--trace-rounds", 1, 1000, offsetof(main_args_t, trace_rounds)},
-      {O_MREPS, "--meta-reps", 1, 64, offsetof(main_args_t, meta_reps)},
-      {O_SEED, "--seed", 0, UINT64_MAX, offsetof(main_args_t, seed)},
-      {O_DEV, "--device", 0, 1024, offsetof(main_args_t, device)},
-  };
-  for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
-    if (tab[i].ch == ch)
-      return parse_u64(tab[i].name, arg, tab[i].lo, tab[i].hi,
-                       (uint64_t *)((char *)a + tab[i].at)) ? 2 : 0;
-  return -1;
+/* Each option's setter (opts.h): NULL, or what the option takes. */
+static const char *main_set_trace(void *cv, const char *arg) {
+  main_cli_t *c = cv;
+  c->a.traces[c->o.ntraces++] = arg;
+  return NULL;
 }
 
-/* One option: 0, or the exit code (2 for a bad value, 0 after --help). */
-static int main_option(int ch, const char *arg, bench_opts_t *o,
-                       main_args_t *a, int *done) {
-  int rc = main_number(ch, arg, a);
-  if (rc >= 0) return rc;
-  switch (ch) {
-  case O_HOST: o->host = 1; return 0;
-  case O_GPU: o->gpu = 1; return 0;
-  case O_QUICK: o->quick = 1; return 0;
-  case O_OUT: o->out_dir = arg; return 0;
-  case O_JSON: o->json_path = arg; return 0;
-  case O_TRACE: a->traces[o->ntraces++] = arg; return 0;
-  case O_SYNTH: o->synthetic = 1; return 0;
-  case O_SAVE: a->save_path = arg; return 0;
-  case O_CONT: a->contenders = arg; return 0;
-  case O_ONLY:
-  case O_SKIP: return parse_suites(o, arg, ch == O_ONLY) ? 2 : 0;
-  case O_TSECS: {
-    char *end;
-    a->thr_secs = strtod(arg, &end);
-    if (*end || !(a->thr_secs > 0 && a->thr_secs <= 60)) {
-      fprintf(stderr, "gpubuddy-bench: --thread-seconds wants 0 < S <= 60\n");
-      return 2;
-    }
-    return 0;
-  }
-  case O_MINB: {
-    size_t mb;
-    if (gpb_size_parse(arg, &mb) || mb < 16 || (mb & (mb - 1)) ||
-        mb > GPBT_MINPOOL_MAX) {
-      fprintf(stderr, "gpubuddy-bench: --min-block wants a power of two "
-              "from 16 to 64 TiB, not '%s'\n", arg);
-      return 2;
-    }
-    o->trace_min_block = mb;
-    return 0;
-  }
-  case 'h':
-    usage(stdout);
+static const char *main_set_only(void *cv, const char *arg) {
+  return parse_suites(&((main_cli_t *)cv)->o, arg, 1) ? MAIN_SUITES : NULL;
+}
+
+static const char *main_set_skip(void *cv, const char *arg) {
+  return parse_suites(&((main_cli_t *)cv)->o, arg, 0) ? MAIN_SUITES : NULL;
+}
+
+static const char *main_set_tsecs(void *cv, const char *arg) {
+  main_cli_t *c = cv;
+  char *end;
+  c->a.thr_secs = strtod(arg, &end);
+  return *end || !(c->a.thr_secs > 0 && c->a.thr_secs <= 60) ? "0 < S <= 60"
+                                                               : NULL;
+}
+
+static const char *main_set_minb(void *cv, const char *arg) {
+  main_cli_t *c = cv;
+  size_t mb;
+  if (gpb_size_parse(arg, &mb) || mb < 16 || (mb & (mb - 1)) ||
+      mb > GPBT_MINPOOL_MAX)
+    return "a power of two from 16 to 64 TiB";
+  c->o.trace_min_block = mb;
+  return NULL;
+}
+
+static const gpbt_opt_t main_opts[] = {
+    GPBT_FLAG("host", main_cli_t, o.host, 1),
+    GPBT_FLAG("gpu", main_cli_t, o.gpu, 1),
+    GPBT_FLAG("quick", main_cli_t, o.quick, 1),
+    GPBT_STR("out", main_cli_t, o.out_dir),
+    GPBT_STR("json", main_cli_t, o.json_path),
+    GPBT_SET("trace", GPBT_ARG_REQUIRED, main_set_trace),
+    GPBT_FLAG("synthetic", main_cli_t, o.synthetic, 1),
+    GPBT_STR("save-synthetic", main_cli_t, a.save_path),
+    GPBT_U64("synthetic-steps", main_cli_t, a.synth_steps, 1, 100000),
+    GPBT_SET("only", GPBT_ARG_REQUIRED, main_set_only),
+    GPBT_SET("skip", GPBT_ARG_REQUIRED, main_set_skip),
+    GPBT_U64("pairs", main_cli_t, a.pairs, 1, 100000000),
+    GPBT_U64("churn-ops", main_cli_t, a.churn_ops, 1, 100000000),
+    GPBT_U64("churn-live", main_cli_t, a.churn_live, 1, 1000000),
+    GPBT_U64("threads", main_cli_t, a.threads, 1, 64),
+    GPBT_SET("thread-seconds", GPBT_ARG_REQUIRED, main_set_tsecs),
+    GPBT_SET("min-block", GPBT_ARG_REQUIRED, main_set_minb),
+    GPBT_U64("meta-reps", main_cli_t, a.meta_reps, 1, 64),
+    GPBT_U64("trace-rounds", main_cli_t, a.trace_rounds, 1, 1000),
+    GPBT_STR("contenders", main_cli_t, a.contenders),
+    GPBT_U64("seed", main_cli_t, a.seed, 0, UINT64_MAX),
+    GPBT_U64("device", main_cli_t, a.device, 0, 1024),
+    GPBT_HELP,
+    GPBT_VERSION,
+};
+
+/* --help: the usage, and what this build can run. */
+static void main_help(FILE *f) {
+  usage(f);
 #ifdef GPB_HAVE_CUDA
-    printf("\nthis build: CUDA (--gpu available), plots PNG\n");
+  fprintf(f, "\nthis build: CUDA (--gpu available), plots PNG\n");
 #else
-    printf("\nthis build: no CUDA (--host only), plots PNG\n");
+  fprintf(f, "\nthis build: no CUDA (--host only), plots PNG\n");
 #endif
-    *done = 1;
-    return 0;
-  case 'V':
-    printf("gpubuddy-bench %s\n", gpb_version());
-    *done = 1;
-    return 0;
-  default:
-    return -1;
-  }
 }
 
 /* Parses the command line: 0 to run, else *code is the exit code. */
 static int main_parse(int argc, char **argv, bench_opts_t *o, main_args_t *a,
                       int *code) {
-  int ch, done = 0;
-  opterr = 0; /* one line of our own instead of getopt's and the usage */
-  while ((ch = getopt_long(argc, argv, ":h", main_longopts, NULL)) != -1) {
-    int rc = ch == ':' ? -2 : main_option(ch, optarg, o, a, &done);
-    if (rc == -2) {
-      fprintf(stderr, "gpubuddy-bench: %s needs a value (see --help)\n",
-              argv[optind - 1]);
-      rc = 2;
-    } else if (rc < 0) {
-      if (optopt > 0 && optopt < 256)
-        fprintf(stderr, "gpubuddy-bench: unknown option '-%c' (see --help)\n",
-                optopt);
-      else
-        fprintf(stderr, "gpubuddy-bench: unknown option '%s' (see --help)\n",
-                argv[optind - 1]);
-      rc = 2;
-    }
-    if (rc || done) return *code = rc, 1;
-  }
-  if (optind < argc) {
-    fprintf(stderr, "gpubuddy-bench: unexpected argument '%s' (see --help)\n",
-            argv[optind]);
-    return *code = 2, 1;
+  static const gpbt_optspec_t spec = {
+      "gpubuddy-bench", main_opts, sizeof main_opts / sizeof main_opts[0],
+      main_help, NULL};
+  main_cli_t c = {*o, *a};
+  int n, rc = gpbt_opts_parse(&spec, argc, argv, &c, &n);
+  *o = c.o;
+  *a = c.a;
+  if (rc >= 0) return *code = rc, 1;
+  if (n) {
+    *code = gpbt_usage_error(spec.prog, "unexpected argument '%s'", argv[1]);
+    return 1;
   }
   return 0;
 }
@@ -795,14 +732,13 @@ static int main_parse(int argc, char **argv, bench_opts_t *o, main_args_t *a,
  * the exit code. */
 static int main_settle(bench_opts_t *o, const main_args_t *a) {
   if (o->host && o->gpu) {
-    fprintf(stderr, "gpubuddy-bench: choose --host or --gpu, not both\n");
-    return 2;
+    return gpbt_usage_error("gpubuddy-bench", "choose --host or --gpu, not "
+                            "both");
   }
   if (o->skip_fixed && o->skip_churn && o->skip_threads && o->skip_traces &&
       o->skip_meta) {
-    fprintf(stderr, "gpubuddy-bench: --only and --skip leave no suite to "
-            "run\n");
-    return 2;
+    return gpbt_usage_error("gpubuddy-bench", "--only and --skip leave no "
+                            "suite to run");
   }
   if (o->json_path && !path_writable(o->json_path)) {
     fprintf(stderr, "gpubuddy-bench: cannot write --json %s: %s\n",

@@ -37,10 +37,10 @@ one_line() { # what, then the command
   return 0
 }
 one_line "--no-such-option" "$bench" --no-such-option
-grep -q "unknown option '--no-such-option' (see --help)" "$out/u.err" ||
+grep -q "unknown option '--no-such-option' (try 'gpubuddy-bench --help')" "$out/u.err" ||
   fail "--no-such-option: $(cat "$out/u.err")"
 one_line "--json without a value" "$bench" --quick --json
-grep -q -- "--json needs a value" "$out/u.err" || fail "--json: $(cat "$out/u.err")"
+grep -q -- "option '--json' needs a value" "$out/u.err" || fail "--json: $(cat "$out/u.err")"
 one_line "an extra argument" "$bench" --quick extra
 one_line "--only ''" "$bench" --quick --only ""
 one_line "--only ,,," "$bench" --quick --only ,,,

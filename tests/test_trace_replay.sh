@@ -5,8 +5,8 @@
 #    the tool with the same config to the same stats (plain, .gz, stdin);
 #  - the RMM CSV fixture replays with the expected counts;
 #  - --policy all, --find-min-pool (the size found works, one min_block
-#    less fails), --speed, --top-sites, warnings, bad input and usage
-#    errors;
+#    less fails), --speed, --hold, --top-sites, warnings, bad input and
+#    usage errors;
 #  - the peak of 2 MiB pages under live blocks on a hand-worked trace.
 # Run by make check from the build directory.
 set -u
@@ -183,6 +183,39 @@ i=0; while [ ! -e /dev/shm/gpubuddy.$pub ] && [ $i -lt 50 ]; do sleep 0.1; i=$((
 [ -e /dev/shm/gpubuddy.$pub ] || fail "--publish made no segment"
 kill -TERM $rp; wait $rp 2>/dev/null
 [ ! -e /dev/shm/gpubuddy.$pub ] || { rm -f /dev/shm/gpubuddy.$pub; fail "SIGTERM left /dev/shm/gpubuddy.$pub behind"; }
+
+# 6e. --hold: the inference sample replays in about 0.2 s at --speed 1,
+# before gpubuddy-stat could attach (issue 38 item 18); held, the pool
+# stays published as the replay left it until SIGINT, which ends the
+# hold, not the program: the report follows, exit 0, no segment left.
+# --hold SECONDS ends by itself; --hold without --publish is a usage error.
+stat=./tools/gpubuddy-stat
+pub=replay-hold-$$
+infer=$srcdir/samples/traces/torch-infer.trace.gz
+$replay --publish $pub --speed 1 --hold "$infer" > "$tmp/hold.out" 2> "$tmp/hold.err" &
+rp=$!
+i=0
+until $stat $pub > "$tmp/hold.stat" 2> "$tmp/hold.stat.err" || [ $i -ge 100 ]; do
+  sleep 0.1; i=$((i + 1))
+done
+grep -q "^pool '$pub'" "$tmp/hold.stat" ||
+  fail "gpubuddy-stat did not attach to the held pool: $(cat "$tmp/hold.stat.err")"
+# Attached after the replay's end (the report is written after the hold).
+sleep 1
+$stat --json $pub > "$tmp/hold.json" 2>&1 || fail "stat of the held pool: $(cat "$tmp/hold.json")"
+grep -q '"writer_gone":false' "$tmp/hold.json" || fail "the held pool: $(cat "$tmp/hold.json")"
+grep -q 'stays published until' "$tmp/hold.err" || fail "--hold said: $(cat "$tmp/hold.err")"
+kill -INT $rp; wait $rp; rc=$?
+[ $rc = 0 ] || fail "SIGINT during --hold exited $rc: $(cat "$tmp/hold.err")"
+grep -q '^total time' "$tmp/hold.out" || fail "no report after --hold: $(cat "$tmp/hold.out")"
+[ ! -e /dev/shm/gpubuddy.$pub ] || { rm -f /dev/shm/gpubuddy.$pub; fail "--hold left /dev/shm/gpubuddy.$pub behind"; }
+$replay --publish $pub --hold 0.3 --quiet "$infer" > /dev/null 2> "$tmp/hold.err" ||
+  fail "--hold 0.3 exited $?: $(cat "$tmp/hold.err")"
+[ ! -e /dev/shm/gpubuddy.$pub ] || { rm -f /dev/shm/gpubuddy.$pub; fail "--hold 0.3 left a segment"; }
+$replay --hold 1 "$infer" > /dev/null 2>&1; rc=$?
+[ $rc = 2 ] || fail "--hold without --publish exited $rc, not 2"
+$replay --publish $pub --hold 0 "$infer" > /dev/null 2>&1; rc=$?
+[ $rc = 2 ] || fail "--hold 0 exited $rc, not 2"
 
 # 8. Pages under live blocks (what a GPB_CFG_VMM pool would map), buddy
 # in 16 MiB: a [0,1M) and c [1M,2M) share granule 0, b [2M,4M) is granule

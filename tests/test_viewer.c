@@ -1859,11 +1859,15 @@ static void test_deep_stacks(void) {
 }
 
 /* A relay that does not answer is said so, not drawn as a machine with
- * no pools ("0 POOLS"). Port 1 on loopback: nobody listens there. */
+ * no pools ("0 POOLS"), and kept to be asked again, not refused (issue
+ * 37). Port 1 on loopback: nobody listens there. */
 static void test_grid_dead_relay(void) {
   vgrid_t g;
   vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
-  ASSERT(vgrid_add_connect(&g, "127.0.0.1:1") < 0);
+  ASSERT_OK(vgrid_add_connect(&g, "127.0.0.1:1"));
+  ASSERT_EQ(g.nrelays, 1);
+  ASSERT(g.relays[0].down < 0);
+  ASSERT(!vgrid_answering(&g));
   gpbt_fb_t fb;
   ASSERT_OK(gpbt_fb_init(&fb, 900, 500));
   vgrid_draw(&g, &fb);

@@ -331,12 +331,28 @@ $view --connect "$addr/$ga" --headless --png "$tmp/r.png" --json > "$tmp/one.jso
   fail "--connect A/NAME exited $?"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["pool_size"] == 8 << 20, j' \
   "$tmp/one.json" || fail "--connect A/NAME: $(cat "$tmp/one.json")"
-# A bad address in the list: one line, exit 1; a hole in it: usage, exit 2.
-$view --connect "127.0.0.1:1,$addr" --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
+# A relay of the list that refuses at the start (issue 37): shown as not
+# answering, in one stderr line and the JSON, beside the other relay's
+# pools; it stopped the viewer. None answering: one line each, exit 1. A
+# hole in the list: usage, exit 2.
+$view --connect "127.0.0.1:1,$addr" --headless --png "$tmp/r.png" --json > "$tmp/r3.json" 2> "$tmp/err"
 rc=$?
-[ $rc = 1 ] || fail "a refused address in the list exited $rc, expected 1"
-[ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "127.0.0.1:1" "$tmp/err" ||
-  fail "a refused address in the list: $(cat "$tmp/err")"
+[ $rc = 0 ] || fail "a refused relay in the list exited $rc, expected 0: $(cat "$tmp/err")"
+[ "$(grep -c 'not answering' "$tmp/err")" = 1 ] && grep -q "127.0.0.1:1 not answering" "$tmp/err" ||
+  fail "a refused relay in the list: $(cat "$tmp/err")"
+grid_check "$tmp/r3.json" "$addr" || fail "the pools beside a refused relay: $(cat "$tmp/r3.json")"
+python3 - "$tmp/r3.json" <<'PY' || fail "the refused relay in --json: $(cat "$tmp/r3.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+down = [r for r in rows if r["name"] is None]
+assert len(down) == 1 and down[0]["relay"] == "127.0.0.1:1", down
+assert down[0]["state"] == "not answering" and down[0]["error"], down
+PY
+$view --connect "127.0.0.1:1,127.0.0.1:2" --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "a list of refused relays exited $rc, expected 1"
+[ "$(wc -l < "$tmp/err")" = 2 ] && grep -q "127.0.0.1:2" "$tmp/err" ||
+  fail "a list of refused relays: $(cat "$tmp/err")"
 for bad in "--connect $addr,," "--connect ,$addr" "--all $ga" "--all --find 0x10"; do
   $view $bad --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
   rc=$?
@@ -344,4 +360,27 @@ for bad in "--connect $addr,," "--connect ,$addr" "--all $ga" "--all --find 0x10
   [ "$(wc -l < "$tmp/err")" = 1 ] || fail "'$bad': not one line: $(cat "$tmp/err")"
 done
 grep -q "(try 'gpubuddy-view --help')\$" "$tmp/err" || fail "usage error: $(cat "$tmp/err")"
+
+# A cut trace (issue 36): the viewer says gpb_trace_warning once, as
+# gpubuddy-replay does, and shows what came before the cut; a whole
+# trace gives no warning. A plain trace cut inside its last line, and a
+# .trace.gz cut inside the gzip stream.
+srcdir=${srcdir:-.}
+replay=./tools/gpubuddy-replay
+infer=$srcdir/samples/traces/torch-infer.trace.gz
+printf '# gpubuddy-trace v1\n1 0 alloc 0xa 1048576 0 0x0\n2 1 alloc 0xb 2097152 0 0x0\n3 2 free 0xa 0 0 0x0\n4 3 alloc 0xc 10' > "$tmp/cut.trace"
+head -c $(($(wc -c < "$infer") / 2)) "$infer" > "$tmp/cut.trace.gz"
+for t in "$tmp/cut.trace" "$tmp/cut.trace.gz"; do
+  $replay --pool-size 64M "$t" 2> "$tmp/rw" > /dev/null || fail "replay of $t exited $?"
+  want=$(sed -n 's/^gpubuddy-replay: warning: //p' "$tmp/rw")
+  [ -n "$want" ] || fail "gpubuddy-replay gave no warning for $t: $(cat "$tmp/rw")"
+  $view --trace "$t" --headless --png "$tmp/cut.png" --json > "$tmp/cut.json" 2> "$tmp/err" ||
+    fail "the viewer on $t exited $?: $(cat "$tmp/err")"
+  [ "$(grep -c 'warning' "$tmp/err")" = 1 ] || fail "$t: not one warning: $(cat "$tmp/err")"
+  grep -qxF "gpubuddy-view: warning: $want" "$tmp/err" ||
+    fail "$t: the viewer said '$(cat "$tmp/err")', not the warning '$want'"
+  grep -q '"ops": *[1-9]' "$tmp/cut.json" || fail "$t: no ops before the cut: $(head -c 300 "$tmp/cut.json")"
+done
+$view --trace "$infer" --headless --png "$tmp/cut.png" 2> "$tmp/err" || fail "whole trace: $?"
+! grep -q warning "$tmp/err" || fail "a whole trace warned: $(cat "$tmp/err")"
 echo "test_viewer_cli: ok"

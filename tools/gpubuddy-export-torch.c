@@ -29,12 +29,12 @@
 #include "gpubuddy.h"
 #include "idmap.h"
 #include "opseq.h"
+#include "opts.h"
 #include "pickle.h"
 #include "replay.h"
 #include "sitename.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -61,7 +61,7 @@ typedef struct opts {
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: %s [options] TRACE -o OUT.pickle\n"
+"Usage: %s [options] TRACE -o OUT.pickle\n"
 "       %s --live NAME [--seconds S] -o OUT.pickle\n"
 "\n"
 "Writes a gpubuddy trace (docs/TRACE_FORMAT.md, .gz or RMM CSV too), or a\n"
@@ -549,147 +549,83 @@ static int export_live(const opts_t *o, gpbt_pk_t *p, frames_memo_t *m) {
 
 /* -------------------------------------------------------------- main */
 
-/* Each option's setter: 0, or 2 after printing a one-line usage error. */
-static int set_out(opts_t *o, const char *a) {
-  if (!*a) {
-    fprintf(stderr, "%s: -o needs a file name\n", prog);
-    return 2;
-  }
-  o->out = a;
-  return 0;
+/* Each option's setter (opts.h): NULL, or what the option takes. */
+static const char *set_pool_size(void *ov, const char *a) {
+  opts_t *o = ov;
+  return gpb_size_parse(a, &o->pool_size) || !o->pool_size ? "a size > 0"
+                                                           : NULL;
 }
 
-static int set_size(const char *what, const char *a, size_t *to, int pow2) {
-  if (!gpb_size_parse(a, to) && *to && (!pow2 || (*to >= 16 &&
-                                                  !(*to & (*to - 1)))))
-    return 0;
-  fprintf(stderr, "%s: bad %s '%s'%s\n", prog, what, a,
-          pow2 ? ": a power of two >= 16" : "");
-  return 2;
+static const char *set_min_block(void *ov, const char *a) {
+  opts_t *o = ov;
+  size_t *m = &o->min_block;
+  return gpb_size_parse(a, m) || *m < 16 || (*m & (*m - 1))
+             ? "a power of two >= 16" : NULL;
 }
 
-static int set_pool_size(opts_t *o, const char *a) {
-  return set_size("--pool-size", a, &o->pool_size, 0);
+static const char *set_policy(void *ov, const char *a) {
+  opts_t *o = ov;
+  return gpb_policy_parse(a, &o->policy) ? "buddy, trim or bestfit" : NULL;
 }
 
-static int set_min_block(opts_t *o, const char *a) {
-  return set_size("--min-block", a, &o->min_block, 1);
+static const char *set_live(void *ov, const char *a) {
+  opts_t *o = ov;
+  if (!*a || strlen(a) >= GPB_NAME_MAX)
+    return "a pool name of 1 to 63 characters";
+  o->live = a;
+  return NULL;
 }
 
-static int set_policy(opts_t *o, const char *a) {
-  if (!gpb_policy_parse(a, &o->policy)) return 0;
-  fprintf(stderr, "%s: unknown policy '%s' (buddy, trim, bestfit)\n", prog, a);
-  return 2;
-}
-
-static int set_device(opts_t *o, const char *a) {
-  uint64_t d;
-  if (!gpbt_count_parse(a, 0, 1023, &d)) {
-    o->device = (int)d;
-    return 0;
-  }
-  fprintf(stderr, "%s: --device needs 0 to 1023\n", prog);
-  return 2;
-}
-
-static int set_live(opts_t *o, const char *a) {
-  if (*a && strlen(a) < GPB_NAME_MAX) {
-    o->live = a;
-    return 0;
-  }
-  fprintf(stderr, "%s: --live needs a pool name of 1 to %d characters\n",
-          prog, GPB_NAME_MAX - 1);
-  return 2;
-}
-
-static int set_seconds(opts_t *o, const char *a) {
+static const char *set_seconds(void *ov, const char *a) {
+  opts_t *o = ov;
   char *end;
   errno = 0;
   o->seconds = strtod(a, &end);
-  if (!errno && !*end && o->seconds >= 0 && o->seconds <= 86400) return 0;
-  fprintf(stderr, "%s: --seconds needs 0 to 86400\n", prog);
-  return 2;
+  return !errno && !*end && o->seconds >= 0 && o->seconds <= 86400
+             ? NULL : "0 to 86400";
 }
 
-static int set_quiet(opts_t *o, const char *a) {
-  (void)a;
-  o->quiet = 1;
-  return 0;
-}
-
-static int set_help(opts_t *o, const char *a) {
-  (void)o, (void)a;
-  usage(stdout);
-  exit(0);
-}
-
-static int set_version(opts_t *o, const char *a) {
-  (void)o, (void)a;
-  printf("%s %s\n", prog, gpb_version());
-  exit(0);
-}
-
-static const struct opt_def {
-  const char *name;
-  int has_arg;
-  int (*set)(opts_t *, const char *);
-} opt_defs[] = {
-    {"output", required_argument, set_out},
-    {"pool-size", required_argument, set_pool_size},
-    {"min-block", required_argument, set_min_block},
-    {"policy", required_argument, set_policy},
-    {"device", required_argument, set_device},
-    {"live", required_argument, set_live},
-    {"seconds", required_argument, set_seconds},
-    {"quiet", no_argument, set_quiet},
-    {"help", no_argument, set_help},
-    {"version", no_argument, set_version},
+static const gpbt_opt_t opt_defs[] = {
+    GPBT_FILE("output", opts_t, out),
+    GPBT_SHORT('o', "output"),
+    GPBT_SET("pool-size", GPBT_ARG_REQUIRED, set_pool_size),
+    GPBT_SET("min-block", GPBT_ARG_REQUIRED, set_min_block),
+    GPBT_SET("policy", GPBT_ARG_REQUIRED, set_policy),
+    GPBT_INT("device", opts_t, device, 0, 1023),
+    GPBT_SET("live", GPBT_ARG_REQUIRED, set_live),
+    GPBT_SET("seconds", GPBT_ARG_REQUIRED, set_seconds),
+    GPBT_FLAG("quiet", opts_t, quiet, 1),
+    GPBT_SHORT('q', "quiet"),
+    GPBT_HELP,
+    GPBT_VERSION,
 };
-#define NOPT (sizeof opt_defs / sizeof opt_defs[0])
-#define OPT_BASE 256
 
+/* The command line into o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, opts_t *o) {
-  struct option lo[NOPT + 1];
-  for (size_t i = 0; i < NOPT; i++)
-    lo[i] = (struct option){opt_defs[i].name, opt_defs[i].has_arg, 0,
-                            OPT_BASE + (int)i};
-  lo[NOPT] = (struct option){0, 0, 0, 0};
+  static const gpbt_optspec_t spec = {
+      "gpubuddy-export-torch", opt_defs, sizeof opt_defs / sizeof opt_defs[0],
+      usage, NULL};
   memset(o, 0, sizeof *o);
   o->min_block = 256;
   o->policy = GPB_POLICY_BUDDY;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, "o:hq", lo, NULL)) != -1) {
-    int rc = 2;
-    if (c == 'o') rc = set_out(o, optarg);
-    else if (c == 'h') rc = set_help(o, NULL);
-    else if (c == 'q') rc = set_quiet(o, NULL);
-    else if (c >= OPT_BASE && c < OPT_BASE + (int)NOPT)
-      rc = opt_defs[c - OPT_BASE].set(o, optarg);
-    else
-      fprintf(stderr, "%s: unknown option or missing value: '%s' (try '%s "
-              "--help')\n", prog, argv[optind - 1], prog);
-    if (rc) return rc;
-  }
+  int n, rc = gpbt_opts_parse(&spec, argc, argv, o, &n);
+  if (rc >= 0) return rc;
   const char *err = NULL;
-  if (optind < argc - 1 || (optind == argc - 1) == (o->live != NULL))
-    err = "give one TRACE, or --live NAME (see --help)";
+  if (n > 1 || (n == 1) == (o->live != NULL))
+    err = "give one TRACE, or --live NAME";
   else if (!o->out)
     err = "give the pickle to write: -o OUT.pickle";
   else if (!o->live && o->seconds > 0)
     err = "--seconds goes with --live";
-  if (err) {
-    fprintf(stderr, "%s: %s\n", prog, err);
-    return 2;
-  }
-  if (!o->live) o->path = argv[optind];
-  return 0;
+  if (err) return gpbt_usage_error(prog, "%s", err);
+  if (!o->live) o->path = argv[1];
+  return -1;
 }
 
 int main(int argc, char **argv) {
   opts_t o;
   int rc = parse_args(argc, argv, &o);
-  if (rc) return rc;
+  if (rc >= 0) return rc;
   int to_stdout = !strcmp(o.out, "-");
   FILE *f = to_stdout ? stdout : fopen(o.out, "wb");
   if (!f) {

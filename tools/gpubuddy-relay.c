@@ -16,10 +16,10 @@
 #include "http.h"
 #include "live/netproto.h"
 #include "metrics.h"
+#include "opts.h"
 #include "relay.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -280,85 +280,54 @@ typedef struct relay_args {
   int wait_pool, exit_on_close, all;
 } relay_args_t;
 
-enum { O_LISTEN = 256, O_TOKEN, O_REMOTE, O_MAX, O_BUF, O_Z, O_PORTF,
-       O_WAIT, O_EXIT, O_VERSION, O_METRICS, O_ALL };
+#define RELAY_SPEC_TAKES "ADDRESS:PORT or [V6]:PORT, port 0..65535"
 
-static const struct option relay_longopts[] = {
-    {"listen", required_argument, 0, O_LISTEN},
-    {"token", required_argument, 0, O_TOKEN},
-    {"allow-remote", no_argument, 0, O_REMOTE},
-    {"max-clients", required_argument, 0, O_MAX},
-    {"client-buffer", required_argument, 0, O_BUF},
-    {"compress", required_argument, 0, O_Z},
-    {"port-file", required_argument, 0, O_PORTF},
-    {"wait", no_argument, 0, O_WAIT},
-    {"exit-on-close", no_argument, 0, O_EXIT},
-    {"all", no_argument, 0, O_ALL},
-    {"quiet", no_argument, 0, 'q'},
-    {"verbose", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
-    {"version", no_argument, 0, O_VERSION},
-    {"metrics", required_argument, 0, O_METRICS},
-    {0, 0, 0, 0}};
-
-/* An integer option in lo..hi; 0, or 2 after one line on stderr. */
-static int relay_int_arg(const char *opt, const char *arg, long lo, long hi,
-                         int *out) {
-  /* Range-checked as a long: (int)4294967297 is 1. */
-  char *end;
-  errno = 0;
-  long v = strtol(arg, &end, 10);
-  if (errno || end == arg || *end || v < lo || v > hi) {
-    gpbr_log(NULL, 0, "%s '%s': expected %ld..%ld (try "
-             "'gpubuddy-relay --help')", opt, arg, lo, hi);
-    return 2;
-  }
-  *out = (int)v;
-  return 0;
+/* Each option's setter (opts.h): NULL, or what the option takes. */
+static const char *relay_set_listen(void *av, const char *arg) {
+  relay_args_t *a = av;
+  if (gpbr_check_spec(arg, NULL)) return RELAY_SPEC_TAKES;
+  a->o.listen = arg;
+  return NULL;
 }
 
-/* One option into `a`: -1 to go on, else the exit code. */
-static int relay_one_opt(int ch, const char *arg, relay_args_t *a) {
-  switch (ch) {
-  case O_LISTEN:
-    if (gpbr_check_spec(arg, "--listen")) return 2;
-    a->o.listen = arg;
-    return -1;
-  case O_TOKEN: a->o.token = arg; return -1;
-  case O_REMOTE: a->o.allow_remote = 1; return -1;
-  case O_MAX:
-    return relay_int_arg("--max-clients", arg, 1, 1000, &a->o.max_clients)
-               ? 2 : -1;
-  case O_BUF:
-    if (gpb_size_parse(arg, &a->o.client_buf) || a->o.client_buf < (64u << 10)) {
-      gpbr_log(NULL, 0, "--client-buffer '%s': expected a size >= 64K (try "
-               "'gpubuddy-relay --help')", arg);
-      return 2;
-    }
-    return -1;
-  case O_Z: return relay_int_arg("--compress", arg, 0, 9, &a->o.zlevel) ? 2 : -1;
-  case O_PORTF: a->port_file = arg; return -1;
-  case O_WAIT: a->wait_pool = 1; return -1;
-  case O_EXIT: a->exit_on_close = 1; return -1;
-  case O_ALL: a->all = 1; return -1;
-  case O_METRICS:
-    if (gpbr_check_spec(arg, "--metrics")) return 2;
-    a->metrics = arg;
-    return -1;
-  case 'q': a->o.verbose = -1; return -1;
-  case 'v': a->o.verbose = 1; return -1;
-  case 'h': relay_usage(stdout); return 0;
-  case O_VERSION: printf("gpubuddy-relay %s\n", gpb_version()); return 0;
-  }
-  return 2;
+static const char *relay_set_metrics(void *av, const char *arg) {
+  relay_args_t *a = av;
+  if (gpbr_check_spec(arg, NULL)) return RELAY_SPEC_TAKES;
+  a->metrics = arg;
+  return NULL;
 }
 
-/* The operands and the options' combinations: -1 to go on, else the exit
- * code. */
-static int relay_check_args(int argc, char **argv, relay_args_t *a) {
+static const char *relay_set_buf(void *av, const char *arg) {
+  relay_args_t *a = av;
+  return gpb_size_parse(arg, &a->o.client_buf) || a->o.client_buf < (64u << 10)
+             ? "a size >= 64K" : NULL;
+}
+
+static const gpbt_opt_t relay_opt_defs[] = {
+    GPBT_SET("listen", GPBT_ARG_REQUIRED, relay_set_listen),
+    GPBT_STR("token", relay_args_t, o.token),
+    GPBT_FLAG("allow-remote", relay_args_t, o.allow_remote, 1),
+    GPBT_INT("max-clients", relay_args_t, o.max_clients, 1, 1000),
+    GPBT_SET("client-buffer", GPBT_ARG_REQUIRED, relay_set_buf),
+    GPBT_INT("compress", relay_args_t, o.zlevel, 0, 9),
+    GPBT_STR("port-file", relay_args_t, port_file),
+    GPBT_FLAG("wait", relay_args_t, wait_pool, 1),
+    GPBT_FLAG("exit-on-close", relay_args_t, exit_on_close, 1),
+    GPBT_FLAG("all", relay_args_t, all, 1),
+    GPBT_FLAG("quiet", relay_args_t, o.verbose, -1),
+    GPBT_SHORT('q', "quiet"),
+    GPBT_FLAG("verbose", relay_args_t, o.verbose, 1),
+    GPBT_SHORT('v', "verbose"),
+    GPBT_HELP,
+    GPBT_VERSION,
+    GPBT_SET("metrics", GPBT_ARG_REQUIRED, relay_set_metrics),
+};
+
+/* The operands (argv[1..n]) and the options' combinations: -1 to go on,
+ * else the exit code. */
+static int relay_check_args(int n, char **argv, relay_args_t *a) {
   int want_name = !a->all && !a->metrics;
-  if ((a->all && optind != argc) || (want_name && optind != argc - 1) ||
-      argc - optind > 1) {
+  if ((a->all && n) || (want_name && n != 1) || n > 1) {
     gpbr_log(NULL, 0, a->all ? "--all serves every pool: give no NAME (try "
              "'gpubuddy-relay --help')" : "expected one pool NAME, or --all "
              "(try 'gpubuddy-relay --help')");
@@ -369,7 +338,7 @@ static int relay_check_args(int argc, char **argv, relay_args_t *a) {
              "'gpubuddy-relay --help')");
     return 2;
   }
-  a->name = optind < argc ? argv[optind] : NULL;
+  a->name = n ? argv[1] : NULL;
   if (!a->o.token) a->o.token = getenv("GPB_RELAY_TOKEN");
   if (a->o.token && strlen(a->o.token) > GPB_NP_TOKEN_MAX) {
     gpbr_log(NULL, 0, "token longer than %d bytes", GPB_NP_TOKEN_MAX);
@@ -380,25 +349,14 @@ static int relay_check_args(int argc, char **argv, relay_args_t *a) {
 
 /* The command line into `a`: -1 to go on, else the exit code. */
 static int relay_parse_args(int argc, char **argv, relay_args_t *a) {
+  static const gpbt_optspec_t spec = {
+      "gpubuddy-relay", relay_opt_defs,
+      sizeof relay_opt_defs / sizeof relay_opt_defs[0], relay_usage, NULL};
   memset(a, 0, sizeof *a);
   a->o.zlevel = 1;
-  int ch;
-  opterr = 0; /* one line of our own instead of getopt's and the usage */
-  /* The leading ':' makes a missing value ':', not '?'. */
-  while ((ch = getopt_long(argc, argv, ":qvh", relay_longopts, NULL)) != -1) {
-    if (ch == ':' || ch == '?') {
-      if (ch == ':')
-        fprintf(stderr, "gpubuddy-relay: option '%s' needs a value (try "
-                "'gpubuddy-relay --help')\n", argv[optind - 1]);
-      else
-        fprintf(stderr, "gpubuddy-relay: unknown option '%s' (try "
-                "'gpubuddy-relay --help')\n", argv[optind - 1]);
-      return 2;
-    }
-    int rc = relay_one_opt(ch, optarg, a);
-    if (rc >= 0) return rc;
-  }
-  return relay_check_args(argc, argv, a);
+  int n, rc = gpbt_opts_parse(&spec, argc, argv, a, &n);
+  if (rc >= 0) return rc;
+  return relay_check_args(n, argv, a);
 }
 
 /* --metrics: listen, and serve in a thread (or here, when metrics are all

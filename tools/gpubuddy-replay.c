@@ -32,13 +32,13 @@
 #include "minpool.h"
 #include "idmap.h"
 #include "oom.h"
+#include "opts.h"
 #include "pages.h"
 #include "replay.h"
 #include "sitename.h"
 #include "topsites.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -60,6 +60,8 @@ typedef struct opts {
   int json, find_min, quiet;
   uint64_t resolution; /* find-min-pool grid; 0: 1/1024 of the peak */
   const char *publish;
+  int hold;      /* --hold: keep the published pool up after the replay */
+  double hold_s; /* for this long; 0: until SIGINT or SIGTERM */
   double speed; /* 0: as fast as possible */
   uint64_t explain; /* --explain-oom: failures to explain per run (UINT64_MAX:
                        all); 0: none */
@@ -110,7 +112,7 @@ static const char *prog = "gpubuddy-replay";
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: %s [options] TRACE\n"
+"Usage: %s [options] TRACE\n"
 "       %s --compare A [options] B\n"
 "\n"
 "Replays an allocation trace through a gpubuddy pool and reports events,\n"
@@ -148,6 +150,11 @@ static void usage(FILE *f) {
 "                    run of the same program (GPB_PLAN, GPB_TORCH_PLAN) or\n"
 "                    --plan; prints its extent and replays nothing\n"
 "  --publish NAME    publish the replay's pool live under NAME (for the viewer)\n"
+"  --hold [SECONDS]  with --publish: keep the pool published after the\n"
+"                    replay, as it ended, for SECONDS or until SIGINT or\n"
+"                    SIGTERM, so gpubuddy-stat and gpubuddy-view can attach\n"
+"                    (each run's pool in turn with --policy all); the\n"
+"                    report follows\n"
 "  --speed X         pace ops by the trace's timestamps, X times real time\n"
 "                    (default: as fast as possible)\n"
 "  --explain-oom[=N] explain the first N failed allocations of each run\n"
@@ -1009,6 +1016,29 @@ static int run_finish(run_t *u, int rd, int ret) {
   return ret;
 }
 
+/* --hold: the published pool stays up, as the replay left it, until the
+ * seconds run out or a signal comes; a signal ends the hold, not the
+ * program (replay_stop is cleared), so the report still follows. */
+static void replay_hold(const opts_t *o) {
+  if (!o->quiet) {
+    if (o->hold_s > 0)
+      fprintf(stderr, "%s: replayed; pool '%s' stays published for %g s "
+              "(Ctrl-C ends it sooner)\n", prog, o->publish, o->hold_s);
+    else
+      fprintf(stderr, "%s: replayed; pool '%s' stays published until "
+              "Ctrl-C (SIGINT) or SIGTERM\n", prog, o->publish);
+  }
+  uint64_t start = gpb_now_ns();
+  uint64_t until = o->hold_s > 0 ? start + (uint64_t)(o->hold_s * 1e9)
+                                 : UINT64_MAX;
+  while (!replay_stop) {
+    uint64_t now = gpb_now_ns();
+    if (now >= until) break;
+    sleep_ns(until - now < 50000000ull ? until - now : 50000000ull);
+  }
+  replay_stop = 0;
+}
+
 /* One replay through a fresh pool. stop_on_fail: stop at the first failed
  * allocation (find-min-pool probes). 0, or -1 after printing an error. */
 static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
@@ -1038,6 +1068,7 @@ static int replay_run(const opts_t *o, size_t pool_size, gpb_policy_t policy,
     if (s) break;
   }
   ret = run_finish(&u, rd, ret);
+  if (o->hold && !stop_on_fail && !replay_stop && !ret) replay_hold(o);
   run_close(&u);
   return ret;
 }
@@ -1287,186 +1318,118 @@ static int own_plan_min(const opts_t *o, const gpbt_seq_t *q,
 
 /* ------------------------------------------------------------ main */
 
-/* Each option's setter: 0, or 2 after printing a one-line usage error. */
-static int set_backend(opts_t *o, const char *a) {
-  if (!gpb_backend_parse(a, &o->backend)) return 0;
-  fprintf(stderr, "%s: unknown backend '%s'\n", prog, a);
-  return 2;
+/* Each option's setter (opts.h): NULL, or what the option takes. */
+static const char *set_backend(void *ov, const char *a) {
+  opts_t *o = ov;
+  return gpb_backend_parse(a, &o->backend)
+             ? "virtual, host, device, pinned or auto" : NULL;
 }
 
-static int set_pool_size(opts_t *o, const char *a) {
-  if (!gpb_size_parse(a, &o->pool_size) && o->pool_size) return 0;
-  fprintf(stderr, "%s: bad --pool-size '%s'\n", prog, a);
-  return 2;
+static const char *set_pool_size(void *ov, const char *a) {
+  opts_t *o = ov;
+  return gpb_size_parse(a, &o->pool_size) || !o->pool_size
+             ? "a size > 0 (64M, 1.5GiB...)" : NULL;
 }
 
-static int set_min_block(opts_t *o, const char *a) {
+static const char *set_min_block(void *ov, const char *a) {
+  opts_t *o = ov;
   if (!gpb_size_parse(a, &o->min_block) && o->min_block >= 16 &&
       !(o->min_block & (o->min_block - 1)))
-    return 0;
-  fprintf(stderr, "%s: --min-block must be a power of two >= 16\n", prog);
-  return 2;
+    return NULL;
+  return "a power of two >= 16";
 }
 
-static int set_policy(opts_t *o, const char *a) {
+static const char *set_policy(void *ov, const char *a) {
+  opts_t *o = ov;
   gpb_policy_t p;
   o->policy_given = 1;
   if (!strcmp(a, "all")) {
     o->policy = -1;
-    return 0;
+    return NULL;
   }
-  if (gpb_policy_parse(a, &p)) {
-    fprintf(stderr, "%s: unknown policy '%s' (buddy, trim, bestfit, all)\n",
-            prog, a);
-    return 2;
-  }
+  if (gpb_policy_parse(a, &p)) return "buddy, trim, bestfit or all";
   o->policy = (int)p;
-  return 0;
+  return NULL;
 }
 
-static int set_file(const char *opt, const char *a, const char **to) {
-  if (!*a) {
-    fprintf(stderr, "%s: --%s needs a file name\n", prog, opt);
-    return 2;
-  }
-  *to = a;
-  return 0;
-}
-
-static int set_plan(opts_t *o, const char *a) {
-  return set_file("plan", a, &o->plan_path);
-}
-
-static int set_plan_out(opts_t *o, const char *a) {
-  return set_file("plan-out", a, &o->plan_out);
-}
-
-static int set_find_min(opts_t *o, const char *a) {
-  (void)a;
-  o->find_min = 1;
-  return 0;
-}
-
-static int set_resolution(opts_t *o, const char *a) {
+static const char *set_resolution(void *ov, const char *a) {
+  opts_t *o = ov;
   size_t r;
-  if (gpb_size_parse(a, &r) || r == 0 || r > GPBT_MINPOOL_MAX) {
-    fprintf(stderr, "%s: bad --resolution '%s': 1 byte to 64 TiB\n", prog, a);
-    return 2;
-  }
+  if (gpb_size_parse(a, &r) || r == 0 || r > GPBT_MINPOOL_MAX)
+    return "1 byte to 64 TiB";
   o->resolution = r;
-  return 0;
+  return NULL;
 }
 
-static int set_publish(opts_t *o, const char *a) {
-  if (!*a || strlen(a) >= GPB_NAME_MAX) {
-    fprintf(stderr, "%s: --publish needs 1 to %d characters\n", prog,
-            GPB_NAME_MAX - 1);
-    return 2;
-  }
+static const char *set_publish(void *ov, const char *a) {
+  opts_t *o = ov;
+  if (!*a || strlen(a) >= GPB_NAME_MAX) return "a name of 1 to 63 characters";
   o->publish = a;
-  return 0;
+  return NULL;
 }
 
-static int set_speed(opts_t *o, const char *a) {
+static const char *set_hold(void *ov, const char *a) {
+  opts_t *o = ov;
+  char *end;
+  o->hold = 1;
+  if (!a) return NULL;
+  errno = 0;
+  o->hold_s = strtod(a, &end);
+  if (!errno && end != a && !*end && o->hold_s > 0 && o->hold_s <= 1e9)
+    return NULL;
+  return "seconds > 0";
+}
+
+static const char *set_speed(void *ov, const char *a) {
+  opts_t *o = ov;
   char *end;
   errno = 0;
   o->speed = strtod(a, &end);
-  if (!errno && !*end && o->speed > 0 && !isinf(o->speed)) return 0;
-  fprintf(stderr, "%s: --speed needs a number > 0\n", prog);
-  return 2;
+  if (!errno && !*end && o->speed > 0 && !isinf(o->speed)) return NULL;
+  return "a number > 0";
 }
 
-static int set_explain(opts_t *o, const char *a) {
-  if (!a) {
-    o->explain = EXPLAIN_DEFAULT;
-  } else if (!strcmp(a, "all")) {
-    o->explain = UINT64_MAX;
-  } else if (gpbt_count_parse(a, 1, UINT64_MAX, &o->explain)) {
-    fprintf(stderr, "%s: bad --explain-oom '%s': a count >= 1 or all "
-            "(try '%s --help')\n", prog, a, prog);
-    return 2;
-  }
-  return 0;
+static const char *set_explain(void *ov, const char *a) {
+  opts_t *o = ov;
+  if (!a) o->explain = EXPLAIN_DEFAULT;
+  else if (!strcmp(a, "all")) o->explain = UINT64_MAX;
+  else if (gpbt_count_parse(a, 1, UINT64_MAX, &o->explain))
+    return "a count >= 1 or all";
+  return NULL;
 }
 
-static int set_top_sites(opts_t *o, const char *a) {
+static const char *set_top_sites(void *ov, const char *a) {
+  opts_t *o = ov;
   uint64_t n = 10;
-  if (a && gpbt_count_parse(a, 1, GPB_MAX_SITES + 1, &n)) {
-    fprintf(stderr, "%s: --top-sites needs a count of 1 to %u\n", prog,
-            GPB_MAX_SITES + 1);
-    return 2;
-  }
+  if (a && gpbt_count_parse(a, 1, GPB_MAX_SITES + 1, &n))
+    return "a count of 1 to 65536";
   o->top_sites = (uint32_t)n;
-  return 0;
+  return NULL;
 }
 
-static int set_compare(opts_t *o, const char *a) {
-  return set_file("compare", a, &o->compare);
-}
-
-static int set_png(opts_t *o, const char *a) {
-  return set_file("png", a, &o->png);
-}
-
-static int set_json(opts_t *o, const char *a) {
-  (void)a;
-  o->json = 1;
-  return 0;
-}
-
-static int set_quiet(opts_t *o, const char *a) {
-  (void)a;
-  o->quiet = 1;
-  return 0;
-}
-
-static int set_help(opts_t *o, const char *a) {
-  (void)o, (void)a;
-  usage(stdout);
-  exit(0);
-}
-
-static int set_version(opts_t *o, const char *a) {
-  (void)o, (void)a;
-  printf("%s %s\n", prog, gpb_version());
-  exit(0);
-}
-
-/* The options: name, argument, setter; getopt's table is made from it. */
-static const struct opt_def {
-  const char *name;
-  int has_arg;
-  int (*set)(opts_t *, const char *);
-} opt_defs[] = {
-    {"backend", required_argument, set_backend},
-    {"pool-size", required_argument, set_pool_size},
-    {"min-block", required_argument, set_min_block},
-    {"policy", required_argument, set_policy},
-    {"find-min-pool", no_argument, set_find_min},
-    {"plan", required_argument, set_plan},
-    {"plan-out", required_argument, set_plan_out},
-    {"resolution", required_argument, set_resolution},
-    {"publish", required_argument, set_publish},
-    {"speed", required_argument, set_speed},
-    {"explain-oom", optional_argument, set_explain},
-    {"top-sites", optional_argument, set_top_sites},
-    {"compare", required_argument, set_compare},
-    {"png", required_argument, set_png},
-    {"json", no_argument, set_json},
-    {"quiet", no_argument, set_quiet},
-    {"help", no_argument, set_help},
-    {"version", no_argument, set_version},
+/* The options (opts.h). */
+static const gpbt_opt_t opt_defs[] = {
+    GPBT_SET("backend", GPBT_ARG_REQUIRED, set_backend),
+    GPBT_SET("pool-size", GPBT_ARG_REQUIRED, set_pool_size),
+    GPBT_SET("min-block", GPBT_ARG_REQUIRED, set_min_block),
+    GPBT_SET("policy", GPBT_ARG_REQUIRED, set_policy),
+    GPBT_FLAG("find-min-pool", opts_t, find_min, 1),
+    GPBT_FILE("plan", opts_t, plan_path),
+    GPBT_FILE("plan-out", opts_t, plan_out),
+    GPBT_SET("resolution", GPBT_ARG_REQUIRED, set_resolution),
+    GPBT_SET("publish", GPBT_ARG_REQUIRED, set_publish),
+    GPBT_SET("hold", GPBT_ARG_NUMBER, set_hold),
+    GPBT_SET("speed", GPBT_ARG_REQUIRED, set_speed),
+    GPBT_SET("explain-oom", GPBT_ARG_OPTIONAL, set_explain),
+    GPBT_SET("top-sites", GPBT_ARG_OPTIONAL, set_top_sites),
+    GPBT_FILE("compare", opts_t, compare),
+    GPBT_FILE("png", opts_t, png),
+    GPBT_FLAG("json", opts_t, json, 1),
+    GPBT_FLAG("quiet", opts_t, quiet, 1),
+    GPBT_SHORT('q', "quiet"),
+    GPBT_HELP,
+    GPBT_VERSION,
 };
-#define NOPT (sizeof opt_defs / sizeof opt_defs[0])
-#define OPT_BASE 256 /* getopt's value of opt_defs[i] is OPT_BASE + i */
-
-/* The setter of a short option ('h', 'q'): its long twin's. */
-static int opt_short(int c) {
-  const char *name = c == 'h' ? "help" : c == 'q' ? "quiet" : NULL;
-  for (size_t i = 0; name && i < NOPT; i++)
-    if (!strcmp(opt_defs[i].name, name)) return OPT_BASE + (int)i;
-  return -1;
-}
 
 /* What --compare does not take, or NULL. */
 static const char *check_compare(const opts_t *o) {
@@ -1491,6 +1454,8 @@ static int check_args(opts_t *o) {
   if (o->find_min && o->min_block > GPBT_MINPOOL_MAX)
     err = "--find-min-pool needs a --min-block of at most 64 TiB, the "
           "largest pool it tries";
+  else if (o->hold && !o->publish)
+    err = "--hold keeps a published pool up: give --publish NAME too";
   else if (o->plan_path && o->plan_out)
     err = "--plan follows a plan and --plan-out makes one: give one of them";
   else if (o->plan_path && o->policy_given && o->policy != GPB_POLICY_BESTFIT)
@@ -1507,42 +1472,25 @@ static int check_args(opts_t *o) {
     err = "a trace on standard input is read once: give --pool-size, and "
           "no --find-min-pool or --policy all";
   if (!err) err = check_compare(o);
-  if (err) {
-    fprintf(stderr, "%s: %s\n", prog, err);
-    return 2;
-  }
+  if (err) return gpbt_usage_error(prog, "%s", err);
   if (o->plan_path) o->policy = GPB_POLICY_BESTFIT;
   return 0;
 }
 
+/* The command line into o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, opts_t *o) {
-  struct option lo[NOPT + 1];
-  for (size_t i = 0; i < NOPT; i++)
-    lo[i] = (struct option){opt_defs[i].name, opt_defs[i].has_arg, 0,
-                            OPT_BASE + (int)i};
-  lo[NOPT] = (struct option){0, 0, 0, 0};
+  static const gpbt_optspec_t spec = {
+      "gpubuddy-replay", opt_defs, sizeof opt_defs / sizeof opt_defs[0],
+      usage, NULL};
   memset(o, 0, sizeof *o);
   o->backend = GPB_BACKEND_VIRTUAL;
   o->min_block = 256;
   o->policy = GPB_POLICY_BUDDY;
-  int c;
-  opterr = 0; /* one line of our own instead of getopt's and the usage */
-  while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
-    if (c == 'h' || c == 'q') c = opt_short(c);
-    if (c < OPT_BASE || c >= OPT_BASE + (int)NOPT) {
-      fprintf(stderr, "%s: unknown option or missing value: '%s' (try '%s "
-              "--help')\n", prog, argv[optind - 1], prog);
-      return 2;
-    }
-    int rc = opt_defs[c - OPT_BASE].set(o, optarg);
-    if (rc) return rc;
-  }
-  if (optind != argc - 1) {
-    fprintf(stderr, "%s: expected one TRACE argument (see --help)\n", prog);
-    return 2;
-  }
-  o->path = argv[optind];
-  return check_args(o);
+  int n, rc = gpbt_opts_parse(&spec, argc, argv, o, &n);
+  if (rc >= 0) return rc;
+  if (n != 1) return gpbt_usage_error(prog, "expected one TRACE argument");
+  o->path = argv[1];
+  return check_args(o) ? 2 : -1;
 }
 
 /* Everything one trace's replays found: what main prints. */
@@ -1793,7 +1741,7 @@ static int run_compare(const opts_t *o) {
 int main(int argc, char **argv) {
   opts_t o;
   int rc = parse_args(argc, argv, &o);
-  if (rc) return rc;
+  if (rc >= 0) return rc;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = replay_on_signal;

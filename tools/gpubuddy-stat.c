@@ -11,6 +11,7 @@
  */
 #include "gpubuddy.h"
 #include "json.h"
+#include "opts.h"
 #include "snapshot.h"
 
 #include <errno.h>
@@ -210,77 +211,60 @@ static int stat_remove_stale(void) {
   return 0;
 }
 
+/* --watch [SECONDS]: the optional SECONDS (opts.h's GPBT_ARG_NUMBER). */
+static const char *stat_set_watch(void *ov, const char *a) {
+  stat_opts_t *o = ov;
+  char *end;
+  o->watch = 1;
+  if (!a) return NULL;
+  double v = strtod(a, &end);
+  if (end == a || *end || !(v >= 0.05 && v <= 86400))
+    return "0.05 to 86400 seconds";
+  o->interval = v;
+  return NULL;
+}
+
+static const gpbt_opt_t stat_opt_defs[] = {
+    GPBT_FLAG("json", stat_opts_t, json, 1),
+    GPBT_FLAG("list", stat_opts_t, list, 1),
+    GPBT_FLAG("all", stat_opts_t, all, 1),
+    GPBT_FLAG("remove-stale", stat_opts_t, remove_stale, 1),
+    GPBT_SET("watch", GPBT_ARG_NUMBER, stat_set_watch),
+    GPBT_SHORT('w', "watch"),
+    GPBT_HELP,
+    GPBT_VERSION,
+};
+
+/* The command line into o: -1 to go on, else the exit status. */
 static int stat_parse(int argc, char **argv, stat_opts_t *o) {
+  static const gpbt_optspec_t spec = {
+      "gpubuddy-stat", stat_opt_defs,
+      sizeof stat_opt_defs / sizeof stat_opt_defs[0], stat_usage, NULL};
   memset(o, 0, sizeof *o);
   o->interval = 1.0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      stat_usage(stdout);
-      exit(0);
-    } else if (!strcmp(a, "--version")) {
-      printf("gpubuddy-stat %s\n", gpb_version());
-      exit(0);
-    } else if (!strcmp(a, "--json")) {
-      o->json = 1;
-    } else if (!strcmp(a, "--list")) {
-      o->list = 1;
-    } else if (!strcmp(a, "--all")) {
-      o->all = 1;
-    } else if (!strcmp(a, "--remove-stale")) {
-      o->remove_stale = 1;
-    } else if (!strcmp(a, "--watch") || !strcmp(a, "-w")) {
-      o->watch = 1;
-      if (i + 1 < argc) { /* optional SECONDS: taken when it is a number */
-        char *end;
-        double v = strtod(argv[i + 1], &end);
-        if (end != argv[i + 1] && *end == '\0') {
-          if (!(v >= 0.05 && v <= 86400)) {
-            fprintf(stderr, "gpubuddy-stat: --watch %s: want 0.05 to 86400 "
-                    "seconds\n", argv[i + 1]);
-            return -1;
-          }
-          o->interval = v;
-          i++;
-        }
-      }
-    } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "gpubuddy-stat: unknown option '%s' (try "
-              "'gpubuddy-stat --help')\n", a);
-      return -1;
-    } else if (!o->name) {
-      o->name = a;
-    } else {
-      fprintf(stderr, "gpubuddy-stat: one pool name at a time (%s, %s)\n",
-              o->name, a);
-      return -1;
-    }
-  }
+  int n, rc = gpbt_opts_parse(&spec, argc, argv, o, &n);
+  if (rc >= 0) return rc;
+  const char *p = "gpubuddy-stat";
+  if (n > 1)
+    return gpbt_usage_error(p, "one pool name at a time (%s, %s)", argv[1],
+                            argv[2]);
+  o->name = n ? argv[1] : NULL;
   int modes = o->list + o->all + o->remove_stale + !!o->name;
-  if (!modes) {
-    fprintf(stderr, "gpubuddy-stat: which pool? give NAME or --list "
-            "(see --help)\n");
-    return -1;
-  }
+  if (!modes) return gpbt_usage_error(p, "which pool? give NAME or --list");
   /* One report at a time: "--list NAME" or "--all --watch" ran the first
    * and dropped the rest without a word. */
-  if (modes > 1) {
-    fprintf(stderr, "gpubuddy-stat: give one of NAME, --list, --all, "
-            "--remove-stale (see --help)\n");
-    return -1;
-  }
-  if (o->remove_stale && o->json) {
-    fprintf(stderr, "gpubuddy-stat: --remove-stale reports in text only; "
-            "--json is for NAME, --list and --all (see --help)\n");
-    return -1;
-  }
-  if (o->watch && !o->name) {
-    fprintf(stderr, "gpubuddy-stat: --watch needs a pool NAME, not %s "
-            "(see --help)\n", o->list ? "--list" : o->all ? "--all"
-                                                          : "--remove-stale");
-    return -1;
-  }
-  return 0;
+  if (modes > 1)
+    return gpbt_usage_error(p, "give one of NAME, --list, --all, "
+                            "--remove-stale");
+  if (o->remove_stale && o->json)
+    return gpbt_usage_error(p, "--remove-stale reports in text only; --json "
+                            "is for NAME, --list and --all");
+  if (o->watch && !o->name)
+    return gpbt_usage_error(p, "--watch needs a pool NAME, not %s",
+                            o->list  ? "--list"
+                            : o->all ? "--all"
+                                     : "--remove-stale");
+  return -1;
 }
 
 /* --all: one line (or JSON object) per pool published now. An idle
@@ -423,7 +407,8 @@ static int stat_report(stat_run_t *st, const gpb_pool_info_t *info) {
 
 int main(int argc, char **argv) {
   stat_opts_t o;
-  if (stat_parse(argc, argv, &o)) return 2; /* usage, as every tool */
+  int prc = stat_parse(argc, argv, &o);
+  if (prc >= 0) return prc; /* --help, --version, or usage */
   if (o.list) return stat_list(o.json);
   if (o.all) return stat_all(o.json);
   if (o.remove_stale) return stat_remove_stale();

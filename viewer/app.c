@@ -171,7 +171,9 @@ int vapp_open_replay(vapp_t *a, vops_t *ops, const gpb_config_t *cfg) {
   a->info = *vreplay_info(a->rp);
   a->model = vreplay_model(a->rp);
   vreplay_set_hook(a->rp, app_event, a);
-  a->total_ops = vreplay_count(a->rp);
+  a->total_ops = vreplay_count(a->rp); /* says a cut trace's warning */
+  if (*vreplay_warning(a->rp))
+    vapp_message(a, "warning: %s", vreplay_warning(a->rp));
   /* Default pace: the whole trace in about 20 seconds. */
   a->speed = a->total_ops ? (double)a->total_ops / 20.0 : 10000.0;
   if (a->speed < 50) a->speed = 50;

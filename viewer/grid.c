@@ -221,7 +221,31 @@ int vgrid_add_connect(vgrid_t *g, const char *addr) {
   r += g->nrelays++;
   memset(r, 0, sizeof *r);
   snprintf(r->addr, sizeof r->addr, "%s", addr);
-  return grid_scan_relay(g, r, 1);
+  /* A relay that does not answer now is shown as such, as one that stops
+   * answering later is, and asked again: the others' pools still show. */
+  grid_scan_relay(g, r, 0);
+  return 0;
+}
+
+void vgrid_say_down(const vgrid_t *g) {
+  int up = vgrid_answering(g);
+  for (int i = 0; i < g->nrelays; i++) {
+    const vrelay_t *r = &g->relays[i];
+    if (!r->down) continue;
+    if (up)
+      fprintf(stderr, "gpubuddy-view: relay at %s not answering (%s): shown "
+              "so, asked again every %d s\n", r->addr, gpb_strerror(r->down),
+              (int)(VGRID_BACKOFF_NS / 1000000000ull));
+    else
+      fprintf(stderr, "gpubuddy-view: relay at %s not answering (%s)\n",
+              r->addr, gpb_strerror(r->down));
+  }
+}
+
+int vgrid_answering(const vgrid_t *g) {
+  int up = g->n > 0 || g->all;
+  for (int i = 0; i < g->nrelays && !up; i++) up = !g->relays[i].down;
+  return up;
 }
 
 void vgrid_update(vgrid_t *g, double dt) {
@@ -581,6 +605,15 @@ void vgrid_json(const vgrid_t *g, FILE *f) {
     }
     fprintf(f, ",\"closed\":%s,", vapp_closed(c->app) ? "true" : "false");
     vapp_json_members(c->app, f);
+    fputc('}', f);
+  }
+  for (int i = 0, k = g->n; i < g->nrelays; i++) {
+    if (!g->relays[i].down) continue;
+    fputs(k++ ? ",\n{\"name\":null,\"relay\":" : "\n{\"name\":null,\"relay\":",
+          f);
+    gpbt_json_str(f, g->relays[i].addr);
+    fputs(",\"state\":\"not answering\",\"error\":", f);
+    gpbt_json_str(f, gpb_strerror(g->relays[i].down));
     fputc('}', f);
   }
   fputs("\n]\n", f);

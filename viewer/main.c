@@ -12,6 +12,7 @@
 #include "config.h"
 #include "view.h"
 #include "opseq.h"
+#include "opts.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -41,13 +42,15 @@ typedef struct opts {
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: gpubuddy-view NAME                 watch a live pool published as NAME\n"
+"Usage: gpubuddy-view NAME                 watch a live pool published as NAME\n"
 "       gpubuddy-view --list               list pools that can be attached\n"
 "       gpubuddy-view --all                every pool on this machine, as a grid\n"
 "       gpubuddy-view --connect HOST:PORT[/NAME][,...] [--token T]\n"
 "                                          watch through gpubuddy-relay; a list,\n"
 "                                          or a relay serving several pools,\n"
-"                                          shows a grid of them\n"
+"                                          shows a grid of them; a relay that\n"
+"                                          does not answer is shown as not\n"
+"                                          answering and asked again\n"
 "       gpubuddy-view --trace FILE         replay a trace through a virtual pool\n"
 "       gpubuddy-view --pattern churn|checker|fill [--steps N] [--seed S]\n"
 "                                          replay a built-in synthetic workload\n"
@@ -87,12 +90,6 @@ static void usage(FILE *f) {
 "\n%s\n", vinput_keys_help);
 }
 
-static int parse_size_opt(const char *opt, const char *v, size_t *out) {
-  int rc = gpb_size_parse(v, out);
-  if (rc) fprintf(stderr, "gpubuddy-view: %s: bad size '%s'\n", opt, v);
-  return rc;
-}
-
 /* "WxH", digits only on both sides, each 64..16384 ("640x400x" and
  * "+640x400" are typos, not sizes). */
 static int parse_wh(const char *v, int *w, int *h) {
@@ -111,145 +108,89 @@ static int parse_wh(const char *v, int *w, int *h) {
 
 /* ------------------------------------------------------------ options */
 
-/* An option's value goes to one field of opts_t: a flag sets an int to
- * `val`, a string keeps argv's pointer, a number is checked against
- * `max`; the rest parse their value in a function of their own. */
-typedef enum optkind { OPT_FLAG, OPT_STR, OPT_U64, OPT_INT, OPT_FN } optkind_t;
-typedef struct optdef {
-  const char *name, *alias;
-  optkind_t kind;
-  size_t off;     /* field of opts_t */
-  uint64_t max;   /* OPT_U64, OPT_INT */
-  int val;        /* OPT_FLAG */
-  int (*fn)(opts_t *o, const char *opt, const char *v);
-} optdef_t;
-
-static int opt_speed(opts_t *o, const char *opt, const char *v) {
+/* Each option's setter (opts.h): NULL, or what the option takes. */
+static const char *opt_speed(void *ov, const char *v) {
+  opts_t *o = ov;
   char *end;
   errno = 0;
   o->speed = strtod(v, &end);
   /* !(>= 0) also catches nan; 1e999 is inf (and ERANGE). */
-  if (errno || end == v || *end || !(o->speed >= 0) || !isfinite(o->speed)) {
-    fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", opt, v);
-    return -1;
-  }
-  return 0;
-}
-
-static int opt_size(opts_t *o, const char *opt, const char *v) {
-  if (!parse_wh(v, &o->w, &o->h)) return 0;
-  fprintf(stderr, "gpubuddy-view: %s wants WxH, 64..16384\n", opt);
-  return -1;
-}
-
-static int opt_pool_size(opts_t *o, const char *opt, const char *v) {
-  if (parse_size_opt(opt, v, &o->cfg.pool_size)) return -1;
-  if (!o->cfg.pool_size) {
-    fprintf(stderr, "gpubuddy-view: %s: must be more than 0\n", opt);
-    return -1;
-  }
-  o->pool_size_given = 1;
-  return 0;
-}
-
-static int opt_min_block(opts_t *o, const char *opt, const char *v) {
-  if (parse_size_opt(opt, v, &o->cfg.min_block)) return -1;
-  size_t mb = o->cfg.min_block;
-  if (mb < 16 || (mb & (mb - 1))) {
-    fprintf(stderr, "gpubuddy-view: %s: must be a power of two >= 16, not "
-            "'%s'\n", opt, v);
-    return -1;
-  }
-  return 0;
-}
-
-static int opt_policy(opts_t *o, const char *opt, const char *v) {
-  if (!gpb_policy_parse(v, &o->cfg.policy)) return 0;
-  fprintf(stderr, "gpubuddy-view: %s: unknown policy %s\n", opt, v);
-  return -1;
-}
-
-static int opt_color(opts_t *o, const char *opt, const char *v) {
-  static const char *const names[] = {"state", "order", "tag", "age", "site"};
-  for (int j = 0; j < VCOLOR_COUNT; j++)
-    if (!strcmp(v, names[j])) return o->color = j, 0;
-  fprintf(stderr, "gpubuddy-view: %s: state, order, tag, age or site\n", opt);
-  return -1;
-}
-
-#define OF(f) offsetof(opts_t, f)
-static const optdef_t view_opts[] = {
-    {"--list", NULL, OPT_FLAG, OF(list), 0, 1, NULL},
-    {"--all", NULL, OPT_FLAG, OF(all), 0, 1, NULL},
-    {"--headless", NULL, OPT_FLAG, OF(headless), 0, 1, NULL},
-    {"--bench", NULL, OPT_FLAG, OF(bench), 0, 1, NULL},
-    {"--tree", NULL, OPT_FLAG, OF(layout), 0, VLAYOUT_TREE, NULL},
-    {"--json", NULL, OPT_FLAG, OF(json), 0, 1, NULL},
-    {"--sites", NULL, OPT_FLAG, OF(side_sites), 0, 1, NULL},
-    {"--bands", NULL, OPT_FLAG, OF(bands), 0, 1, NULL},
-    {"--connect", NULL, OPT_STR, OF(connect), 0, 0, NULL},
-    {"--token", NULL, OPT_STR, OF(token), 0, 0, NULL},
-    {"--trace", NULL, OPT_STR, OF(trace), 0, 0, NULL},
-    {"--pattern", "--selftest-pattern", OPT_STR, OF(pattern), 0, 0, NULL},
-    {"--png", NULL, OPT_STR, OF(png), 0, 0, NULL},
-    {"--frames", NULL, OPT_STR, OF(frames_dir), 0, 0, NULL},
-    {"--at", NULL, OPT_STR, OF(at), 0, 0, NULL},
-    {"--find", NULL, OPT_STR, OF(find), 0, 0, NULL},
-    {"--compare", NULL, OPT_STR, OF(cmp_a), 0, 0, NULL},
-    {"--steps", NULL, OPT_U64, OF(steps), 1ull << 40, 0, NULL},
-    {"--seed", NULL, OPT_U64, OF(seed), 1ull << 40, 0, NULL},
-    {"--oom", NULL, OPT_U64, OF(oom), 1ull << 40, 0, NULL},
-    {"--count", NULL, OPT_INT, OF(count), 1000000, 0, NULL},
-    {"--interval-ms", NULL, OPT_INT, OF(interval_ms), 1000000, 0, NULL},
-    {"--bench-frames", NULL, OPT_INT, OF(bench_frames), 1000000, 0, NULL},
-    {"--scale", NULL, OPT_INT, OF(scale), 1000000, 0, NULL},
-    {"--speed", NULL, OPT_FN, 0, 0, 0, opt_speed},
-    {"--size", NULL, OPT_FN, 0, 0, 0, opt_size},
-    {"--pool-size", NULL, OPT_FN, 0, 0, 0, opt_pool_size},
-    {"--min-block", NULL, OPT_FN, 0, 0, 0, opt_min_block},
-    {"--policy", NULL, OPT_FN, 0, 0, 0, opt_policy},
-    {"--color", NULL, OPT_FN, 0, 0, 0, opt_color},
-};
-#undef OF
-
-static const optdef_t *opt_find(const char *a) {
-  for (size_t i = 0; i < sizeof view_opts / sizeof *view_opts; i++)
-    if (!strcmp(a, view_opts[i].name) ||
-        (view_opts[i].alias && !strcmp(a, view_opts[i].alias)))
-      return &view_opts[i];
+  if (errno || end == v || *end || !(o->speed >= 0) || !isfinite(o->speed))
+    return "a number of ops per second >= 0";
   return NULL;
 }
 
-/* Stores v into d's field: 0, or -1 having said why. */
-static int opt_apply(opts_t *o, const optdef_t *d, const char *a,
-                     const char *v) {
-  char *field = (char *)o + d->off;
-  if (d->kind == OPT_STR) return *(const char **)(void *)field = v, 0;
-  if (d->kind == OPT_FN) return d->fn(o, a, v);
-  char *end;
-  errno = 0;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (errno || end == v || *end || v[0] == '-' || n > (1ull << 40)) {
-    fprintf(stderr, "gpubuddy-view: %s: bad number '%s'\n", a, v);
-    return -1;
-  }
-  if (n > d->max) {
-    fprintf(stderr, "gpubuddy-view: %s: %s is too large\n", a, v);
-    return -1;
-  }
-  if (d->kind == OPT_U64) *(uint64_t *)(void *)field = n;
-  else *(int *)(void *)field = (int)n;
-  return 0;
+static const char *opt_size(void *ov, const char *v) {
+  opts_t *o = ov;
+  return parse_wh(v, &o->w, &o->h) ? "WxH, each 64..16384" : NULL;
 }
 
-static void print_version(void) {
-#ifdef GPB_HAVE_SDL2_WINDOW
-  printf("gpubuddy-view %s (window: SDL2)\n", gpb_version());
-#else
-  printf("gpubuddy-view %s (headless only: built without SDL2)\n",
-         gpb_version());
-#endif
+static const char *opt_pool_size(void *ov, const char *v) {
+  opts_t *o = ov;
+  if (gpb_size_parse(v, &o->cfg.pool_size) || !o->cfg.pool_size)
+    return "a size > 0 (64M, 1.5GiB...)";
+  o->pool_size_given = 1;
+  return NULL;
 }
+
+static const char *opt_min_block(void *ov, const char *v) {
+  opts_t *o = ov;
+  size_t *mb = &o->cfg.min_block;
+  return gpb_size_parse(v, mb) || *mb < 16 || (*mb & (*mb - 1))
+             ? "a power of two >= 16" : NULL;
+}
+
+static const char *opt_policy(void *ov, const char *v) {
+  opts_t *o = ov;
+  return gpb_policy_parse(v, &o->cfg.policy) ? "buddy, trim or bestfit"
+                                             : NULL;
+}
+
+static const char *opt_color(void *ov, const char *v) {
+  opts_t *o = ov;
+  static const char *const names[] = {"state", "order", "tag", "age", "site"};
+  for (int j = 0; j < VCOLOR_COUNT; j++)
+    if (!strcmp(v, names[j])) return o->color = j, NULL;
+  return "state, order, tag, age or site";
+}
+
+#define BIG (1ull << 40)
+static const gpbt_opt_t view_opts[] = {
+    GPBT_FLAG("list", opts_t, list, 1),
+    GPBT_FLAG("all", opts_t, all, 1),
+    GPBT_FLAG("headless", opts_t, headless, 1),
+    GPBT_FLAG("bench", opts_t, bench, 1),
+    GPBT_FLAG("tree", opts_t, layout, VLAYOUT_TREE),
+    GPBT_FLAG("json", opts_t, json, 1),
+    GPBT_FLAG("sites", opts_t, side_sites, 1),
+    GPBT_FLAG("bands", opts_t, bands, 1),
+    GPBT_STR("connect", opts_t, connect),
+    GPBT_STR("token", opts_t, token),
+    GPBT_STR("trace", opts_t, trace),
+    GPBT_STR("pattern", opts_t, pattern),
+    GPBT_ALIAS("selftest-pattern", "pattern"),
+    GPBT_STR("png", opts_t, png),
+    GPBT_STR("frames", opts_t, frames_dir),
+    GPBT_STR("at", opts_t, at),
+    GPBT_STR("find", opts_t, find),
+    GPBT_STR("compare", opts_t, cmp_a),
+    GPBT_U64("steps", opts_t, steps, 0, BIG),
+    GPBT_U64("seed", opts_t, seed, 0, BIG),
+    GPBT_U64("oom", opts_t, oom, 0, BIG),
+    GPBT_INT("count", opts_t, count, 0, 1000000),
+    GPBT_INT("interval-ms", opts_t, interval_ms, 0, 1000000),
+    GPBT_INT("bench-frames", opts_t, bench_frames, 0, 1000000),
+    GPBT_INT("scale", opts_t, scale, 0, 1000000),
+    GPBT_SET("speed", GPBT_ARG_REQUIRED, opt_speed),
+    GPBT_SET("size", GPBT_ARG_REQUIRED, opt_size),
+    GPBT_SET("pool-size", GPBT_ARG_REQUIRED, opt_pool_size),
+    GPBT_SET("min-block", GPBT_ARG_REQUIRED, opt_min_block),
+    GPBT_SET("policy", GPBT_ARG_REQUIRED, opt_policy),
+    GPBT_SET("color", GPBT_ARG_REQUIRED, opt_color),
+    GPBT_HELP,
+    GPBT_VERSION,
+};
+#undef BIG
 
 static void opts_defaults(opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -323,44 +264,30 @@ static int check_args(opts_t *o) {
     return -1;
   }
   if (o->headless && !o->png && !o->frames_dir) {
-    fprintf(stderr, "gpubuddy-view: --headless needs --png FILE or --frames DIR\n");
+    gpbt_usage_error("gpubuddy-view", "--headless needs --png FILE or "
+                     "--frames DIR");
     return -1;
   }
   return 0;
 }
 
+/* The command line into o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, opts_t *o) {
+  static const gpbt_optspec_t spec = {
+      "gpubuddy-view", view_opts, sizeof view_opts / sizeof view_opts[0],
+      usage,
+#ifdef GPB_HAVE_SDL2_WINDOW
+      " (window: SDL2)"
+#else
+      " (headless only: built without SDL2)"
+#endif
+  };
   opts_defaults(o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      exit(0);
-    }
-    if (!strcmp(a, "--version")) {
-      print_version();
-      exit(0);
-    }
-    const optdef_t *d = opt_find(a);
-    if (d && d->kind == OPT_FLAG) {
-      *(int *)(void *)((char *)o + d->off) = d->val;
-    } else if (d) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "gpubuddy-view: %s needs a value\n", a);
-        return -1;
-      }
-      if (opt_apply(o, d, a, argv[++i])) return -1;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "gpubuddy-view: unknown option %s (see --help)\n", a);
-      return -1;
-    } else if (!o->name) {
-      o->name = a;
-    } else {
-      fprintf(stderr, "gpubuddy-view: one pool name only\n");
-      return -1;
-    }
-  }
-  return check_args(o);
+  int n, rc = gpbt_opts_parse(&spec, argc, argv, o, &n);
+  if (rc >= 0) return rc;
+  if (n > 1) return gpbt_usage_error("gpubuddy-view", "one pool name only");
+  o->name = n ? argv[1] : NULL;
+  return check_args(o) ? 2 : -1;
 }
 
 static void list_cb(const char *name, void *user) {
@@ -670,6 +597,9 @@ static int run_grid(opts_t *o) {
          a = strtok_r(NULL, ",", &save))
       rc = vgrid_add_connect(&g, a);
     free(list);
+    if (!rc) vgrid_say_down(&g);
+    /* No relay of the list answered: nothing to show, as one alone. */
+    if (!rc && !vgrid_answering(&g)) rc = GPB_ENOTFOUND;
   }
   if (!rc && o->headless) {
     rc = run_headless(o, NULL, &g);
@@ -889,7 +819,8 @@ static int run_bench(opts_t *o) {
 
 int main(int argc, char **argv) {
   opts_t o;
-  if (parse_args(argc, argv, &o)) return 2;
+  int prc = parse_args(argc, argv, &o);
+  if (prc >= 0) return prc;
   if (o.list) {
     int rc = gpb_list_pools(list_cb, NULL);
     if (rc) {

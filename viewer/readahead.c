@@ -105,6 +105,8 @@ struct vra {
   size_t pos;
   int final, final_rc; /* the end or an error was delivered */
   char err[256];
+  char warn[400]; /* gpb_trace_warning at the end, set before it is handed
+                     over (under the lock, threaded) */
 };
 
 /* An op just read names a site the table lacks: its text goes in. */
@@ -121,6 +123,7 @@ static int ra_fill(vra_t *r, ra_chunk_t *c) {
   if (rc < 0)
     snprintf(r->err, sizeof r->err, "%s",
              *gpb_trace_error(r->rd) ? gpb_trace_error(r->rd) : gpb_strerror(rc));
+  if (rc == 0) snprintf(r->warn, sizeof r->warn, "%s", gpb_trace_warning(r->rd));
   c->rc = rc;
   return rc;
 }
@@ -176,6 +179,8 @@ int vra_next(vra_t *r, gpb_trace_op_t *op) {
     if (rc < 0)
       snprintf(r->err, sizeof r->err, "%s",
                *gpb_trace_error(r->rd) ? gpb_trace_error(r->rd) : gpb_strerror(rc));
+    if (rc == 0)
+      snprintf(r->warn, sizeof r->warn, "%s", gpb_trace_warning(r->rd));
     if (rc != 1) r->final = 1, r->final_rc = rc;
     return rc;
   }
@@ -207,6 +212,8 @@ int vra_next(vra_t *r, gpb_trace_op_t *op) {
 }
 
 const char *vra_error(const vra_t *r) { return r->err; }
+
+const char *vra_warning(const vra_t *r) { return r->warn; }
 
 void vra_close(vra_t *r) {
   if (!r) return;

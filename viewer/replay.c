@@ -34,6 +34,7 @@ struct vops {
   /* trace */
   char *path;
   vra_t *rd;
+  char warn[400]; /* vops_warning: said once, kept across rewinds */
   vsitetab_t *sites; /* its call sites' frames, kept across rewinds */
   /* pattern */
   uint64_t steps, total, pos, seed, rng, pool_size, min_block, next_id;
@@ -199,6 +200,10 @@ int vops_next(vops_t *o, gpb_trace_op_t *op) {
   if (!o->rd) return GPB_EIO;
   int rc = vra_next(o->rd, op);
   if (rc < 0) snprintf(o->err, sizeof o->err, "%s: %s", o->path, vra_error(o->rd));
+  if (rc == 0 && !o->warn[0] && *vra_warning(o->rd)) {
+    snprintf(o->warn, sizeof o->warn, "%s", vra_warning(o->rd));
+    fprintf(stderr, "gpubuddy-view: warning: %s: %s\n", o->path, o->warn);
+  }
   return rc;
 }
 
@@ -223,6 +228,8 @@ int vops_rewind(vops_t *o) {
 }
 
 const char *vops_error(const vops_t *o) { return o->err; }
+
+const char *vops_warning(const vops_t *o) { return o->warn; }
 
 const char *vops_site(vops_t *o, uint32_t site) {
   return o && site ? vsitetab_get(o->sites, site) : NULL;
@@ -510,6 +517,9 @@ const gpb_model_t *vreplay_model(const vreplay_t *r) {
 }
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r) { return &r->info; }
 const char *vreplay_error(const vreplay_t *r) { return r->err; }
+const char *vreplay_warning(const vreplay_t *r) {
+  return vops_warning(r->ops);
+}
 uint64_t vreplay_failures(const vreplay_t *r) { return r->failures; }
 const char *vreplay_site(const vreplay_t *r, uint32_t site) {
   return vops_site(r->ops, site);

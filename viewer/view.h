@@ -213,6 +213,8 @@ const char *vsitetab_get(vsitetab_t *t, uint32_t site); /* NULL: none */
 int vra_open(const char *path, vsitetab_t *sites, vra_t **out);
 int vra_next(vra_t *r, gpb_trace_op_t *op);   /* 1, 0 at the end, <0 */
 const char *vra_error(const vra_t *r);
+/* Once vra_next has returned 0: gpb_trace_warning's note ("" none). */
+const char *vra_warning(const vra_t *r);
 void vra_close(vra_t *r);
 
 /* Opens `path` through vra_open. */
@@ -229,6 +231,10 @@ int vops_take_array(gpb_trace_op_t *ops, size_t n, vops_t **out);
 int vops_next(vops_t *o, gpb_trace_op_t *op);
 int vops_rewind(vops_t *o);
 const char *vops_error(const vops_t *o);
+/* A trace's gpb_trace_warning (a cut file, replayed up to the cut), "" for
+ * none: known once the end was read (vreplay_count reads it at the open)
+ * and printed on stderr then, once per source, as gpubuddy-replay does. */
+const char *vops_warning(const vops_t *o);
 /* The frames of call site `site` as the trace defines them; NULL when it
  * defines none (patterns and arrays never do). */
 const char *vops_site(vops_t *o, uint32_t site);
@@ -257,6 +263,7 @@ uint64_t vreplay_count(vreplay_t *r);
 const gpb_model_t *vreplay_model(const vreplay_t *r);
 const gpb_pool_info_t *vreplay_info(const vreplay_t *r);
 const char *vreplay_error(const vreplay_t *r);
+const char *vreplay_warning(const vreplay_t *r); /* vops_warning's */
 uint64_t vreplay_failures(const vreplay_t *r);
 /* The trace id of the allocation at offset off (its address in the
  * traced program, for PyTorch and RMM traces): 0, or GPB_ENOTFOUND. The
@@ -670,9 +677,16 @@ void vgrid_close(vgrid_t *g);
 /* Every pool published on this machine, now and later. Says why not on
  * stderr. */
 int vgrid_add_all(vgrid_t *g);
-/* HOST:PORT/NAME: that pool; HOST:PORT: every pool its relay serves, now
- * and later. Says why not on stderr, one line. */
+/* HOST:PORT/NAME: that pool (an error said on stderr, one line, when it
+ * cannot be read); HOST:PORT: every pool its relay serves, now and later.
+ * A relay that does not answer is kept, shown not answering and asked
+ * again (vgrid_say_down tells), and 0 returned. */
 int vgrid_add_connect(vgrid_t *g, const char *addr);
+/* Whether the grid has anything to show: a pool, --all, or a relay that
+ * answered. */
+int vgrid_answering(const vgrid_t *g);
+/* One line on stderr per relay not answering. */
+void vgrid_say_down(const vgrid_t *g);
 /* Adds an opened view under `key` and takes it (malloc'd; tests). */
 int vgrid_add_app(vgrid_t *g, vapp_t *app, const char *key);
 void vgrid_message(vgrid_t *g, const char *fmt, ...)
@@ -697,7 +711,8 @@ void vgrid_motion(vgrid_t *g, int x, int y, int buttons);
 /* As vapp_signature, over the pools shown (or the focused one). */
 uint64_t vgrid_signature(const vgrid_t *g, uint64_t now);
 /* --json: one array, an object per pool: name, relay (remote ones),
- * closed, then the single-pool figures. */
+ * closed, then the single-pool figures; then one per relay not
+ * answering: name null, relay, "state": "not answering", error. */
 void vgrid_json(const vgrid_t *g, FILE *f);
 
 /* ------------------------------------------------------- two runs compared */

@@ -823,8 +823,9 @@ void gpbr_set_lookup(gpbr_t *r, gpbr_lookup_fn fn, void *user) {
 int gpbr_check_spec(const char *spec, const char *opt) {
   char host[256], port[16];
   if (relay_split(spec, host, sizeof host, port, sizeof port)) {
-    gpbr_log(NULL, 0, "%s '%s': expected ADDRESS:PORT or [V6]:PORT, port "
-             "0..65535 (try 'gpubuddy-relay --help')", opt, spec);
+    if (opt)
+      gpbr_log(NULL, 0, "%s '%s': expected ADDRESS:PORT or [V6]:PORT, "
+               "port 0..65535 (try 'gpubuddy-relay --help')", opt, spec);
     return GPB_EINVAL;
   }
   return 0;

@@ -93,8 +93,9 @@ typedef gpbr_src_t *(*gpbr_lookup_fn)(gpbr_t *r, const char *name, void *user);
 void gpbr_set_lookup(gpbr_t *r, gpbr_lookup_fn fn, void *user);
 
 /* 0 when spec has the form gpbr_bind takes (a port 0..65535; the address
- * is not looked up), else GPB_EINVAL, said on stderr naming opt: a
- * command line checks its options with it before it starts anything. */
+ * is not looked up), else GPB_EINVAL, said on stderr naming opt (opt
+ * NULL: not said): a command line checks its options with it before it
+ * starts anything. */
 int gpbr_check_spec(const char *spec, const char *opt);
 /* Listens on spec ("ADDR:PORT", "[V6]:PORT"; port 0 picks one) for opt
  * (named in messages). Anything but loopback needs remote_ok: the
