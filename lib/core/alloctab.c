@@ -5,7 +5,7 @@
  * free() gets a pointer and must find the allocation's length, requested
  * size and tag; the buddy bitsets hold only free blocks. A per-unit array
  * would cost bytes per 256 B of pool, so live allocations sit in an open-
- * addressing hash (linear probing, load <= 1/2).
+ * addressing hash (linear probing, load <= 1/2, Fibonacci hashing).
  *
  * Growth is incremental: when the table is half full a table of twice the
  * size is allocated (calloc, so its pages arrive zeroed lazily) and each
@@ -25,11 +25,12 @@
 
 int gpb__atab_init(gpb__atab_t *t, uint64_t cap) {
   memset(t, 0, sizeof *t);
-  uint64_t c = 64;
-  while (c < cap) c <<= 1;
-  t->cur = calloc(c, sizeof *t->cur);
+  uint32_t bits = 6;
+  while ((1ull << bits) < cap) bits++;
+  t->cur = calloc(1ull << bits, sizeof *t->cur);
   if (!t->cur) return GPB_EHOSTMEM;
-  t->cap = c;
+  t->cap = 1ull << bits;
+  t->bits = bits;
   return 0;
 }
 
@@ -44,27 +45,17 @@ void gpb__atab_clear(gpb__atab_t *t) {
   free(t->old);
   t->old = NULL;
   t->old_cap = t->old_pos = t->old_live = 0;
+  t->old_bits = 0;
   t->used = 0;
 }
 
-static gpb__arec_t *atab_probe(gpb__arec_t *tab, uint64_t cap, uint64_t key) {
-  uint64_t mask = cap - 1;
-  for (uint64_t i = gpb__hash64(key) & mask;; i = (i + 1) & mask) {
-    if (tab[i].key == key) return &tab[i];
-    if (tab[i].key == 0) return NULL;
-  }
-}
-
-gpb__arec_t *gpb__atab_find(const gpb__atab_t *t, uint64_t unit) {
-  uint64_t key = unit + 1;
-  gpb__arec_t *r = atab_probe(t->cur, t->cap, key);
-  if (!r && t->old) r = atab_probe(t->old, t->old_cap, key);
-  return r;
+gpb__arec_t *gpb__atab_find_old(const gpb__atab_t *t, uint64_t key) {
+  return gpb__atab_probe(t->old, t->old_bits, key);
 }
 
 static void atab_put(gpb__atab_t *t, const gpb__arec_t *rec) {
   uint64_t mask = t->cap - 1;
-  uint64_t i = gpb__hash64(rec->key) & mask;
+  uint64_t i = gpb__atab_home(rec->key, t->bits);
   while (t->cur[i].key != 0) i = (i + 1) & mask;
   t->cur[i] = *rec;
   t->used++;
@@ -83,6 +74,7 @@ static void atab_migrate(gpb__atab_t *t, int n) {
       free(t->old);
       t->old = NULL;
       t->old_cap = t->old_pos = t->old_live = 0;
+      t->old_bits = 0;
     }
   }
 }
@@ -97,10 +89,12 @@ int gpb__atab_grow(gpb__atab_t *t) {
   if (!n) return GPB_EHOSTMEM;
   t->old = t->cur;
   t->old_cap = t->cap;
+  t->old_bits = t->bits;
   t->old_pos = 0;
   t->old_live = t->used;
   t->cur = n;
   t->cap *= 2;
+  t->bits++;
   t->used = 0;
   return 0;
 }
@@ -112,18 +106,7 @@ int gpb__atab_insert(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
   return 0;
 }
 
-void gpb__atab_put(gpb__atab_t *t, uint64_t unit, const gpb__arec_t *rec) {
-  gpb_assert(gpb__atab_find(t, unit) == NULL); /* one record per unit */
-  /* Migrating moves records, and the room they take, from the old table
-   * to this one: the room made before still holds. */
-  if (GPB__UNLIKELY(t->old != NULL)) atab_migrate(t, ATAB_MOVE_PER_CALL);
-  uint64_t mask = t->cap - 1, key = unit + 1;
-  uint64_t i = gpb__hash64(key) & mask;
-  while (t->cur[i].key != 0) i = (i + 1) & mask;
-  t->cur[i] = *rec;
-  t->cur[i].key = key;
-  t->used++;
-}
+void gpb__atab_migrate(gpb__atab_t *t) { atab_migrate(t, ATAB_MOVE_PER_CALL); }
 
 /* Removes the record in the old table's slot r (a tombstone: the old
  * table only drains). */
@@ -135,13 +118,13 @@ static void atab_remove_old(gpb__atab_t *t, gpb__arec_t *r) {
 
 /* Removes the record in the current table's slot i. Backward-shift
  * deletion keeps probe chains unbroken without tombstones. */
-static void atab_remove_cur(gpb__atab_t *t, uint64_t i) {
+static inline void atab_remove_cur(gpb__atab_t *t, uint64_t i) {
   uint64_t mask = t->cap - 1;
   uint64_t j = i;
   for (;;) {
     j = (j + 1) & mask;
     if (t->cur[j].key == 0) break;
-    uint64_t home = gpb__hash64(t->cur[j].key) & mask;
+    uint64_t home = gpb__atab_home(t->cur[j].key, t->bits);
     /* Move j into the hole at i unless j's home lies cyclically in (i, j]. */
     if ((i <= j) ? (i < home && home <= j) : (i < home || home <= j)) continue;
     t->cur[i] = t->cur[j];
@@ -155,14 +138,14 @@ static void atab_remove_cur(gpb__atab_t *t, uint64_t i) {
 void gpb__atab_remove(gpb__atab_t *t, uint64_t unit) {
   uint64_t key = unit + 1;
   if (t->old) {
-    gpb__arec_t *r = atab_probe(t->old, t->old_cap, key);
+    gpb__arec_t *r = gpb__atab_probe(t->old, t->old_bits, key);
     if (r) {
       atab_remove_old(t, r);
       return;
     }
   }
   uint64_t mask = t->cap - 1;
-  uint64_t i = gpb__hash64(key) & mask;
+  uint64_t i = gpb__atab_home(key, t->bits);
   while (t->cur[i].key != key) {
     if (t->cur[i].key == 0) return;
     i = (i + 1) & mask;
@@ -179,14 +162,15 @@ void gpb__atab_remove_rec(gpb__atab_t *t, gpb__arec_t *r) {
 }
 
 int gpb__atab_reserve(gpb__atab_t *t, uint64_t n) {
-  uint64_t c = t->cap;
-  while (c < 2 * n && c < (1ull << 40)) c <<= 1;
-  if (c == t->cap || t->used || t->old) return 0;
-  gpb__arec_t *nt = calloc(c, sizeof *nt);
+  uint32_t bits = t->bits;
+  while ((1ull << bits) < 2 * n && bits < 40) bits++;
+  if (bits == t->bits || t->used || t->old) return 0;
+  gpb__arec_t *nt = calloc(1ull << bits, sizeof *nt);
   if (!nt) return GPB_EHOSTMEM;
   free(t->cur);
   t->cur = nt;
-  t->cap = c;
+  t->cap = 1ull << bits;
+  t->bits = bits;
   return 0;
 }
 

@@ -126,10 +126,7 @@ int gpb__arenas_open(gpb_pool_t *p, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     gpb__arena_t *a = &p->arenas[i];
     int rc = gpb__buddy_init_arena(&a->core, units, shift, p->info.policy, s);
-    if (!rc) {
-      pthread_mutex_init(&a->lock, NULL); /* destroyed with the core */
-      rc = gpb__gpu_open_child(p->gpu, &a->gpu);
-    }
+    if (!rc) rc = gpb__gpu_open_child(p->gpu, &a->gpu); /* lock: zeroed */
     if (rc) {
       p->narenas = i + 1; /* close what exists, this one included */
       gpb__arenas_close(p);
@@ -151,10 +148,7 @@ void gpb__arenas_close(gpb_pool_t *p) {
   for (uint32_t i = 0; i < p->narenas; i++) {
     gpb__arena_t *a = &p->arenas[i];
     gpb__gpu_close(a->gpu);
-    if (a->core.norders) {
-      gpb__buddy_fini(&a->core);
-      pthread_mutex_destroy(&a->lock);
-    }
+    if (a->core.norders) gpb__buddy_fini(&a->core);
   }
   free(p->arenas);
   free(p->owner);
@@ -165,14 +159,14 @@ void gpb__arenas_close(gpb_pool_t *p) {
 
 void gpb__pool_lock_all(gpb_pool_t *p) {
   for (uint32_t i = 0; i < p->narenas && p->arenas; i++)
-    pthread_mutex_lock(&p->arenas[i].lock);
-  pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->arenas[i].lock);
+  gpb__lock(&p->lock);
 }
 
 void gpb__pool_unlock_all(gpb_pool_t *p) {
-  pthread_mutex_unlock(&p->lock);
+  gpb__unlock(&p->lock);
   for (uint32_t i = p->narenas; i-- > 0 && p->arenas;)
-    pthread_mutex_unlock(&p->arenas[i].lock);
+    gpb__unlock(&p->arenas[i].lock);
 }
 
 /* Arena's lock held, and the pool's (loud, or taken for this). */
@@ -202,11 +196,11 @@ static void arena_unlend(gpb_pool_t *p, gpb__arena_t *a, uint64_t sb) {
 static int arena_try(gpb_pool_t *p, gpb__arena_t *a, uint64_t size,
                      uint32_t align_order, uint32_t tag, uint32_t site,
                      void *stream, int lend, uint64_t *unit) {
-  pthread_mutex_lock(&a->lock);
+  gpb__lock(&a->lock);
   int loud = p->loud;
   uint64_t now = 0;
   if (loud) {
-    pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->lock);
     gpb__pool_stamp(p);
     now = p->now;
   }
@@ -214,29 +208,29 @@ static int arena_try(gpb_pool_t *p, gpb__arena_t *a, uint64_t size,
   int rc = gpb__pool_core_alloc(&a->core, a->gpu, size, align_order, tag,
                                 site, stream, now, unit);
   if (rc == GPB_ENOMEM && lend) {
-    if (!loud) pthread_mutex_lock(&p->lock);
+    if (!loud) gpb__lock(&p->lock);
     int lr = arena_lend(p, a);
-    if (!loud) pthread_mutex_unlock(&p->lock);
+    if (!loud) gpb__unlock(&p->lock);
     if (lr == 0)
       rc = gpb__pool_core_alloc(&a->core, a->gpu, size, align_order, tag,
                                 site, stream, now, unit);
   }
   a->core.mute_fail = 0;
-  if (loud) pthread_mutex_unlock(&p->lock);
-  pthread_mutex_unlock(&a->lock);
+  if (loud) gpb__unlock(&p->lock);
+  gpb__unlock(&a->lock);
   return rc;
 }
 
 static int arena_try_pool(gpb_pool_t *p, uint64_t size, uint32_t align_order,
                           uint32_t tag, uint32_t site, void *stream, int mute,
                           uint64_t *unit) {
-  pthread_mutex_lock(&p->lock);
+  gpb__lock(&p->lock);
   gpb__pool_stamp(p);
   p->core.mute_fail = (uint8_t)mute;
   int rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag,
                                 site, stream, p->now, unit);
   p->core.mute_fail = 0;
-  pthread_mutex_unlock(&p->lock);
+  gpb__unlock(&p->lock);
   return rc;
 }
 
@@ -285,22 +279,22 @@ int gpb__arenas_alloc(gpb_pool_t *p, uint64_t size, uint32_t align_order,
 static gpb__arena_t *arena_lock_owner(gpb_pool_t *p, uint64_t u) {
   uint64_t sb = u >> p->sb_order;
   if (sb >= p->nsb) { /* the tail past the last superblock: never lent */
-    pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->lock);
     return NULL;
   }
   for (;;) {
     uint8_t o = atomic_load_explicit(&p->owner[sb], memory_order_acquire);
     if (o) {
       gpb__arena_t *a = &p->arenas[o - 1];
-      pthread_mutex_lock(&a->lock);
+      gpb__lock(&a->lock);
       if (atomic_load_explicit(&p->owner[sb], memory_order_relaxed) == o)
         return a;
-      pthread_mutex_unlock(&a->lock);
+      gpb__unlock(&a->lock);
     } else {
-      pthread_mutex_lock(&p->lock);
+      gpb__lock(&p->lock);
       if (atomic_load_explicit(&p->owner[sb], memory_order_relaxed) == 0)
         return NULL;
-      pthread_mutex_unlock(&p->lock);
+      gpb__unlock(&p->lock);
     }
   }
 }
@@ -311,12 +305,12 @@ int gpb__arenas_free(gpb_pool_t *p, uint64_t off, void *stream, int async) {
   if (!a) {
     gpb__pool_stamp(p);
     int rc = gpb__pool_core_free(p, &p->core, p->gpu, off, stream, async);
-    pthread_mutex_unlock(&p->lock);
+    gpb__unlock(&p->lock);
     return rc;
   }
   int loud = p->loud;
   if (loud) {
-    pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->lock);
     gpb__pool_stamp(p);
   }
   int rc = gpb__pool_core_free(p, &a->core, a->gpu, off, stream, async);
@@ -324,12 +318,12 @@ int gpb__arenas_free(gpb_pool_t *p, uint64_t off, void *stream, int async) {
   /* Keep one free superblock per arena; give back any more. */
   if (rc == 0 && a->core.nfree[p->sb_order] > 1 &&
       gpb__buddy_sb_free(&a->core, sb)) {
-    if (!loud) pthread_mutex_lock(&p->lock);
+    if (!loud) gpb__lock(&p->lock);
     arena_unlend(p, a, sb);
-    if (!loud) pthread_mutex_unlock(&p->lock);
+    if (!loud) gpb__unlock(&p->lock);
   }
-  if (loud) pthread_mutex_unlock(&p->lock);
-  pthread_mutex_unlock(&a->lock);
+  if (loud) gpb__unlock(&p->lock);
+  gpb__unlock(&a->lock);
   return rc;
 }
 
@@ -342,7 +336,7 @@ int gpb__arenas_usable(gpb_pool_t *p, uint64_t off, size_t *out) {
                              : gpb__atab_find(&core->atab, u);
   if (r && r->tag != GPB__TAG_LENT) *out = (size_t)(r->units << core->min_shift);
   else r = NULL;
-  pthread_mutex_unlock(a ? &a->lock : &p->lock);
+  gpb__unlock(a ? &a->lock : &p->lock);
   return r ? 0 : GPB_EINTERIOR;
 }
 

@@ -3,7 +3,7 @@
  * pool.c: the public pool. It owns the lock, the backend reservation, the
  * offset <-> pointer translation and the event consumers.
  *
- * Without arenas every public call takes the pool's mutex once (with
+ * Without arenas every public call takes the pool's lock once (with
  * arenas, arena.c routes the calls); the buddy core below it does
  * O(orders) work and hands each event to the sink this file sets up
  * (pool_update_want_time), by who listens: with a hook or a trace,
@@ -186,7 +186,6 @@ static int pool_new(const gpb_config_t *cfg, size_t vmm_limit,
     gpb__buddy_prefault(&p->core);
   uintptr_t b = (uintptr_t)p->base;
   p->base_align = b ? (1ull << __builtin_ctzll(b)) : (1ull << 63);
-  pthread_mutex_init(&p->lock, NULL);
   p->narenas = 1;
   *out = p;
   return 0;
@@ -283,7 +282,6 @@ void gpb_pool_destroy(gpb_pool_t *p) {
   gpb__gpu_close(p->gpu);
   pool_release(p);
   gpb__buddy_fini(&p->core);
-  pthread_mutex_destroy(&p->lock);
   free(p);
 }
 
@@ -340,7 +338,7 @@ static GPB__INLINE int pool_alloc(gpb_pool_t *p, size_t size, size_t align, uint
     rc = gpb__pool_core_alloc(&p->core, p->gpu, size, align_order, tag, site,
                               stream, p->now, &unit);
     if (rc == 0 && p->vmm) rc = pool_vmm_use(p, unit, stream);
-    pthread_mutex_unlock(&p->lock);
+    gpb__unlock(&p->lock);
   }
   if (rc) return rc;
   *out = p->base + (unit << p->core.min_shift);
@@ -434,7 +432,7 @@ static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
       atomic_load_explicit(&p->arenas_on, memory_order_relaxed)) {
     rc = gpb__arenas_free(p, off, stream, async);
   } else {
-    pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->lock);
     gpb__pool_stamp(p);
     uint64_t units = 0;
     if (p->vmm) { /* what the free will release, before it does */
@@ -448,7 +446,7 @@ static int pool_free(gpb_pool_t *p, void *ptr, void *stream, int async) {
     rc = gpb__pool_core_free(p, &p->core, p->gpu, off, stream, async);
     if (rc == 0 && units)
       gpb__vmm_unuse(p->vmm, off, units << p->core.min_shift);
-    pthread_mutex_unlock(&p->lock);
+    gpb__unlock(&p->lock);
   }
   if (rc == 0 && p->debug >= 2) rc = gpb_pool_check(p);
   gpb_assert_expensive(gpb_pool_check(p) == 0);
@@ -491,14 +489,14 @@ int gpb_usable_size(const gpb_pool_t *cp, const void *ptr, size_t *out) {
   if (p->narenas > 1) {
     rc = gpb__arenas_usable(p, off, out);
   } else {
-    pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->lock);
     const gpb__arec_t *r =
         (off & (p->info.min_block - 1))
             ? NULL
             : gpb__atab_find(&p->core.atab, off >> p->core.min_shift);
     if (r) *out = (size_t)(r->units << p->core.min_shift);
     else rc = GPB_EINTERIOR;
-    pthread_mutex_unlock(&p->lock);
+    gpb__unlock(&p->lock);
   }
   if (rc) return gpb__fail(GPB_EINTERIOR, "pointer %p is not the start of an "
                            "allocation", (void *)ptr);
@@ -553,9 +551,9 @@ int gpb_pool_memory(const gpb_pool_t *cp, uint64_t *held, uint64_t *limit) {
   uint64_t h = p->info.backend == GPB_BACKEND_VIRTUAL ? 0 : p->info.pool_size;
   uint64_t l = h;
   if (p->vmm) {
-    pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->lock);
     gpb__vmm_usage(p->vmm, &h, &l);
-    pthread_mutex_unlock(&p->lock);
+    gpb__unlock(&p->lock);
   }
   if (held) *held = h;
   if (limit) *limit = l;
@@ -565,9 +563,9 @@ int gpb_pool_memory(const gpb_pool_t *cp, uint64_t *held, uint64_t *limit) {
 int gpb_pool_trim(gpb_pool_t *p) {
   if (!p) return gpb__fail(GPB_EINVAL, "pool is NULL");
   if (!p->vmm) return 0;
-  pthread_mutex_lock(&p->lock);
+  gpb__lock(&p->lock);
   gpb__vmm_trim(p->vmm);
-  pthread_mutex_unlock(&p->lock);
+  gpb__unlock(&p->lock);
   return 0;
 }
 
@@ -598,11 +596,11 @@ int gpb_pool_stats(const gpb_pool_t *cp, gpb_stats_t *out) {
     gpb__arenas_stats(p, out, merged);
     gpb__pool_unlock_all(p);
   } else {
-    pthread_mutex_lock(&p->lock);
+    gpb__lock(&p->lock);
     gpb__buddy_flush(&p->core);
     *out = p->stats;
     gpb__buddy_merged(&p->core, NULL, 0, merged, NULL, 0);
-    pthread_mutex_unlock(&p->lock);
+    gpb__unlock(&p->lock);
   }
   gpb__stats_finish(out, merged);
   return 0;
