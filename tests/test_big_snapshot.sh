@@ -5,7 +5,8 @@
 # imports whole: every alloc, free_completed and oom entry becomes one op,
 # the sites keep every frame, and the trace replays. The import runs
 # under an address-space cap of 512 MiB, a guard against a copy of the
-# snapshot per step creeping back (it takes about 80 MiB resident now).
+# snapshot per step creeping back (streamed, it takes about 35 MiB
+# resident now).
 # scripts/bench-big-snapshot.sh measures 1 GB by hand. Skips (77)
 # without python3.
 set -u

@@ -74,6 +74,8 @@ def child(req):
             resource.setrlimit(resource.RLIMIT_FSIZE, (req["fsize"], req["fsize"]))
         if req["umask"] is not None:
             os.umask(req["umask"])
+        if req["stream"] is not None:
+            imp_mod.STREAMING = req["stream"]
         if req["say"] is not None:
             imp_mod.say(req["say"])
             rc = 0
@@ -124,12 +126,15 @@ os.close(rep_w)
 to_zygote, from_zygote = os.fdopen(req_w, "wb"), os.fdopen(rep_r, "rb")
 
 
-def imp(*args, stdin=None, as_kb=None, fsize=None, umask=None, say=None):
+def imp(*args, stdin=None, as_kb=None, fsize=None, umask=None, say=None,
+        stream=None):
     """One run of the importer with these arguments: stdin from the file
     `stdin`, stdout and stderr captured, under ulimit -v `as_kb` or a file
-    size limit of `fsize` bytes. With `say`, imp_mod.say(say) instead."""
+    size limit of `fsize` bytes. With `say`, imp_mod.say(say) instead.
+    `stream` sets its STREAMING: "off" unpickles whole, "only" makes the
+    streaming reader's giving up an error."""
     req = dict(args=args, stdin=stdin, as_kb=as_kb, fsize=fsize, umask=umask,
-               say=say, out=os.path.join(tmp, ".out"),
+               say=say, stream=stream, out=os.path.join(tmp, ".out"),
                err=os.path.join(tmp, ".err"))
     pickle.dump(req, to_zygote)
     to_zygote.flush()
@@ -236,6 +241,102 @@ if r.rc:
     fail("stdin/stdout: exit %d" % r.rc)
 if r.out != read(os.path.join(data, "torch_snapshot.expected")):
     fail("stdin/stdout --no-frames output differs")
+
+# 1b. The streaming reader (PickleStream) converts each history as it
+# reads it, and gives up (the pickle is then unpickled whole) wherever
+# it could differ from pickle.load. A snapshot shaped like torch's
+# (bench/big_snapshot.py: frame dicts shared through the memo, segments
+# first), as protocol 4, as protocol 2 (BINPUT), gzipped (read from
+# memory) and from stdin, is read by the streaming reader alone
+# (STREAMING "only") into the same bytes and summary as whole.
+gen = t("gen.pickle")
+subprocess.run([sys.executable, os.path.join(srcdir, "bench", "big_snapshot.py"),
+                "2", gen], check=True)
+with open(gen, "rb") as f:
+    snap_obj = pickle.load(f)
+with open(t("gen2.pickle"), "wb") as f:
+    pickle.dump(snap_obj, f, protocol=2)
+with open(t("gen.pickle.gz"), "wb") as f:
+    f.write(gzip.compress(read(gen), 1))
+del snap_obj
+for name, args, stdin in (
+        ("protocol 4", (gen,), None), ("protocol 2", (t("gen2.pickle"),), None),
+        ("gzipped", (t("gen.pickle.gz"),), None), ("stdin", ("-",), gen),
+        ("--no-frames", ("--no-frames", gen), None)):
+    got = {}
+    for mode in ("only", "off"):
+        out = t("gen.%s.trace.gz" % mode)
+        r = imp(*args, "-o", out, stdin=stdin, stream=mode)
+        if r.rc:
+            fail("%s, STREAMING %s: exit %d: %s" % (name, mode, r.rc, r.errtext))
+        got[mode] = (r.err, read(out) if os.path.exists(out) else None)
+    if got["only"] != got["off"]:
+        fail("%s: the streaming reader's trace or summary differs from "
+             "unpickling whole" % name)
+for s in ("torch_snapshot", "torch_snapshot_old"):
+    r = imp("-q", os.path.join(data, s + ".pickle"), "-o", t("only.trace"),
+            stream="only")
+    if r.rc or not same(t("only.trace"), os.path.join(data, s + ".sites.expected")):
+        fail("%s: streamed: exit %d, or not the expected trace: %s"
+             % (s, r.rc, r.errtext))
+# What it gives up on gives the same result as before, whole: an entry or
+# a frame list it let go of referred to again through the memo, one list
+# for two devices, a bad entry before a pickle error, a global after a
+# history it converted (refused, nothing run).
+
+
+class Evil2:
+    def __reduce__(self):
+        return (os.system, ("touch " + t("pwned2"),))
+
+
+f1 = [{"filename": "/w/a.py", "line": 1, "name": "f"},
+      {"filename": "/w/b.py", "line": 2, "name": "g"}]
+ent = {"action": "alloc", "addr": 4096, "size": 512, "stream": 0,
+       "frames": f1}
+# pickle.dump appends a list's items 1000 at a time: the 1001st entry is
+# read after the first one's frame list was let go.
+again = [ent] + [{"action": "free_requested", "addr": 4096, "size": 512}
+                 for _ in range(1000)] + [
+    {"action": "alloc", "addr": 8192, "size": 512, "frames": f1}]
+two = [{"action": "alloc", "addr": 8192, "size": 512, "frames": f1}]
+cut = pickle.dumps({"device_traces": [
+    [{"action": 5}] + [{"action": "alloc", "addr": 4096 * (k + 1), "size": 512}
+                       for k in range(3000)]]})
+cases = (  # name, pickle, options, a word the message has
+    ("an entry referred to again", pickle.dumps(
+        {"device_traces": [[ent, {"action": "free_completed", "addr": 4096,
+                                  "size": 512}]], "segments": [ent]}), (), ""),
+    ("a frame list referred to again",
+     pickle.dumps({"device_traces": [again]}), (), ""),
+    ("one list for two devices", pickle.dumps({"device_traces": [two, two]}),
+     ("--device", "all"), ""),
+    ("a bad entry, then damage", cut[:len(cut) // 2], (), "not a readable"),
+    ("a global after a history", pickle.dumps(
+        {"device_traces": [[ent]], "segments": [Evil2()]}), (), "refused"),
+)
+for name, pk, extra, word in cases:
+    with open(t("memo.pickle"), "wb") as f:
+        f.write(pk)
+    got = {}
+    for mode in ("auto", "off", "only"):
+        r = imp(t("memo.pickle"), "-o", t("memo.trace"), *extra, stream=mode)
+        # The traces written, by name (--device all writes one a device).
+        outs = sorted(n for n in os.listdir(tmp) if n.startswith("memo.")
+                      and n.endswith(".trace"))
+        got[mode] = (r.rc, r.err, [(n, read(t(n))) for n in outs])
+        for n in outs:
+            os.unlink(t(n))
+    if got["auto"] != got["off"]:
+        fail("%s: streamed, not what unpickling whole gives: %r, %r"
+             % (name, got["auto"][:2], got["off"][:2]))
+    if b"the streaming reader gave up" not in got["only"][1]:
+        fail("%s: the streaming reader did not give up: %r"
+             % (name, got["only"][:2]))
+    if word.encode() not in got["auto"][1]:
+        fail("%s: the message lacks '%s': %r" % (name, word, got["auto"][:2]))
+if os.path.exists(t("pwned2")):
+    fail("a global after a history ran code")
 
 # 2. The imported trace replays: 100 allocs + 60 frees + one failed request
 # (two ops); the 80 GiB request fails again.
