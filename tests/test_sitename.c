@@ -54,9 +54,9 @@ static void test_torch(void) {
   gpbt_sitename_free(&s);
   unsetenv("GPB_SITE_FRAMEWORK");
   /* Framework only: named by the innermost frame. */
-  ASSERT_OK(gpbt_sitename("/x/torch/a.py:1 f;??:0 c10::g", NULL, 0, &s));
+  ASSERT_OK(gpbt_sitename("/v/dist-packages/torch/a.py:1 f;??:0 c10::g", NULL, 0, &s));
   ASSERT_EQ(s.nuser, 0);
-  ASSERT(!strcmp(s.name, "/x/torch/a.py:1 f"));
+  ASSERT(!strcmp(s.name, "/v/dist-packages/torch/a.py:1 f"));
   gpbt_sitename_free(&s);
   ASSERT_OK(gpbt_sitename("", NULL, 0, &s));
   ASSERT_EQ(s.nframes, 0);
@@ -73,6 +73,12 @@ static void test_stdlib(void) {
       NULL));
   ASSERT(!gpbt_sitename_is_framework("/venv/lib/python3.11/dist-packages/app/m.py:3 f", NULL));
   ASSERT(gpbt_sitename_is_framework("/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1 f", NULL));
+  ASSERT(gpbt_sitename_is_framework("/home/u/pytorch/torch/nn/modules/module.py:1 f", NULL));
+  ASSERT(gpbt_sitename_is_framework("/v/lib/python3.12/site-packages/gpubuddy/torch.py:9 enable", NULL));
+  /* A user's folder named torch or gpubuddy is the user's (the sample
+   * traces' own script, samples/torch/record_traces.py, was framework). */
+  ASSERT(!gpbt_sitename_is_framework("/tmp/gpubuddy-0.1.0/samples/torch/record_traces.py:59 forward", NULL));
+  ASSERT(!gpbt_sitename_is_framework("/work/gpubuddy/samples/torch/train.py:5 step", NULL));
 }
 
 static void test_pool_stack(void) {

@@ -23,13 +23,15 @@
 #include <unistd.h>
 
 /* Built in: PyTorch (Python package, libtorch, c10, ATen), CPython's
- * runtime, the C++ runtime, and gpubuddy itself. */
+ * runtime, the C++ runtime, and gpubuddy itself. The Python packages are
+ * matched where they are installed (or in a source checkout), not by a
+ * bare "/torch/": a user's own samples/torch/ is the user's code. */
 static const char *const sitename_builtin[] = {
-    "/torch/", "torch/csrc/", "c10/", "aten/", "ATen/", "libtorch",
+    "-packages/torch/", "pytorch/torch/", "torch/csrc/", "c10/", "aten/", "ATen/", "libtorch",
     "libc10", "c10::", "at::", "torch::", "caffe2::", "pybind11::",
     "std::", "__gnu_cxx::", "libstdc++", "libpython", "Python/",
     "Objects/", "Include/", "<frozen ", "_Py", "PyEval_", "PyObject_",
-    "libgpubuddy", "gpubuddy/", "gpb_", "gpb::", "__libc_", "??",
+    "libgpubuddy", "-packages/gpubuddy/", "python/gpubuddy/", "gpb_", "gpb::", "__libc_", "??",
     "CUDACachingAllocator", "THC", "libcuda", NULL};
 
 /* The place and function of a frame: [*p, *p + *np) and *fn. */
