@@ -73,7 +73,8 @@ has "$tmp/fit.txt" 'cheapest window: [0x800, 0x1000), 1024 bytes live (1.0 KiB) 
 has "$tmp/fit.txt" '0x400: 2048 bytes (2.0 KiB), 1024 in the window, requested 2048, age 80 ns, tag 0, id 0xa2'
 
 # 1b. The same trace in v2 with call sites: each allocation listed names
-# its site (0xa1 site 2, 0xa3 site 1); one without a site names none.
+# its site, by number and by its first frame outside the framework (0xa1
+# site 2, 0xa3 site 1); one without a site names none.
 cat > "$tmp/sites.trace" <<'EOF'
 # gpubuddy-trace v2
 # site 1 /bin/app+0x10 main
@@ -87,12 +88,12 @@ cat > "$tmp/sites.trace" <<'EOF'
 EOF
 $replay --pool-size 4K --min-block 256 --explain-oom --quiet "$tmp/sites.trace" \
   > "$tmp/sites.txt" || fail "--explain-oom with sites exited $?"
-has "$tmp/sites.txt" '0x400: 256 bytes (256 B), requested 200, age 90 ns, tag 2, id 0xa1, site 2'
-has "$tmp/sites.txt" '0x600: 512 bytes (512 B), requested 300, age 70 ns, tag 0, id 0xa3, site 1'
+has "$tmp/sites.txt" '0x400: 256 bytes (256 B), requested 200, age 90 ns, tag 2, id 0xa1, site 2 (app+0x30 load)'
+has "$tmp/sites.txt" '0x600: 512 bytes (512 B), requested 300, age 70 ns, tag 0, id 0xa3, site 1 (app+0x10 main)'
 $replay --pool-size 4K --explain-oom --json --quiet "$tmp/sites.trace" > "$tmp/sites.json" ||
   fail "--explain-oom --json with sites exited $?"
-has "$tmp/sites.json" '"age_ns": 90, "tag": 2, "id": 161, "site": 2}'
-has "$tmp/sites.json" '"age_ns": 70, "tag": 0, "id": 163, "site": 1}'
+has "$tmp/sites.json" '"age_ns": 90, "tag": 2, "id": 161, "site": 2, "site_name": "app+0x30 load"}'
+has "$tmp/sites.json" '"age_ns": 70, "tag": 0, "id": 163, "site": 1, "site_name": "app+0x10 main"}'
 
 # 2. A sample trace into a pool far too small. Each explanation: the
 # largest free block (bestfit: run) is smaller than what was needed, and

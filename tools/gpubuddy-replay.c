@@ -711,11 +711,28 @@ static void replay_oom_name(void *user, gpbt_oom_alloc_t *a) {
   a->site = s ? l->v[s->val].site : 0;
 }
 
+/* Names the sites of w's listed allocations by their first frame outside
+ * the framework, shortened ("model.py:9 forward"), from the trace's
+ * frames; a site the trace does not define stays a number. */
+static void replay_oom_sites(gpb_trace_reader_t *tr, gpbt_oom_t *w) {
+  if (!w->nlist || !(w->site_names = calloc(w->nlist, sizeof(char *))))
+    return;
+  for (size_t i = 0; i < w->nlist; i++) {
+    const char *t = w->list[i].site ? gpb_trace_site(tr, w->list[i].site) : NULL;
+    gpbt_sitename_t sn;
+    if (!t || gpbt_sitename(t, NULL, 0, &sn)) continue;
+    char buf[160];
+    gpbt_sitename_short(sn.name, buf, sizeof buf);
+    w->site_names[i] = strdup(buf);
+    gpbt_sitename_free(&sn);
+  }
+}
+
 /* Explains the failed alloc `op` (the pool unchanged since) into r->why.
  * 0, or -1 after printing an error. */
 static int replay_explain(const gpb_pool_t *pool, live_t *lv,
                           gpbt_oom_map_t *om, const gpb_trace_op_t *op,
-                          result_t *r) {
+                          gpb_trace_reader_t *tr, result_t *r) {
   gpbt_oom_t *w = realloc(r->why, (r->nwhy + 1) * sizeof *w);
   if (!w) {
     fprintf(stderr, "%s: out of memory for --explain-oom\n", prog);
@@ -732,6 +749,7 @@ static int replay_explain(const gpb_pool_t *pool, live_t *lv,
             op->seq, gpb_err_name(rc), gpb_last_error_detail());
     return -1;
   }
+  replay_oom_sites(tr, w);
   w->op = op->seq;
   w->id = op->id & ~FAIL_ID;
   w->time_ns = op->time_ns;
@@ -888,7 +906,7 @@ static void run_pace(run_t *u, const gpb_trace_op_t *op) {
 static int run_failed(run_t *u, const gpb_trace_op_t *op) {
   result_t *r = u->r;
   r->oom++;
-  if (r->nwhy < u->o->explain && replay_explain(u->pool, &u->lv, &u->om, op, r))
+  if (r->nwhy < u->o->explain && replay_explain(u->pool, &u->lv, &u->om, op, u->tr, r))
     return -1;
   if (u->st.v) gpbt_sites_fail(&u->st, op->site, op->size);
   if (u->stop_on_fail) {

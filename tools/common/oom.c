@@ -221,6 +221,7 @@ int gpbt_oom_explain(const gpbt_oom_map_t *m, gpb_policy_t policy,
   o->min_block = m->min_block;
   o->need = 0;
   o->list = NULL;
+  o->site_names = NULL;
   o->nlist = 0;
   memset(&o->win, 0, sizeof o->win);
   /* Free space is the gaps between allocations; the largest block in a
@@ -290,6 +291,9 @@ int gpbt_oom_explain(const gpbt_oom_map_t *m, gpb_policy_t policy,
 }
 
 void gpbt_oom_free(gpbt_oom_t *o) {
+  for (size_t i = 0; o->site_names && i < o->nlist; i++) free(o->site_names[i]);
+  free(o->site_names);
+  o->site_names = NULL;
   free(o->list);
   o->list = NULL;
   o->nlist = 0;
@@ -352,6 +356,8 @@ void gpbt_oom_print(FILE *f, const gpbt_oom_t *o, const char *in) {
             x->tag);
     if (x->has_id) fprintf(f, ", id 0x%" PRIx64, x->id);
     if (x->site) fprintf(f, ", site %u", x->site);
+    if (x->site && o->site_names && o->site_names[i])
+      fprintf(f, " (%s)", o->site_names[i]);
     fprintf(f, "\n");
   }
   if (o->win.live_allocs > o->nlist) {
@@ -409,6 +415,8 @@ void gpbt_oom_json(FILE *f, const gpbt_oom_t *o, const char *in) {
     else fprintf(f, "null");
     /* Only when known: what a trace without sites printed stays as it was. */
     if (x->site) gpbt_json_put_u64(&r, "site", x->site);
+    if (x->site && o->site_names && o->site_names[i])
+      gpbt_json_put_str(&r, "site_name", o->site_names[i]);
     fprintf(f, "}");
   }
   if (o->nlist) fprintf(f, "\n%s    ", in);

@@ -117,6 +117,9 @@ typedef struct gpbt_oom {
   gpbt_oom_window_t win; /* the cheapest window of need bytes */
   gpbt_oom_alloc_t *list; /* its allocations (malloc'd), in_window set */
   size_t nlist;           /* min(win.live_allocs, GPBT_OOM_LIST) */
+  char **site_names;      /* NULL, or nlist names of list[i].site (each
+                             NULL or malloc'd): set by the caller, which
+                             knows the frames; freed by gpbt_oom_free */
 } gpbt_oom_t;
 
 /* Explains a failed request of `requested` bytes against m with the given
