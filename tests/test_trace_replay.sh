@@ -7,6 +7,7 @@
 #  - --policy all, --find-min-pool (the size found works, one min_block
 #    less fails), --speed, --hold, --top-sites, warnings, bad input and
 #    usage errors;
+#  - the sample traces name the sample script's frames as top sites;
 #  - the peak of 2 MiB pages under live blocks on a hand-worked trace.
 # Run by make check from the build directory.
 set -u
@@ -357,6 +358,18 @@ if [ -x "$churn" ]; then
   grep -q "of at most [0-9]*, at most about [0-9]* s left" "$tmp/int.err" ||
     fail "no total or time left: $(head -3 "$tmp/int.err")"
 fi
+
+# The sample traces carry the stacks PyTorch recorded: of each one's top
+# sites at the peak, the first named is the sample script's own frame, not
+# PyTorch's (they carried no sites, so --top-sites had nothing to show).
+for w in resnet gpt infer; do
+  f=$srcdir/samples/traces/torch-$w.trace.gz
+  $replay --top-sites=3 --quiet "$f" > "$tmp/top-$w.txt" 2>&1 ||
+    fail "--top-sites on $f exited $?"
+  grep -m1 "^   [0-9]\. .*; site [0-9]*: " "$tmp/top-$w.txt" |
+    grep -q ": record_traces\.py:[0-9]* " ||
+    fail "$f: top site not the sample's frame: $(grep -m1 '; site' "$tmp/top-$w.txt")"
+done
 
 if [ $fails != 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo ok
