@@ -193,13 +193,13 @@ want="__name__=up,instance=10.250.0.2:9464,job=gpubuddy 1
 __name__=up,instance=10.250.1.2:9464,job=gpubuddy 1
 __name__=up,instance=10.250.2.2:9464,job=gpubuddy 0"
 wait_for 'up' "$want" || fail "up after killing host 2's relay: '$got'"
-if [ -x "$view" ] && "$view" --help 2>&1 | grep -q 'not answering'; then
+if [ -x "$view" ]; then
   inmon "$view" --connect 10.250.0.2:7461,10.250.1.2:7461,10.250.2.2:7461 --token "$tok" \
     --headless --png "$tmp/grid.png" --json > "$tmp/grid.json" 2> "$tmp/grid.err" ||
     fail "the viewer's grid with one relay gone: $(cat "$tmp/grid.err")"
   grep -q 'not answering' "$tmp/grid.json" || fail "the grid does not say 'not answering': $(head -c 400 "$tmp/grid.json")"
 else
-  echo "note: gpubuddy-view does not know 'not answering' yet: its part is not run"
+  echo "note: gpubuddy-view was not built: its part is not run"
 fi
-[ $fails = 0 ] && echo "fleet: 3 hosts, 6 ranks, Prometheus saw all and the killed relay as up 0"
+[ $fails = 0 ] && echo "fleet: 3 hosts, 6 ranks, Prometheus saw all and the killed relay as up 0; the viewer's grid, 'not answering'"
 exit $fails
