@@ -5,7 +5,10 @@
 # the same features configure found here (config.h), names libcudart with
 # no path of this machine, and installs in a fresh virtual environment
 # with its console scripts; an editable install (pip install -e) of a copy
-# of the tree imports from that tree. Skips (77) where pip, venv or the
+# of the tree imports from that tree. The build's isolated environment has
+# no torch: the wheel is built all the same, without the prebuilt C++
+# allocator, and one line says so (tests/test_prebuild.sh builds one
+# where torch is). Skips (77) where pip, venv or the
 # `build` module are missing (pip install build).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +57,9 @@ fi
 
 # 3. No path of the build machine: every RUNPATH entry is $ORIGIN-relative.
 (cd "$tmp" && mkdir w && cd w && $py -m zipfile -e "$whl" .) || fail "cannot unpack the wheel"
-for so in "$tmp"/w/gpubuddy/_lib/libgpubuddy.so "$tmp"/w/gpubuddy/_bin/gpubuddy-replay; do
+for so in "$tmp"/w/gpubuddy/_lib/libgpubuddy.so "$tmp"/w/gpubuddy/_bin/gpubuddy-replay \
+          "$tmp"/w/gpubuddy/_lib/gpubuddy_torch_alloc.so; do
+  case $so in *_torch_alloc.so) [ -f "$so" ] || continue ;; esac  # only with torch
   [ -f "$so" ] || { fail "the wheel lacks $so"; continue; }
   command -v readelf >/dev/null || break
   rp=$(readelf -d "$so" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p' | tr ':' ' ')
@@ -62,6 +67,17 @@ for so in "$tmp"/w/gpubuddy/_lib/libgpubuddy.so "$tmp"/w/gpubuddy/_bin/gpubuddy-
     case $d in '$ORIGIN'*) ;; *) fail "$(basename "$so") has run path $d" ;; esac
   done
 done
+# One line on the C++ allocator; without torch, the wheel has none.
+said=$(grep -c "^gpubuddy build: PyTorch's allocator interface" "$tmp/build.log")
+[ "$said" = 1 ] || fail "$said lines on the C++ allocator in the build's output"
+line=$(grep "^gpubuddy build: PyTorch's allocator interface" "$tmp/build.log")
+case $line in
+  *"not prebuilt: "*torch*) [ ! -e "$tmp"/w/gpubuddy/_lib/gpubuddy_torch_alloc.so ] ||
+                              fail "a C++ allocator built without torch" ;;
+  *"prebuilt for torch "*) [ -f "$tmp"/w/gpubuddy/_lib/gpubuddy_torch_alloc.json ] ||
+                              fail "a prebuilt C++ allocator with no record" ;;
+  *) fail "the build said '$line'" ;;
+esac
 cat "$tmp"/w/gpubuddy-*.dist-info/entry_points.txt 2>/dev/null |
   grep -q '^gpubuddy-import-torch = ' || fail "no gpubuddy-import-torch console script"
 

@@ -18,6 +18,16 @@ writes the wheel (a zip with METADATA, WHEEL, RECORD and
 entry_points.txt: console scripts gpubuddy-import-torch and
 gpubuddy-replay) itself.
 
+When the build's Python has torch with its C++ headers and a CUDA
+toolkit, and a C++ compiler is there (CXX, else c++), PyTorch's
+allocator interface (gpubuddy/_allocator.cpp) is prebuilt against that
+torch into _lib/ beside the library (rpath $ORIGIN), with a record of
+the torch it is for; gpubuddy/_cppext.py gives the command and the
+record, and at enable() uses the object only for that torch. Under pip's
+build isolation the same interpreter is asked without the isolation.
+When it cannot be built, one line says why and the wheel goes on without
+it; GPB_PREBUILD=0 skips it.
+
 Features come from one truth: the headers configure.ac probes
 (execinfo.h, NVTX's, libdeflate's) are read from configure.ac and probed
 here with the same compiler, so a wheel records call sites as deep as a
@@ -38,6 +48,7 @@ itself. build_editable compiles the library into the source tree
 import base64
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -200,6 +211,94 @@ def _compile(out_so, out_replay, out_cudart):
                                "compiler's output is above" % (name, cc))
 
 
+# PyTorch's allocator interface (gpubuddy/_cppext.py names and builds it).
+ALLOCATOR = "gpubuddy_torch_alloc"
+
+
+def _outside_isolation(env):
+    """env without pip's build isolation, or None when there is none: pip
+    hides the interpreter's site-packages behind a sitecustomize.py that
+    it puts on PYTHONPATH, with PYTHONNOUSERSITE=1."""
+    path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    keep = [p for p in path if not os.path.exists(os.path.join(p, "sitecustomize.py"))]
+    if len(keep) == len(path):
+        return None
+    env = dict(env)
+    env.pop("PYTHONNOUSERSITE", None)
+    if keep:
+        env["PYTHONPATH"] = os.pathsep.join(keep)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+def _torch_plan(lib_dir, out):
+    """(plan, how) from gpubuddy/_cppext.py run by this build's Python:
+    the command compiling the allocator against its torch, and what it is
+    built for; (None, why) when it has no torch. Under pip's isolation the
+    same interpreter is asked without it: the object is used only where
+    the torch that runs it is the one recorded, so building it against
+    the interpreter's own torch is safe."""
+    script = os.path.join(PKG, NAME, "_cppext.py")
+    argv = [sys.executable, script, os.path.join(PKG, NAME), lib_dir,
+            os.path.join(ROOT, "include"), out]
+    why = "no answer"
+    for env, how in ((os.environ, ""), (_outside_isolation(os.environ),
+                                        " (outside pip's build isolation)")):
+        if env is None:
+            continue
+        try:
+            p = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True,
+                               timeout=300)
+        except (OSError, subprocess.SubprocessError) as e:
+            return None, str(e)
+        if p.returncode == 0:
+            return json.loads(p.stdout.strip().splitlines()[-1]), how
+        why = (p.stderr.strip().splitlines() or ["status %d" % p.returncode])[-1]
+    return None, why
+
+
+def _prebuild(lib_dir):
+    """[(path, archive name)] of the allocator compiled against the build's
+    torch, and its record; [] and one line saying why when it cannot be
+    (no torch, no CUDA toolkit, no C++ compiler, a compile error): the
+    wheel goes on without it, and enable() builds it at first use."""
+    so = os.path.join(lib_dir, ALLOCATOR + ".so")
+    rec = os.path.join(lib_dir, ALLOCATOR + ".json")
+    later = "; enable() builds it at first use instead"
+    if os.environ.get("GPB_PREBUILD", "1") == "0":
+        _say("PyTorch's allocator interface not prebuilt (GPB_PREBUILD=0)" + later)
+        return []
+    plan, how = _torch_plan(lib_dir, so)
+    if plan is None:
+        _say("PyTorch's allocator interface not prebuilt: %s (%s)%s"
+             % (how, sys.executable, later))
+        return []
+    r = plan["record"]
+    what = "torch %s (C++ ABI %d, CUDA %s)%s" % (r["torch"], r["cxx11_abi"],
+                                                r["cuda"], how)
+    log = os.path.join(lib_dir, "allocator.log")
+    try:
+        with open(log, "w") as f:
+            p = subprocess.run(plan["argv"], stdout=f, stderr=subprocess.STDOUT)
+        why = "status %d" % p.returncode if p.returncode else None
+    except OSError as e:  # no C++ compiler
+        why = str(e)
+    if why:
+        with open(log) as f:  # the first error says the most
+            out = f.read().strip().splitlines()
+        errs = [x for x in out if "error" in x] or out[-1:] or [why]
+        _say("PyTorch's allocator interface not prebuilt: compiling it against "
+             "%s failed: %s%s" % (what, errs[0].strip()[:200], later))
+        return []
+    with open(rec, "w") as f:
+        json.dump(r, f, sort_keys=True)
+        f.write("\n")
+    _say("PyTorch's allocator interface prebuilt for " + what)
+    return [(so, "_lib/%s.so" % ALLOCATOR), (rec, "_lib/%s.json" % ALLOCATOR)]
+
+
 def _tag():
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     return "py3-none-" + plat
@@ -248,6 +347,7 @@ def _built_files(tmp):
     _compile(so, replay, cudart)
     files = []
     for path, arc in ((so, "_lib/libgpubuddy.so"), (replay, "_bin/gpubuddy-replay"),
+                      *_prebuild(tmp),
                       (cudart, "_lib/cudart"),
                       (os.path.join(ROOT, "include", "gpubuddy.h"), "_lib/include/gpubuddy.h"),
                       (os.path.join(ROOT, "tools", "gpubuddy-import-torch"),
@@ -311,6 +411,10 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
     the Python files take effect at once (C changes: install again)."""
     tmp = tempfile.mkdtemp(prefix="gpubuddy-build-")
     try:
+        for ext in (".so", ".json"):  # an earlier install's, if this one has none
+            stale = os.path.join(PKG, NAME, "_lib", ALLOCATOR + ext)
+            if os.path.exists(stale):
+                os.remove(stale)
         for arc, data in _built_files(tmp):
             if arc.endswith("_import_torch.py"):
                 continue  # gpubuddy._cli reads the clone's tools/ itself

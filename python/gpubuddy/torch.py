@@ -169,7 +169,8 @@ def _configure(pool_size, policy, publish, min_block, trace, vmm=True,
 
 
 def _native_path():
-    """PyTorch's allocator interface over gpubuddy (_allocator.cpp), built
+    """PyTorch's allocator interface over gpubuddy (_allocator.cpp): the
+    one the wheel's build compiled when it matches this torch, else built
     against this torch at first use and cached (gpubuddy._cppext)."""
     from . import _cppext
     here = os.path.dirname(os.path.abspath(__file__))
@@ -177,12 +178,7 @@ def _native_path():
     inc = os.path.join(libdir, "include")  # the wheel's copy of gpubuddy.h
     if not os.path.exists(os.path.join(inc, "gpubuddy.h")):
         inc = os.path.join(here, "..", "..", "include")  # a clone
-    return _cppext.build("gpubuddy_torch_alloc",
-                         [os.path.join(here, "_allocator.cpp")],
-                         include_paths=[inc],
-                         ldflags=["-L" + libdir, "-lgpubuddy",
-                                  "-Wl,-rpath," + libdir, "-Wl,--version-script="
-                                  + os.path.join(here, "_allocator.map")])
+    return _cppext.allocator(here, libdir, inc)
 
 
 def _install_native():
