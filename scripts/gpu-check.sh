@@ -168,7 +168,9 @@ if [ "$BUILT" = yes ]; then
     step torch-compare 240 "python3 '$SRCDIR/samples/torch/train.py' --lib .libs/libgpubuddy.so --compare --steps 200 --json '$OUT/torch-compare.json'"
     step torch-traces 150 "python3 '$SRCDIR/samples/torch/record_traces.py' --out '$OUT/traces' --steps 4"
     # The Python package, installed the README's way, in fresh processes.
-    step python-install 240 "python3 -m pip install -q --no-index --target '$BUILD/pysite' '$SRCDIR/python'"
+    # --no-build-isolation: the wheel prebuilds the C++ allocator against
+    # this torch (torch-env.sh installs without it: built at first use).
+    step python-install 240 "python3 -m pip install -q --no-index --no-build-isolation --target '$BUILD/pysite' '$SRCDIR/python'"
     step python-smoke-enable 120 "PYTHONPATH='$BUILD/pysite' python3 '$SRCDIR/python/tests/torch_smoke.py' enable"
     step python-smoke-mempool 120 "PYTHONPATH='$BUILD/pysite' python3 '$SRCDIR/python/tests/torch_smoke.py' mem_pool"
     # Every torch.cuda memory tool natively and under gpubuddy, side by side.

@@ -1,15 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_prebuild.sh: where the build's Python has torch, the wheel carries
-# PyTorch's allocator interface prebuilt against it. The install the GPU
-# machines use (pip install --no-index --target, build isolation on)
-# prebuilds it, says so in one line, and the object finds libgpubuddy
+# PyTorch's allocator interface prebuilt against it. pip install
+# --no-build-isolation --target prebuilds it, says so in one line, and
+# the object finds libgpubuddy
 # by $ORIGIN only, exports only gpbx_install, records the torch it was
 # built for, and is what gpubuddy.torch._native_path() picks, with no
 # build at first use; with a record of another torch the cached build is
-# used, and its line says why. Without a C++ compiler (or with --no-build-
-# isolation and a broken one) the install still succeeds and one line
-# says the allocator was not prebuilt. No GPU is needed: enable() is not
+# used, and its line says why. Under pip's build isolation (no torch
+# there), without a C++ compiler or with a broken one the install still
+# succeeds and one line says the allocator was not prebuilt. No GPU is needed: enable() is not
 # called. The Python with torch is GPB_TORCH_PYTHON, else
 # /opt/torchenv/bin/python, else python3; skips (77) when none has torch
 # with its C++ headers.
@@ -31,8 +31,8 @@ export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 GPB_CPPEXT_CACHE=$tmp/cach
 unset GPB_PREBUILD
 said() { grep "gpubuddy build: PyTorch's allocator interface" "$1" | sed 's/^ *//'; }
 
-# 1. The GPU machines' command: pip's build isolation is on.
-"$py" -m pip install -v --target "$tmp/site" "$top/python" > "$tmp/pip.log" 2>&1 ||
+# 1. The build's Python has torch.
+"$py" -m pip install -v --no-build-isolation --target "$tmp/site" "$top/python" > "$tmp/pip.log" 2>&1 ||
   { tail -20 "$tmp/pip.log"; echo "FAIL: pip install --target"; exit 1; }
 line=$(said "$tmp/pip.log")
 case $line in
@@ -74,8 +74,15 @@ $tmp/cache/gpubuddy_torch_alloc-"*/gpubuddy_torch_alloc.so) ;;
   esac
 fi
 
-# 3. No C++ compiler; then --no-build-isolation with a failing one.
-CXX=$tmp/no-such-c++ "$py" -m pip install -v --target "$tmp/site2" "$top/python" \
+# 3. Build isolation hides torch; no C++ compiler; a failing one.
+"$py" -m pip install -v --target "$tmp/site1" "$top/python" > "$tmp/pip1.log" 2>&1 ||
+  fail "pip install with build isolation: $(tail -3 "$tmp/pip1.log")"
+case $(said "$tmp/pip1.log") in
+  "gpubuddy build: PyTorch's allocator interface not prebuilt: "*"torch"*) ;;
+  *) fail "with build isolation the build said '$(said "$tmp/pip1.log")'" ;;
+esac
+[ ! -e "$tmp/site1/gpubuddy/_lib/gpubuddy_torch_alloc.so" ] || fail "an allocator built in isolation"
+CXX=$tmp/no-such-c++ "$py" -m pip install -v --no-build-isolation --target "$tmp/site2" "$top/python" \
   > "$tmp/pip2.log" 2>&1 || fail "pip install without a C++ compiler: $(tail -3 "$tmp/pip2.log")"
 line=$(said "$tmp/pip2.log")
 case $line in

@@ -23,9 +23,9 @@ toolkit, and a C++ compiler is there (CXX, else c++), PyTorch's
 allocator interface (gpubuddy/_allocator.cpp) is prebuilt against that
 torch into _lib/ beside the library (rpath $ORIGIN), with a record of
 the torch it is for; gpubuddy/_cppext.py gives the command and the
-record, and at enable() uses the object only for that torch. Under pip's
-build isolation the same interpreter is asked without the isolation.
-When it cannot be built, one line says why and the wheel goes on without
+record, and at enable() uses the object only for that torch. pip's build
+isolation hides the user's torch: `pip install --no-build-isolation`
+prebuilds, a plain `pip install` does not. When it cannot be built, one line says why and the wheel goes on without
 it; GPB_PREBUILD=0 skips it.
 
 Features come from one truth: the headers configure.ac probes
@@ -215,48 +215,24 @@ def _compile(out_so, out_replay, out_cudart):
 ALLOCATOR = "gpubuddy_torch_alloc"
 
 
-def _outside_isolation(env):
-    """env without pip's build isolation, or None when there is none: pip
-    hides the interpreter's site-packages behind a sitecustomize.py that
-    it puts on PYTHONPATH, with PYTHONNOUSERSITE=1."""
-    path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    keep = [p for p in path if not os.path.exists(os.path.join(p, "sitecustomize.py"))]
-    if len(keep) == len(path):
-        return None
-    env = dict(env)
-    env.pop("PYTHONNOUSERSITE", None)
-    if keep:
-        env["PYTHONPATH"] = os.pathsep.join(keep)
-    else:
-        env.pop("PYTHONPATH", None)
-    return env
-
-
 def _torch_plan(lib_dir, out):
     """(plan, how) from gpubuddy/_cppext.py run by this build's Python:
     the command compiling the allocator against its torch, and what it is
-    built for; (None, why) when it has no torch. Under pip's isolation the
-    same interpreter is asked without it: the object is used only where
-    the torch that runs it is the one recorded, so building it against
-    the interpreter's own torch is safe."""
+    built for; (None, why) when it has no torch. Only the build's own
+    environment counts: pip's build isolation hides the user's torch, and
+    the wheel is then built without the object (--no-build-isolation
+    builds it in)."""
     script = os.path.join(PKG, NAME, "_cppext.py")
     argv = [sys.executable, script, os.path.join(PKG, NAME), lib_dir,
             os.path.join(ROOT, "include"), out]
-    why = "no answer"
-    for env, how in ((os.environ, ""), (_outside_isolation(os.environ),
-                                        " (outside pip's build isolation)")):
-        if env is None:
-            continue
-        try:
-            p = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True,
-                               timeout=300)
-        except (OSError, subprocess.SubprocessError) as e:
-            return None, str(e)
-        if p.returncode == 0:
-            return json.loads(p.stdout.strip().splitlines()[-1]), how
-        why = (p.stderr.strip().splitlines() or ["status %d" % p.returncode])[-1]
-    return None, why
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=300)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, str(e)
+    if p.returncode == 0:
+        return json.loads(p.stdout.strip().splitlines()[-1]), ""
+    return None, (p.stderr.strip().splitlines() or ["status %d" % p.returncode])[-1]
 
 
 def _prebuild(lib_dir):
