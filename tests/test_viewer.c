@@ -1879,6 +1879,91 @@ static void test_grid_dead_relay(void) {
   printf("dead relay: ok\n");
 }
 
+/* Whether relay r's cell has its caption: the address and NOT ANSWERING
+ * in red, at text scale s or 1. */
+static int relay_cell_drawn(const gpbt_fb_t *fb, const vrelay_t *r, int s) {
+  int addr = 0, what = 0;
+  for (int sc = s; sc >= 1 && !(addr && what); sc--) {
+    addr = addr || fb_has_text(fb, r->x, r->y, r->x + r->w, r->y + r->h, sc,
+                               VC_ALERT, r->addr);
+    what = what || fb_has_text(fb, r->x, r->y, r->x + r->w, r->y + r->h, sc,
+                               VC_ALERT, "NOT ANSWERING");
+  }
+  return addr && what;
+}
+
+/* Whether every pixel of colour c in the grid's cell area (above the
+ * status line) lies in relay r's cell. */
+static int red_inside(const gpbt_fb_t *fb, const vrelay_t *r, uint32_t c) {
+  for (int y = 0; y < fb->h - 40; y++)
+    for (int x = 0; x < fb->w; x++)
+      if (px(fb, x, y) == c && (x < r->x || x >= r->x + r->w || y < r->y ||
+                                y >= r->y + r->h))
+        return 0;
+  return 1;
+}
+
+/* A relay that does not answer has a cell of its own in the grid (it was
+ * only in the status line): its address and NOT ANSWERING in red, on a
+ * dim cell, at the default 1280x800 with one pool (text scale 2) and 12
+ * (a cell 85 pixels wide: scale 1), placed before its pools' cells, which
+ * take its place once it answers again. With 40 (51 pixels) the caption
+ * is wrapped, and stays in its cell. */
+static void test_grid_relay_cell(void) {
+  static const int npools[] = {1, 12, 40};
+  for (int t = 0; t < 3; t++) {
+    vgrid_t g;
+    vgrid_init(&g, NULL, VCOLOR_STATE, VLAYOUT_LINEAR);
+    ASSERT_OK(vgrid_add_connect(&g, "127.0.0.1:1"));
+    ASSERT(g.relays[0].down < 0);
+    for (int i = 0; i < npools[t]; i++) {
+      char key[48];
+      snprintf(key, sizeof key, "%s/pool-%02d", i % 2 ? "127.0.0.9:7" : "127.0.0.1:1", i);
+      ASSERT_OK(vgrid_add_app(&g, grid_pool_524(), key));
+    }
+    gpbt_fb_t fb;
+    ASSERT_OK(gpbt_fb_init(&fb, 1280, 800));
+    g.scale = vframe_auto_scale(fb.w, fb.h, 1);
+    vgrid_draw(&g, &fb);
+    const vrelay_t *r = &g.relays[0];
+    ASSERT(r->w > 0 && r->h > 0);
+    if (t < 2 && !relay_cell_drawn(&fb, r, g.scale))
+      FAILF("%d pools: relay cell %dx%d at %d,%d has no red caption", npools[t],
+            r->w, r->h, r->x, r->y);
+    /* Dim, not the panel: a cell, not a hole. */
+    ASSERT_EQ(px(&fb, r->x + 2, r->y + 2), VC_DOWN);
+    /* First: "127.0.0.1:1" sorts before its pools, which come after it. */
+    ASSERT(r->x < g.cells[0].x || r->y < g.cells[0].y);
+    for (int i = 0; i < g.n; i++) {
+      const vcell_t *c = &g.cells[i];
+      ASSERT(c->x >= r->x + r->w || c->y >= r->y + r->h || c->x + c->w <= r->x ||
+             c->y + c->h <= r->y);
+    }
+    if (t == 1) ASSERT(r->w < gpbt_font_width(g.scale, "NOT ANSWERING"));
+    if (t == 2) {
+      ASSERT(r->w < gpbt_font_width(1, "NOT ANSWERING"));
+      ASSERT(fb_has_text(&fb, r->x, r->y, r->x + r->w, r->y + r->h, 1,
+                         VC_ALERT, "127.0.0."));
+      ASSERT(fb_has_text(&fb, r->x, r->y, r->x + r->w, r->y + r->h, 1,
+                         VC_ALERT, "NOT"));
+    }
+    ASSERT(red_inside(&fb, r, VC_ALERT));
+    /* Answering again: its cell goes and its first pool takes the place. */
+    int x0 = r->x, y0 = r->y;
+    g.relays[0].down = 0;
+    vgrid_draw(&g, &fb);
+    ASSERT_EQ(r->w, 0);
+    ASSERT(!fb_has_text(&fb, 0, 0, fb.w, fb.h - 40, g.scale, VC_ALERT,
+                        "NOT ANSWERING"));
+    ASSERT(!fb_has_text(&fb, 0, 0, fb.w, fb.h - 40, 1, VC_ALERT,
+                        "NOT ANSWERING"));
+    ASSERT(g.cells[0].x == x0 && g.cells[0].y == y0);
+    gpbt_fb_free(&fb);
+    vgrid_close(&g);
+  }
+  printf("dead relay's cell: ok\n");
+}
+
 /* A program that exits gracefully frees everything, then closes its
  * pool: the view shows the pool as it was before that teardown (it
  * showed the emptied pool as "last state"), and a program that comes
@@ -2071,6 +2156,7 @@ int main(void) {
   test_oom_panel_place();
   test_deep_stacks();
   test_grid_dead_relay();
+  test_grid_relay_cell();
   test_last_state();
   test_compare();
   test_bands();

@@ -348,6 +348,36 @@ down = [r for r in rows if r["name"] is None]
 assert len(down) == 1 and down[0]["relay"] == "127.0.0.1:1", down
 assert down[0]["state"] == "not answering" and down[0]["error"], down
 PY
+# ... and in the picture (1280x800): a cell of its own (issue 37; it was
+# in the status line alone), dim (VC_DOWN, 13171d) with its caption in
+# red (VC_ALERT, ef4444) under it, first ("127.0.0.1:1" sorts before the
+# other relay's "127.0.0.1:PORT/NAME").
+python3 - "$tmp/r.png" <<'PY' || fail "the refused relay has no cell in the grid"
+import struct, sys, zlib
+b = open(sys.argv[1], "rb").read()
+w, h = struct.unpack(">II", b[16:24])
+i, data = 8, b""
+while i < len(b):
+    n, t = struct.unpack(">I4s", b[i:i + 8])
+    if t == b"IDAT":
+        data += b[i + 8:i + 8 + n]
+    i += 12 + n
+raw = zlib.decompress(data)
+def at(x, y):
+    o = y * (3 * w + 1) + 1 + 3 * x
+    return raw[o:o + 3]
+dim, red = bytes.fromhex("13171d"), bytes.fromhex("ef4444")
+cell = [(x, y) for y in range(0, h - 40, 2) for x in range(0, w, 2)
+        if at(x, y) == dim]
+assert len(cell) > 5000, "%d pixels of the cell's colour" % len(cell)
+x0, x1 = min(p[0] for p in cell), max(p[0] for p in cell)
+y0, y1 = min(p[1] for p in cell), max(p[1] for p in cell)
+assert x0 < w // 3 and y0 < h // 3, (x0, y0)  # the first cell
+# The caption: up to 5 lines of text under the dim part, in its columns.
+n = sum(at(x, y) == red for y in range(y1, min(y1 + 110, h - 40))
+        for x in range(x0, x1 + 1))
+assert n > 300, "%d red pixels in the caption under %d,%d-%d,%d" % (n, x0, y0, x1, y1)
+PY
 $view --connect "127.0.0.1:1,127.0.0.1:2" --headless --png "$tmp/r.png" > /dev/null 2> "$tmp/err"
 rc=$?
 [ $rc = 1 ] || fail "a list of refused relays exited $rc, expected 1"

@@ -14,6 +14,11 @@
  * (HOST:PORT/NAME) or is looking at it; one published again under its
  * name replaces it with a fresh reader. Every pool is polled every frame,
  * focused or not, so none falls behind its writer.
+ *
+ * A relay that does not answer (refused at the start, or killed later)
+ * gets a cell of its own, dim with its address and NOT ANSWERING in red,
+ * placed by its address among the pools' keys; when it answers again the
+ * cell goes and its pools' cells, found by the same scan, take its place.
  */
 #include "view.h"
 #include "json.h"
@@ -285,6 +290,7 @@ uint64_t vgrid_signature(const vgrid_t *g, uint64_t now) {
     h = h * 31 + vapp_signature(g->cells[i].app, now);
     h = h * 31 + g->cells[i].closed_ns;
   }
+  for (int i = 0; i < g->nrelays; i++) h = h * 31 + (uint64_t)g->relays[i].down;
   return h;
 }
 
@@ -306,21 +312,50 @@ static int grid_best_cols(int n, int w, int h, int gap, int label) {
   return best;
 }
 
+static int grid_down(const vgrid_t *g) {
+  int n = 0;
+  for (int i = 0; i < g->nrelays; i++) n += g->relays[i].down != 0;
+  return n;
+}
+
+/* The place of pool i's cell (relay < 0) or of relay `relay`'s: pools
+ * and relays not answering, merged in key order (a relay first on equal
+ * keys, and relays by their order in the list). */
+static int grid_slot(const vgrid_t *g, int i, int relay) {
+  const char *key = relay < 0 ? g->cells[i].key : g->relays[relay].addr;
+  int slot = relay < 0 ? i : 0;
+  if (relay >= 0)
+    for (int k = 0; k < g->n; k++) slot += strcmp(g->cells[k].key, key) < 0;
+  for (int k = 0; k < g->nrelays; k++) {
+    int c = strcmp(g->relays[k].addr, key);
+    slot += g->relays[k].down && (c < 0 || (!c && (relay < 0 || k < relay)));
+  }
+  return slot;
+}
+
 void vgrid_layout(vgrid_t *g, int w, int h) {
   int s = g->scale < 1 ? 1 : g->scale;
   int gap = 6 * s, label = GRID_LINES * grid_line_h(s) + 2 * s;
   int area_h = h - grid_status_h(s);
-  int n = g->n ? g->n : 1;
+  int n = g->n + grid_down(g);
+  if (n < 1) n = 1;
   g->cols = grid_best_cols(n, w, area_h, gap, label);
   g->rows = (n + g->cols - 1) / g->cols;
   int cw = (w - gap * (g->cols + 1)) / g->cols;
   int ch = (area_h - gap * (g->rows + 1)) / g->rows;
   if (cw < 1) cw = 1;
   if (ch < 1) ch = 1;
+  for (int i = 0; i < g->nrelays; i++) {
+    vrelay_t *r = &g->relays[i];
+    int k = grid_slot(g, i, i);
+    r->x = gap + (k % g->cols) * (cw + gap), r->y = gap + (k / g->cols) * (ch + gap);
+    r->w = r->down ? cw : 0, r->h = r->down ? ch : 0;
+  }
   for (int i = 0; i < g->n; i++) {
     vcell_t *c = &g->cells[i];
     vapp_t *a = c->app;
-    int x = gap + (i % g->cols) * (cw + gap), y = gap + (i / g->cols) * (ch + gap);
+    int k = grid_slot(g, i, -1);
+    int x = gap + (k % g->cols) * (cw + gap), y = gap + (k / g->cols) * (ch + gap);
     int resized = c->w != cw || c->h != ch;
     c->x = x, c->y = y, c->w = cw, c->h = ch;
     int cp = g->cell_scale > 0 ? g->cell_scale : s;
@@ -364,8 +399,11 @@ static void grid_text(gpbt_fb_t *fb, int x, int y, int s, int room,
                       uint32_t color, const char *t) {
   char buf[160];
   size_t max = room > 0 ? (size_t)(room / (GPBT_FONT_W * s)) : 0;
+  size_t len = strlen(t);
   if (max >= sizeof buf) max = sizeof buf - 1;
-  snprintf(buf, max + 1, "%s", t);
+  if (len > max) len = max;
+  memcpy(buf, t, len);
+  buf[len] = '\0';
   gpbt_font_draw(fb, x, y, s, color, buf);
 }
 
@@ -447,6 +485,68 @@ static void grid_cell(const vcell_t *c, gpbt_fb_t *fb, int hover) {
   grid_flow(fb, x, y, ts, c->w, lines * s / ts, it, col, n);
 }
 
+/* Text in lines of at most `room` pixels at scale s, each broken after a
+ * '.', ':', '/', '-' or ' ' where one is, else where the room ends (so
+ * that an address or NOT ANSWERING reads in a narrow cell); at most
+ * `lines` lines. Returns the lines drawn. */
+static int grid_wrap(gpbt_fb_t *fb, int x, int y, int s, int room, int lines,
+                     uint32_t color, const char *t) {
+  char buf[160];
+  int max = room / (GPBT_FONT_W * s), n = 0;
+  if (max >= (int)sizeof buf) max = (int)sizeof buf - 1;
+  for (; max > 0 && *t && n < lines; n++) {
+    int cut = (int)strlen(t);
+    if (cut > max) {
+      cut = max;
+      for (int i = max; i > 1; i--)
+        if (strchr(".:/- ", t[i - 1])) {
+          cut = i;
+          break;
+        }
+    }
+    memcpy(buf, t, (size_t)cut);
+    buf[cut] = '\0';
+    gpbt_font_draw(fb, x, y + n * grid_line_h(s), s, color, buf);
+    for (t += cut; *t == ' ';) t++;
+  }
+  return n;
+}
+
+/* A relay not answering: its cell dim where a map would be, with a red
+ * edge and NOT ANSWERING on a box when it fits, and under it (where a
+ * pool's name goes) the caption: its address and NOT ANSWERING in red,
+ * then why and when it is asked again. The caption is at the cell's text
+ * scale, else at 1 (more lines), wrapped when the cell is narrower still. */
+static void grid_relay_cell(const vrelay_t *r, gpbt_fb_t *fb, int s) {
+  static const char t[] = "NOT ANSWERING";
+  int label = GRID_LINES * grid_line_h(s) + 2 * s;
+  int mh = r->h > label + 1 ? r->h - label : 1;
+  gpbt_fb_fill(fb, r->x, r->y, r->w, mh, VC_DOWN);
+  gpbt_fb_rect(fb, r->x, r->y, r->w, mh, vc_mix(VC_ALERT, VC_PANEL, 0.5));
+  int ts = mh > 40 * s && gpbt_font_width(2 * s, t) + 8 * s < r->w ? 2 * s : s;
+  if (gpbt_font_width(ts, t) + 8 * s > r->w) ts = 1;
+  int bw = gpbt_font_width(ts, t) + 8 * s, bh = GPBT_FONT_H * ts + 6 * s;
+  if (bw <= r->w && bh <= mh) {
+    int x = r->x + (r->w - bw) / 2, y = r->y + (mh - bh) / 2;
+    gpbt_fb_fill(fb, x, y, bw, bh, 0xFF0B0E13u);
+    gpbt_fb_rect(fb, x, y, bw, bh, VC_ALERT);
+    gpbt_font_draw(fb, x + 4 * s, y + 3 * s, ts, VC_ALERT, t);
+  }
+  char why[96];
+  snprintf(why, sizeof why, "%s, ASKED AGAIN EVERY %d S", gpb_strerror(r->down),
+           (int)(VGRID_BACKOFF_NS / 1000000000ull));
+  const char *l[3] = {r->addr, t, why};
+  uint32_t col[3] = {VC_ALERT, VC_ALERT, VC_DIM};
+  ts = s;
+  if (gpbt_font_width(s, r->addr) > r->w || gpbt_font_width(s, t) > r->w) ts = 1;
+  int y = r->y + mh + 2 * s, left = (label - 2 * s) / grid_line_h(ts);
+  for (int i = 0; i < 3 && left > 0; i++) {
+    int n = grid_wrap(fb, r->x, y, ts, r->w, left, col[i], l[i]);
+    y += n * grid_line_h(ts);
+    left -= n;
+  }
+}
+
 /* What the maps' colours mean, at the right of the status line (the
  * grid had no legend): the state colours, or the mode's name. */
 static void grid_legend(const vgrid_t *g, gpbt_fb_t *fb, int x0, int y, int s) {
@@ -499,18 +599,19 @@ void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb) {
     grid_cell(&g->cells[i], fb, i == hover);
     closed += g->cells[i].closed_ns != 0;
   }
+  for (int i = 0; i < g->nrelays; i++)
+    if (g->relays[i].down) grid_relay_cell(&g->relays[i], fb, s);
   /* A relay that does not answer is said so (it looked like a machine
    * with no pools: "0 POOLS"). */
   const vrelay_t *dead = NULL;
   for (int i = 0; i < g->nrelays && !dead; i++)
     if (g->relays[i].down) dead = &g->relays[i];
   char line[256];
-  if (!g->n) {
-    const char *t = dead ? "RELAY NOT ANSWERING"
-                    : g->all || g->nrelays ? "NO POOLS YET - LOOKING ONCE A SECOND"
-                                           : "NO POOLS";
+  if (!g->n && !dead) { /* a relay not answering has its cell */
+    const char *t = g->all || g->nrelays ? "NO POOLS YET - LOOKING ONCE A SECOND"
+                                         : "NO POOLS";
     gpbt_font_draw(fb, (fb->w - gpbt_font_width(2 * s, t)) / 2, fb->h / 3,
-                   2 * s, dead ? VC_ALERT : VC_DIM, t);
+                   2 * s, VC_DIM, t);
   }
   if (dead)
     snprintf(line, sizeof line, "RELAY %.120s NOT ANSWERING (%s): TRYING AGAIN "

@@ -50,6 +50,7 @@
 #define VC_PANEL 0xFF181C24u
 #define VC_GRID 0xFF2C323Cu
 #define VC_HILITE 0xFFFFFFFFu
+#define VC_DOWN 0xFF13171Du   /* grid: a relay not answering, its cell */
 
 uint32_t vc_mix(uint32_t a, uint32_t b, double t); /* t=0: a, t=1: b */
 uint32_t vc_scale(uint32_t c, double f);
@@ -648,6 +649,7 @@ typedef struct vrelay {
   char addr[300];       /* HOST:PORT whose pool list is read */
   uint64_t next_ns;     /* when to read it again */
   int down;             /* the last list failed: its error; 0 when not */
+  int x, y, w, h;       /* its cell in the last grid frame, while down */
 } vrelay_t;
 
 typedef struct vgrid {
@@ -694,7 +696,10 @@ void vgrid_message(vgrid_t *g, const char *fmt, ...)
 /* Looks for pools when due; brings every pool forward; drops pools found
  * by a scan that have been closed for VGRID_KEEP_NS. */
 void vgrid_update(vgrid_t *g, double dt);
-/* Sets each cell's rectangle and sizes its map for a frame of w x h. */
+/* Sets each cell's rectangle and sizes its map for a frame of w x h: a
+ * cell per pool, and one per relay not answering, in key order (a
+ * relay's "HOST:PORT" before its pools' "HOST:PORT/NAME", so they take
+ * its place when it answers again). */
 void vgrid_layout(vgrid_t *g, int w, int h);
 /* The grid, or the focused pool's whole view. */
 void vgrid_draw(vgrid_t *g, gpbt_fb_t *fb);
