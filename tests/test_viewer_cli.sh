@@ -42,9 +42,10 @@ head -c 8 "$tmp/a.png" | od -An -c | grep -q "P   N   G" || fail "not a PNG"
 # --tree --color order colors the tree by order (it drew state colors):
 # the map (left of the 250-pixel panel, above the status lines) has no
 # pixel of the state mode's used blue, which --color state has plenty of.
-# png_count FILE RRGGBB: pixels of that color in the map area.
-png_count() {
-  python3 - "$1" "$2" <<'PY'
+# png_py FILE [ARGS] < SCRIPT: runs SCRIPT with the PNG (the viewer's:
+# 8-bit RGB, filter 0 on every row) decoded: w, h, raw (rows of 3 * w + 1
+# bytes, each after its filter byte).
+png_load='
 import struct, sys, zlib
 b = open(sys.argv[1], "rb").read()
 w, h = struct.unpack(">II", b[16:24])
@@ -55,6 +56,12 @@ while i < len(b):
         data += b[i + 8:i + 8 + n]
     i += 12 + n
 raw = zlib.decompress(data)
+
+'
+png_py() { python3 -c "$png_load$(cat)" "$@"; }
+# png_count FILE RRGGBB: pixels of that color in the map area.
+png_count() {
+  png_py "$1" "$2" <<'PY'
 want = bytes.fromhex(sys.argv[2])
 n = 0
 for y in range(h - 100):  # above the timeline and status line
@@ -352,17 +359,7 @@ PY
 # in the status line alone), dim (VC_DOWN, 13171d) with its caption in
 # red (VC_ALERT, ef4444) under it, first ("127.0.0.1:1" sorts before the
 # other relay's "127.0.0.1:PORT/NAME").
-python3 - "$tmp/r.png" <<'PY' || fail "the refused relay has no cell in the grid"
-import struct, sys, zlib
-b = open(sys.argv[1], "rb").read()
-w, h = struct.unpack(">II", b[16:24])
-i, data = 8, b""
-while i < len(b):
-    n, t = struct.unpack(">I4s", b[i:i + 8])
-    if t == b"IDAT":
-        data += b[i + 8:i + 8 + n]
-    i += 12 + n
-raw = zlib.decompress(data)
+png_py "$tmp/r.png" <<'PY' || fail "the refused relay has no cell in the grid"
 def at(x, y):
     o = y * (3 * w + 1) + 1 + 3 * x
     return raw[o:o + 3]
