@@ -28,21 +28,28 @@ void gpb__cuda_leave(int saved, int dev) {
   if (saved >= 0 && saved != dev) cudaSetDevice(saved);
 }
 
-int gpb__cuda_usable(int device) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
+/* The devices present into *n (0 on an error, which is cleared: the
+ * runtime keeps "no device" sticky otherwise). */
+static cudaError_t cuda_count(int *n) {
+  *n = 0;
+  cudaError_t e = cudaGetDeviceCount(n);
   if (e != cudaSuccess) {
-    cudaGetLastError(); /* clear the sticky "no device" error */
-    return 0;
+    cudaGetLastError();
+    *n = 0;
   }
+  return e;
+}
+
+int gpb__cuda_usable(int device) {
+  int n;
+  cuda_count(&n);
   return device >= 0 && device < n;
 }
 
 int gpb__cuda_device(int device) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
+  int n;
+  cudaError_t e = cuda_count(&n);
   if (e != cudaSuccess || n == 0) {
-    cudaGetLastError();
     /* Without any driver the runtime says the driver is "insufficient",
      * which sends people to upgrade one they do not have. */
     if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || n == 0)
