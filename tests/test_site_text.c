@@ -4,7 +4,9 @@
  * gpb_alloc_site), as PyTorch's front end gives Python stacks. One key
  * is one site, the same id every time; its frames read back with the
  * file, line and function split out; allocations and their events carry
- * it, and a trace writes its text and reads it back; a pool without call
+ * it, and a trace writes its text and reads it back; C frames a framework
+ * unwound ("MODULE+0xOFF [SYMBOL]") split into module, offset and
+ * symbol, beside its Python frames; a pool without call
  * sites gives 0 and allocates; a site the pool never gave is refused.
  */
 #include "testutil.h"
@@ -31,6 +33,25 @@ static void check_frames(gpb_pool_t *p, uint32_t site) {
   ASSERT(!strcmp(text, py));
 }
 
+/* C++ frames, then Python's, as enable(stacks="all") gives them. */
+static void check_mixed(gpb_pool_t *p) {
+  static const char *mixed = "/t/lib/libc10_cuda.so+0x1a2b _ZN3c104cuda1fEv;"
+                             "/t/lib/libtorch_cpu.so+0x40;"
+                             "/srv/app/model.py:216 forward";
+  uint32_t site = 0, n = 0;
+  gpb_frame_t fr[4];
+  ASSERT_OK(gpb_pool_site_intern(p, 99, mixed, &site));
+  ASSERT_OK(gpb_pool_site(p, site, fr, 4, &n));
+  ASSERT_EQ(n, 3);
+  ASSERT(!strcmp(fr[0].module, "/t/lib/libc10_cuda.so"));
+  ASSERT_U64_EQ(fr[0].offset, 0x1a2b);
+  ASSERT(!strcmp(fr[0].symbol, "_ZN3c104cuda1fEv"));
+  ASSERT(!strcmp(fr[1].module, "/t/lib/libtorch_cpu.so") && !*fr[1].symbol);
+  ASSERT_U64_EQ(fr[1].offset, 0x40);
+  ASSERT(!strcmp(fr[2].module, "/srv/app/model.py"));
+  ASSERT_U64_EQ(fr[2].offset, 216);
+}
+
 static void last_site(const gpb_event_t *ev, void *user) {
   if (ev->type == GPB_EV_ALLOC) *(uint32_t *)user = ev->site;
 }
@@ -54,6 +75,7 @@ int main(void) {
   ASSERT_OK(gpb_pool_site_intern(p, 42, "ignored: the key is known", &again));
   ASSERT(a != 0 && b != 0 && a != b && again == a);
   check_frames(p, a);
+  check_mixed(p);
   ASSERT_OK(gpb_pool_set_hook(p, last_site, &seen));
   void *x, *y;
   ASSERT_OK(gpb_alloc_site(p, 1000, 0, GPB_TAG_TORCH, NULL, a, &x));

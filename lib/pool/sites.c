@@ -311,23 +311,33 @@ static uint32_t sites_add(gpb__sites_t *s, void *const *pc, uint32_t n) {
   return sites_publish(s, id, n, fr, text, (size_t)(t - text));
 }
 
-/* One frame of a text site, "FILE:LINE NAME" (a Python frame), split in
- * place: the file as module, the line as offset, the name as symbol. */
+/* One frame of a text site, split in place: "FILE:LINE NAME" (a Python
+ * frame) into file as module, line as offset, name as symbol; "MODULE+
+ * 0xOFF [SYMBOL]" (a C frame a framework unwound) into its parts. */
 static void sites_text_frame(char *f, gpb_frame_t *fr) {
-  char *sp = strrchr(f, ' '), *colon;
+  char *sp = strrchr(f, ' '), *colon, *plus = NULL, *end;
   fr->pc = 0;
   fr->offset = 0;
   fr->symbol = "";
+  fr->module = f;
   if (sp) {
     *sp = 0;
     fr->symbol = sp + 1;
+  }
+  for (char *q = f; (q = strstr(q, "+0x")) != NULL; q++) plus = q;
+  if (plus && plus[3]) {
+    unsigned long long off = strtoull(plus + 3, &end, 16);
+    if (!*end) {
+      *plus = 0;
+      fr->offset = off;
+      return;
+    }
   }
   colon = strrchr(f, ':');
   if (colon && colon[1] >= '0' && colon[1] <= '9') {
     *colon = 0;
     fr->offset = strtoull(colon + 1, NULL, 10);
   }
-  fr->module = f;
 }
 
 /* Stores a site given as its frames' text, innermost first, ';' between
