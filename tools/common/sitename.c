@@ -31,7 +31,7 @@ static const char *const sitename_builtin[] = {
     "libc10", "c10::", "at::", "torch::", "caffe2::", "pybind11::",
     "std::", "__gnu_cxx::", "libstdc++", "libpython", "Python/",
     "Objects/", "Include/", "<frozen ", "_Py", "PyEval_", "PyObject_",
-    "libgpubuddy", "-packages/gpubuddy/", "python/gpubuddy/", "gpb_", "gpb::", "__libc_", "??",
+    "libc.so", "libgcc_s", "libgpubuddy", "-packages/gpubuddy/", "python/gpubuddy/", "gpb_", "gpb::", "__libc_", "??",
     "CUDACachingAllocator", "THC", "libcuda", NULL};
 
 /* The place and function of a frame: [*p, *p + *np) and *fn. */
@@ -131,12 +131,14 @@ static const char *sym_find(const char *module, char *buf, size_t cap) {
   return module;
 }
 
-/* Runs addr2line -f -C -e MODULE OFF and reads its two lines into out
- * ("FILE:LINE FUNC"). 0, or -1 (no answer worth keeping). */
-static int sym_addr2line(const char *module, const char *off, char *out,
+/* Runs addr2line -f -C -e MODULE OFF and reads its two lines into out:
+ * "FILE:LINE FUNC", or "MODULE+OFF FUNC" for a module with symbols but no
+ * line information (a wheel's libtorch). 0, or -1 (no answer worth
+ * keeping). */
+static int sym_addr2line(const char *named, const char *off, char *out,
                          size_t cap) {
   char found[4096];
-  module = sym_find(module, found, sizeof found);
+  const char *module = sym_find(named, found, sizeof found);
   if (access(module, R_OK)) return -1;
   int fd[2];
   if (pipe(fd)) return -1;
@@ -169,10 +171,13 @@ static int sym_addr2line(const char *module, const char *off, char *out,
   *nl = 0;
   char *file = nl + 1;
   file[strcspn(file, "\n (")] = 0;
-  if (!strncmp(file, "??", 2)) return -1; /* no debug information */
-  const char *fn = strcmp(buf, "??") ? buf : "?";
-  snprintf(out, cap, "%s %s", file, fn); /* file is "PATH:LINE" */
-  return 0;
+  const char *fn = strcmp(buf, "??") ? buf : NULL;
+  if (!file[0] || file[0] == ':' || !strncmp(file, "??", 2)) { /* no lines */
+    if (!fn) return -1;
+    return (size_t)snprintf(out, cap, "%s+%s %s", named, off, fn) < cap ? 0 : -1;
+  }
+  /* file is "PATH:LINE"; a cut answer is no answer */
+  return (size_t)snprintf(out, cap, "%s %s", file, fn ? fn : "?") < cap ? 0 : -1;
 }
 
 /* The frame symbolized, or NULL: keep it as it is. */
