@@ -14,7 +14,7 @@
 #               (memory_compare.py steps; ARGS go there)
 #   frameworks  Hugging Face Trainer and PyTorch Lightning, unmodified,
 #               natively and under gpubuddy (samples/torch/frameworks.py)
-#   stacks      enable(stacks=True): Python call sites in the pool's trace,
+#   stacks      enable(stacks=True and "all"): call sites in the pool's trace,
 #               and their cost per allocation (python/tests/torch_stacks.py)
 set -eu
 out=$1
@@ -32,7 +32,8 @@ case $phase in
   base|caps|steps) exec python3 "$src/samples/torch/memory_compare.py" "$phase" \
       --out "$out" --replay "$work/build/tools/gpubuddy-replay" "$@" ;;
   frameworks) exec python3 "$src/samples/torch/frameworks.py" --out "$out" "$@" ;;
-  stacks) exec python3 "$src/python/tests/torch_stacks.py" "$@" ;;
+  stacks) exec python3 "$src/python/tests/torch_stacks.py" \
+      --replay "$work/build/tools/gpubuddy-replay" "$@" ;;
   *) echo "torch-dropin.sh: unknown phase '$phase' (matrix, base, caps, steps, frameworks or stacks)" >&2
      exit 2 ;;
 esac

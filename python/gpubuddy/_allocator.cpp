@@ -21,15 +21,12 @@
 // Bytes, counts and peaks come from gpb_pool_stats; the peaks are reset
 // with gpb_pool_reset_peaks.
 //
-// With enable(stacks=N) each allocation's call site is its Python
-// stack (the innermost N frames), interned once per distinct stack in the
-// pool's site table (gpb_pool_site_intern), so gpubuddy-view, traces and
-// OOM explanations name the user's code rather than this file.
+// With enable(stacks=...) each allocation's call site is its stack
+// (_stacks.cpp), so gpubuddy-view, traces and OOM explanations name the
+// user's code rather than this file.
 //
 // Built against the user's torch at first use (gpubuddy._cppext), linked
 // to libgpubuddy; gpubuddy.torch calls gpbx_install() through ctypes.
-#include <Python.h>  // first, as Python asks; for the stacks only
-
 #include <c10/core/Allocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -38,6 +35,8 @@
 #include <c10/util/ApproximateClock.h>
 #include <cuda_runtime_api.h>
 #include <gpubuddy.h>
+
+#include "_stacks.h"
 
 #include <algorithm>
 #include <atomic>
@@ -111,8 +110,7 @@ struct Device {
   uint64_t reserved_peak = 0;         // the most held at any stats read
   size_t cap = 0;                     // set_per_process_memory_fraction
   double fraction = 1.0;
-  std::mutex site_mu;                 // Python stack key -> the pool's site
-  std::unordered_map<uint64_t, uint32_t> sites;
+  gpbx::Sites sites;                  // enable(stacks=...)'s call sites
   std::vector<TraceEntry> ring;       // history, oldest at `next` once full
   size_t next = 0;
 };
@@ -280,8 +278,6 @@ class Allocator final : public cca::CUDAAllocator {
              uint32_t site);
   void* take_private(Device& d, Private& pp, size_t n, cudaStream_t s);
   void* take_device(Device& d, size_t n, cudaStream_t s, uint32_t site = 0);
-  uint32_t py_site(Device& d);
-  uint32_t py_site_held(Device& d);
   void give_back(Device& d, void* p, const Alloc& a);
   void free_private(Device& d, void* p, const Alloc& a);
   void release_idle(Device& d, MempoolId_t id);
@@ -305,11 +301,11 @@ class Allocator final : public cca::CUDAAllocator {
   std::unordered_map<std::string, std::weak_ptr<void>> ipc_open_;
   c10::ApproximateClockToUnixTimeConverter clock_;
   int count_ = 0;
-  int stacks_ = 0;  // Python frames per call site (enable(stacks=N)); 0 off
+  gpbx::StackSpec stacks_;  // what a call site holds (enable(stacks=...))
   bool ready_ = false, enabled_ = true;
 
  public:
-  void set_stacks(int n) { stacks_ = std::min(std::max(n, 0), 64); }
+  void set_stacks(const char* spec) { stacks_ = gpbx::parse_stacks(spec); }
 };
 
 Allocator* the_allocator = nullptr;
@@ -384,71 +380,6 @@ void* Allocator::take_device(Device& d, size_t n, cudaStream_t s,
                                                                       : nullptr;
 }
 
-// The calling Python stack's site in the device's pool: keyed by its
-// frames' (code object, instruction) pairs, written out as "FILE:LINE
-// NAME;..." only the first time. PyTorch's bindings release the GIL
-// around an op, so it is taken again here, as PyTorch's own history does,
-// but only on threads Python made: the autograd engine's have no stack
-// to give, and 0 costs them nothing. 0 too before Python 3.11. A code
-// object freed and another made at its address, at the same instruction,
-// would share the old text: code lives as long as its module, nearly
-// always the run.
-uint32_t Allocator::py_site(Device& d) {
-#if PY_VERSION_HEX >= 0x030B0000
-  if (!stacks_ || !Py_IsInitialized() || !PyGILState_GetThisThreadState())
-    return 0;
-  PyGILState_STATE gil = PyGILState_Ensure();
-  uint32_t site = py_site_held(d);
-  PyGILState_Release(gil);
-  return site;
-#else
-  (void)d;
-  return 0;
-#endif
-}
-
-#if PY_VERSION_HEX >= 0x030B0000
-// py_site's walk; the GIL held.
-uint32_t Allocator::py_site_held(Device& d) {
-  PyCodeObject* code[64];
-  int lasti[64], n = 0;
-  uint64_t key = 1469598103934665603ull;  // FNV-1a over the pairs
-  PyFrameObject* f = PyEval_GetFrame();
-  Py_XINCREF(f);
-  while (f && n < stacks_) {
-    code[n] = PyFrame_GetCode(f);
-    lasti[n] = PyFrame_GetLasti(f);
-    key = (key ^ reinterpret_cast<uintptr_t>(code[n])) * 1099511628211ull;
-    key = (key ^ static_cast<uint32_t>(lasti[n])) * 1099511628211ull;
-    PyFrameObject* back = PyFrame_GetBack(f);
-    Py_DECREF(f);
-    f = back;
-    n++;
-  }
-  Py_XDECREF(f);
-  uint32_t site = 0;
-  std::lock_guard<std::mutex> g(d.site_mu);
-  auto it = d.sites.find(key);
-  if (it != d.sites.end()) {
-    site = it->second;
-  } else if (n) {
-    std::string text;
-    for (int i = 0; i < n; i++) {
-      const char* file = PyUnicode_AsUTF8(code[i]->co_filename);
-      const char* name = PyUnicode_AsUTF8(code[i]->co_qualname);
-      if (!file || !name) PyErr_Clear();
-      text += (i ? ";" : "") + std::string(file ? file : "?") + ":" +
-              std::to_string(PyCode_Addr2Line(code[i], lasti[i])) + " " +
-              (name ? name : "?");
-    }
-    gpb_pool_site_intern(d.pool, key, text.c_str(), &site);
-    d.sites.emplace(key, site);
-  }
-  for (int i = 0; i < n; i++) Py_DECREF(code[i]);
-  return site;
-}
-#endif
-
 // A block of a private pool: one it keeps for stream s, at most twice the
 // size (it is not split), or a new one. The new one is taken with no
 // stream: it is used by the graph's own stream, whose captured work
@@ -496,7 +427,7 @@ void* Allocator::malloc(int dev, size_t n, cudaStream_t s) {
   if (n == 0) return nullptr;
   auto ctx = context(true);
   Device& d = device(dev);
-  uint32_t site = stacks_ ? py_site(d) : 0;
+  uint32_t site = stacks_.on() ? d.sites.here(d.pool, stacks_) : 0;
   std::unique_lock<std::mutex> lk(d.mu);
   RelaxCapture relax(!d.captures.empty());
   if (!d.deferred.empty() && d.captures.empty()) flush_deferred(d);
@@ -1124,8 +1055,7 @@ extern "C" __attribute__((visibility("default"))) int gpbx_install(
     }
     // Never deleted: tensors freed at exit still call it.
     the_allocator = new Allocator();
-    const char* st = getenv("GPB_TORCH_STACKS");
-    if (st && *st) the_allocator->set_stacks(atoi(st));
+    the_allocator->set_stacks(getenv("GPB_TORCH_STACKS"));
     cca::allocator.store(the_allocator);
     c10::SetAllocator(c10::DeviceType::CUDA, the_allocator);
     return 0;

@@ -3,7 +3,7 @@
 the wheel's build already did.
 
 The package has one C++ part, PyTorch's allocator interface
-(_allocator.cpp, ALLOCATOR), linked to libgpubuddy and exporting only
+(_allocator.cpp and the call sites it takes, _stacks.cpp; ALLOCATOR), linked to libgpubuddy and exporting only
 gpbx_install (_allocator.map). allocator() finds it in this order:
 
 1. Prebuilt: the wheel's build compiled it when its Python had torch and
@@ -42,11 +42,13 @@ def allocator_inputs(pkg, libdir, inc, rpath):
     pkg is the package's folder, libdir holds libgpubuddy.so, inc
     gpubuddy.h, and rpath is where the object finds the library at run
     time (libdir for a cached build, $ORIGIN for a prebuilt one)."""
-    src = [os.path.join(pkg, "_allocator.cpp")]
+    src = [os.path.join(pkg, f) for f in ("_allocator.cpp", "_stacks.cpp")]
     vscript = os.path.join(pkg, "_allocator.map")
     ldflags = ["-L" + libdir, "-lgpubuddy", "-Wl,-rpath," + rpath,
                "-Wl,--version-script=" + vscript]
-    return src, [inc], ldflags, src + [vscript, os.path.join(inc, "gpubuddy.h")]
+    hashed = src + [os.path.join(pkg, "_stacks.h"), vscript,
+                    os.path.join(inc, "gpubuddy.h")]
+    return src, [inc, pkg], ldflags, hashed
 
 
 def abi(hashed):
@@ -84,13 +86,13 @@ def prebuilt(name, libdir, hashed):
     return None, "the package's prebuilt one is for " + ", ".join(diff)
 
 
-def _key(name, sources, include_paths, ldflags):
+def _key(name, files, include_paths, ldflags):
     import torch
     h = hashlib.sha256()
     for part in (torch.__version__, str(torch._C._GLIBCXX_USE_CXX11_ABI),
                  sys.version.split()[0], *include_paths, *ldflags):
         h.update(part.encode() + b"\0")
-    for src in sources:
+    for src in files:
         with open(src, "rb") as f:
             h.update(f.read())
     return "%s-%s" % (name, h.hexdigest()[:16])
@@ -101,15 +103,17 @@ def _cache_root():
     return os.environ.get("GPB_CPPEXT_CACHE") or os.path.join(base, "gpubuddy")
 
 
-def build(name, sources, include_paths=(), ldflags=(), why=None):
+def build(name, sources, include_paths=(), ldflags=(), why=None, hashed=None):
     """The path of the shared object built from sources (C++, against
     torch's headers and CUDA's), building it when the cache has none; why,
-    when given, ends the line saying so. Raises GpubuddyError, one line,
+    when given, ends the line saying so. hashed: every file the object
+    depends on (the sources and their headers; default the sources). Raises GpubuddyError, one line,
     when it cannot (it needs a C++ compiler and torch's headers)."""
     import torch
     from torch.utils import cpp_extension
     from ._native import GpubuddyError
-    where = os.path.join(_cache_root(), _key(name, sources, include_paths, ldflags))
+    where = os.path.join(_cache_root(),
+                         _key(name, hashed or sources, include_paths, ldflags))
     so = os.path.join(where, name + ".so")
     if os.path.exists(so):
         return so
@@ -146,8 +150,8 @@ def allocator(pkg, libdir, inc):
     so, why = prebuilt(ALLOCATOR, libdir, hashed)
     if so:
         return so
-    src, incs, ldflags, _ = allocator_inputs(pkg, libdir, inc, libdir)
-    return build(ALLOCATOR, src, incs, ldflags, why=why)
+    src, incs, ldflags, hashed = allocator_inputs(pkg, libdir, inc, libdir)
+    return build(ALLOCATOR, src, incs, ldflags, why=why, hashed=hashed)
 
 
 def compile_argv(name, sources, include_paths, ldflags, out):

@@ -22,6 +22,7 @@ say), use mem_pool() with torch.cuda.use_mem_pool.
 import atexit
 import ctypes
 import os
+import platform
 import sys
 
 from ._native import (GpubuddyError, check, lib, library_path, pool_plan,
@@ -71,15 +72,23 @@ def _check_pool_size(pool_size):
               "'90%%' of the free memory)", pool_size)
 
 
-def _stacks_depth(stacks):
-    """enable(stacks=...) as GPB_TORCH_STACKS: False 0, True 32, or N."""
-    if stacks is True:
-        return 32
+def _stacks_spec(stacks):
+    """enable(stacks=...) as GPB_TORCH_STACKS: False "0"; True or "python"
+    "32"; N "N" (Python frames); "all" "all" (Python and C++ frames)."""
+    if stacks is True or stacks == "python":
+        return "32"
     if stacks is False or stacks is None:
-        return 0
-    if isinstance(stacks, int) and 1 <= stacks <= 64:
-        return stacks
-    _fail("stacks must be True, False or 1 to 64 frames, not %r", stacks)
+        return "0"
+    if stacks == "all":
+        if not (sys.platform.startswith("linux") and
+                platform.machine() in ("x86_64", "AMD64")):
+            _fail("stacks='all' needs Linux on x86-64 (torch's unwinder "
+                  "for C++ frames); stacks=True records the Python frames")
+        return "all"
+    if isinstance(stacks, int) and not isinstance(stacks, bool) and 1 <= stacks <= 64:
+        return str(stacks)
+    _fail("stacks must be True, False, 'python', 'all' or 1 to 64 frames, "
+          "not %r", stacks)
 
 
 def _check_args(pool_size, policy, publish, min_block, trace):
@@ -164,7 +173,7 @@ def _configure(pool_size, policy, publish, min_block, trace, vmm=True,
         os.environ.pop("GPB_TORCH_PLAN", None)
         os.environ.pop("GPB_TORCH_TRACE", None)
     env["GPB_TORCH_VMM"] = "1" if vmm else "0"
-    env["GPB_TORCH_STACKS"] = str(_stacks_depth(stacks))
+    env["GPB_TORCH_STACKS"] = _stacks_spec(stacks)
     os.environ.update(env)
 
 
@@ -264,11 +273,13 @@ def enable(pool_size=None, policy=None, publish=None, min_block=None,
     else to run: a device with a plan at PATH.DEVICE (PATH.rRANK.DEVICE
     under torchrun) follows it; one without records this run and writes
     its plan there at exit, or at save_plan(). Delete the files when the
-    program changes. stacks=True (or N frames, 1 to 64; True is 32):
-    each allocation's call site is its Python stack, so publish's live
-    view, traces and OOM explanations name your code; it costs a walk of
-    the interpreter's frames per allocation (docs/GPU.md), so it is off
-    by default. Every argument is checked here: a bad one raises
+    program changes. stacks=True (or "python", or N frames, 1 to 64; True
+    is 32): each allocation's call site is its Python stack, so publish's
+    live view, traces and OOM explanations name your code; stacks="all"
+    adds the C++ frames between the op and the allocator (ATen, c10, your
+    own extensions), as _record_memory_history(stacks="all") does. Each
+    costs a walk of the stack per allocation (docs/GPU.md), so both are
+    off by default. Every argument is checked here: a bad one raises
     GpubuddyError.
     """
     if _state["enabled"]:

@@ -100,6 +100,7 @@ import json  # noqa: E402
 pkg, libdir = os.path.join(tmp, "pkg"), os.path.join(tmp, "pkg", "_lib")
 os.makedirs(os.path.join(libdir, "include"))
 for path, text in (("_allocator.cpp", "int gpbx;\n"), ("_allocator.map", "{};\n"),
+                   ("_stacks.cpp", "int st;\n"), ("_stacks.h", "int sth;\n"),
                    ("_lib/include/gpubuddy.h", "int gpb;\n")):
     with open(os.path.join(pkg, path), "w") as f:
         f.write(text)
@@ -155,6 +156,14 @@ with open(os.path.join(pkg, "_allocator.cpp"), "a") as f:
     f.write("int edited;\n")  # an editable install's source, edited since
 assert _cppext.prebuilt(name, libdir, hashed) == (None, "the package's "
                                                  "prebuilt one is for other sources")
+# A header edited: the cached build is made again, in its own folder.
+os.remove(pre)
+first = allocator()[0]
+n = len(calls)
+with open(os.path.join(pkg, "_stacks.h"), "a") as f:
+    f.write("int edited;\n")
+so, said = allocator()
+assert len(calls) == n + 1 and so != first and "building" in said, (so, said)
 with open(os.path.join(libdir, name + ".json"), "w") as f:
     f.write("{not json")
 assert _cppext.prebuilt(name, libdir, hashed) == (None, None)

@@ -49,9 +49,9 @@ for kw, text in ((dict(pool_size="abc"), "is not a size"),
                  (dict(publish=""), "publish must be a name"),
                  (dict(trace="/nonexistent/dir/run.trace"), "no directory"),
                  (dict(plan_cache=""), "plan_cache must be a file path"),
-                 (dict(stacks=0), "stacks must be True, False or 1 to 64"),
-                 (dict(stacks=65), "stacks must be True, False or 1 to 64"),
-                 (dict(stacks="deep"), "stacks must be True, False or 1 to 64")):
+                 (dict(stacks=0), "stacks must be True, False, 'python', 'all' or 1 to 64"),
+                 (dict(stacks=65), "stacks must be True, False, 'python', 'all' or 1 to 64"),
+                 (dict(stacks="deep"), "stacks must be True, False, 'python', 'all' or 1 to 64")):
     expect_error(lambda: gt.enable(**kw), text)
     assert not gt._state["enabled"]
 
@@ -86,6 +86,24 @@ assert os.environ["GPB_TORCH_MIN_BLOCK"] == "1024"
 assert os.environ["GPB_TORCH_PUBLISH"] == "train.r1"
 assert os.environ["GPB_TORCH_PLAN"] == __file__
 expect_error(lambda: gt.enable(oom_error=False), "already called")
+
+# stacks="all" (C++ frames too) needs torch's unwinder: Linux on x86-64.
+import platform  # noqa: E402
+for machine, want in (("x86_64", "all"), ("aarch64", None)):
+    real, platform.machine = platform.machine, lambda m=machine: m
+    try:
+        gt._state["enabled"] = False
+        torch.cuda.memory.in_use[0] = False
+        if want:
+            gt.enable(oom_error=False, stacks="all")
+            assert os.environ["GPB_TORCH_STACKS"] == want
+        else:
+            expect_error(lambda: gt.enable(oom_error=False, stacks="all"),
+                         "stacks='all' needs Linux on x86-64")
+    finally:
+        platform.machine = real
+        gt._state["enabled"] = True
+        torch.cuda.memory.in_use[0] = True
 
 # A new process's view: PyTorch's allocator already in use.
 gt._state["enabled"] = False
