@@ -8,8 +8,8 @@
 #   1. The GPU check: device and steps = docs/GPU.md's Results table.
 #   2. The viewer's colour keys: as many as VIEWER.md's --color modes,
 #      in the same order.
-#   3. Threads: the arenas' ratio and ops/s, and the one lock's ratio, =
-#      PERFORMANCE.md's Throughput table.
+#   3. Threads: the arenas' ratios and ops/s, and the one lock's ratios,
+#      each in PERFORMANCE.md's Throughput table.
 #   4. Bestfit's device tail and median ratios: every number quoted is in
 #      PERFORMANCE.md's "Best fit against buddy" table.
 set -u
@@ -36,15 +36,26 @@ n=$(printf '%s' "$modes" | tr '|' '\n' | grep -c .)
 [ "$keys" = "$n $(printf '%s' "$modes" | tr '|' '/')" ] ||
   fail "colour keys: README '$keys', VIEWER.md --color $modes ($n)"
 
-# 3. Threads.
-t=$(printf '%s' "$flat" | sed -n 's/.*16 threads got \([0-9.]*\) times the throughput of one with arenas (\([0-9.]*\) M allocs and frees per second), against \([0-9.]*\) times with one lock.*/\1 \2 \3/p')
+# 3. Threads: each end of the README's ranges is one host's cell of the
+#    table's row (cells "H200 / H100").
+t=$(printf '%s' "$flat" | sed -n 's/.*16 threads got \([0-9.]*\) to \([0-9.]*\) times the throughput of one with arenas (\([0-9.]*\) to \([0-9.]*\) M allocs and frees per second), against \([0-9.]*\) to \([0-9.]*\) times with one lock.*/\1 \2 \3 \4 \5 \6/p')
 set -- $t
-[ $# = 3 ] || fail "threads: no figure found in README.md"
-if [ $# = 3 ]; then
-  grep -q "^| gpubuddy-arenas | [^|]* | $2 M ops/s | $1x |" "$docs/PERFORMANCE.md" ||
-    fail "threads: no PERFORMANCE.md row 'gpubuddy-arenas ... $2 M ops/s | $1x'"
-  grep -q "^| gpubuddy (one lock) | [^|]* | [^|]* | $3x |" "$docs/PERFORMANCE.md" ||
-    fail "threads: one lock's $3x is not PERFORMANCE.md's"
+[ $# = 6 ] || fail "threads: no figure found in README.md"
+cells() { # ROW COLUMN: the row's cell, split at " / " into words
+  grep "^| $1 |" "$docs/PERFORMANCE.md" | head -n 1 | cut -d'|' -f"$2" |
+    sed 's/M ops\/s//g; s/x//g; s/\///g'
+}
+has() { # WORD LIST...: the word is one of the list
+  w=$1; shift
+  for x in "$@"; do [ "$x" = "$w" ] && return 0; done
+  return 1
+}
+if [ $# = 6 ]; then
+  ratio=$(cells gpubuddy-arenas 5) ops=$(cells gpubuddy-arenas 4)
+  lock=$(cells "gpubuddy (one lock)" 5)
+  for v in "$1" "$2"; do has "$v" $ratio || fail "threads: arenas' ${v}x is not in PERFORMANCE.md's row ($ratio)"; done
+  for v in "$3" "$4"; do has "$v" $ops || fail "threads: arenas' $v M ops/s is not in PERFORMANCE.md's row ($ops)"; done
+  for v in "$5" "$6"; do has "$v" $lock || fail "threads: one lock's ${v}x is not in PERFORMANCE.md's row ($lock)"; done
 fi
 
 # 4. Bestfit against buddy: the sentences' numbers, each in the table.
