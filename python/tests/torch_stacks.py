@@ -6,6 +6,7 @@ process. scripts/torch-dropin.sh OUT stacks runs it.
     torch_stacks.py [--rounds N] [--replay PATH]
                                   every case; exits 1 when one fails
     torch_stacks.py --one check --stacks python|all [--replay PATH]
+    torch_stacks.py --one compile --stacks off|all
     torch_stacks.py --one cost --stacks off|python|all [--native]
 
 check: the pool's trace names this file's function as the call site of
@@ -13,7 +14,9 @@ the model's tensors (not PyTorch's frames). With stacks="all" its sites
 also carry C++ frames (MODULE+0xOFF) above the Python ones, and the
 allocations the autograd engine's threads make, which have no Python
 stack, get C++ sites too; gpubuddy-replay --top-sites (given --replay)
-still names this file's function. cost: microseconds per torch.empty +
+still names this file's function. compile: torch.compile (default and
+reduce-overhead) trains to the same losses with stacks="all" as with
+stacks off, and the trace names this file's function. cost: microseconds per torch.empty +
 del (4 KiB to 16 MiB, no kernels) under gpubuddy with stacks off,
 "python" and "all", and natively with PyTorch's own
 _record_memory_history(stacks=...) for comparison, paired over rounds.
@@ -87,6 +90,35 @@ def check(stacks, replay):
     return res
 
 
+def compiled(stacks):
+    """torch.compile (Triton kernels, CUDA graphs) under stacks: the same
+    losses as without, and the trace still names this file."""
+    import gpubuddy.torch as gt
+    path = os.path.join(tempfile.mkdtemp(), "run.trace")
+    gt.enable(pool_size="4G", stacks=False if stacks == "off" else stacks,
+              trace=path)
+    import torch
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(),
+                            torch.nn.Linear(512, 256)).cuda()
+    opt = torch.optim.SGD(m.parameters(), lr=1e-5)
+    losses = {}
+    for mode in ("default", "reduce-overhead"):
+        f = torch.compile(m, mode=mode)
+        for step in range(4):
+            torch.manual_seed(step)
+            loss = user_model_step(torch, f, torch.randn(64, 256, device="cuda"))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.setdefault(mode, []).append(round(loss.item(), 4))
+    gt.stop_trace(0)
+    sites, with_site, without = trace_sites(path + ".0")
+    assert stacks == "off" or any("user_model_step" in t for t in sites.values()), \
+        "no site names user_model_step"
+    return {"losses": losses, "sites": len(sites), "allocs_without": without}
+
+
 def cost(stacks, native, n=20000):
     if native:
         import torch
@@ -125,7 +157,7 @@ MODES = [(alloc, st) for alloc in ("gpubuddy", "native")
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--one", choices=["check", "cost"])
+    ap.add_argument("--one", choices=["check", "compile", "cost"])
     ap.add_argument("--stacks", choices=["off", "python", "all"], default="python")
     ap.add_argument("--native", action="store_true")
     ap.add_argument("--replay", help="gpubuddy-replay, to read the check's trace")
@@ -134,6 +166,7 @@ def main():
     if a.one:
         try:
             out = {"ok": True, **(check(a.stacks, a.replay) if a.one == "check"
+                                  else compiled(a.stacks) if a.one == "compile"
                                   else cost(a.stacks, a.native))}
         except Exception as e:
             out = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
@@ -142,6 +175,10 @@ def main():
     rep = ["--replay", a.replay] if a.replay else []
     res = {"check_" + st: spawn("--one", "check", "--stacks", st, *rep)
            for st in ("python", "all")}
+    comp = {st: spawn("--one", "compile", "--stacks", st) for st in ("off", "all")}
+    same = all(c.get("ok") for c in comp.values()) and \
+        comp["off"]["losses"] == comp["all"]["losses"]
+    res["check_compile"] = dict(comp["all"], ok=same, losses_off=comp["off"].get("losses"))
     rounds = {"%s/%s" % m: [] for m in MODES}
     for r in range(a.rounds):  # each round every mode once, fresh processes
         for alloc, st in MODES:
@@ -154,12 +191,12 @@ def main():
     # Each stacks mode against its allocator's "off" of the same round.
     res["median_ratio_to_off"] = {
         k: statistics.median(x / o for x, o in zip(v, rounds[k.split("/")[0] + "/off"]))
-        for k, v in rounds.items() if None not in v and None not in
+        for k, v in rounds.items() if v and None not in v and None not in
         rounds[k.split("/")[0] + "/off"] and not k.endswith("/off")}
     print(json.dumps(res, indent=1))
     failed = [k for k in res if k.startswith("check_") and not res[k].get("ok")]
     failed += [k for k, v in rounds.items() if None in v]
-    print("%d passed, %d failed" % (2 + len(rounds) - len(failed), len(failed)))
+    print("%d passed, %d failed" % (3 + len(rounds) - len(failed), len(failed)))
     return 0 if not failed else 1
 
 
