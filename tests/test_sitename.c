@@ -147,6 +147,13 @@ static void test_symbolize(void) {
   ASSERT(strstr(s.frames[0], "test_sitename_marker"));
   ASSERT(!strcmp(s.frames[1], "/nonexistent/lib.so+0x10 f"));
   gpbt_sitename_free(&s);
+  /* A module this machine lacks: its mangled symbol demangled. */
+  if (!system("c++filt --version > /dev/null 2>&1")) {
+    ASSERT_OK(gpbt_sitename("/nonexistent/libx.so+0x20 _ZN2at6detail3fooEv",
+                            NULL, GPBT_SITENAME_SYMBOLIZE, &s));
+    ASSERT(!strcmp(s.frames[0], "/nonexistent/libx.so+0x20 at::detail::foo()"));
+    gpbt_sitename_free(&s);
+  }
   /* An executable named as it was run, without its directory: found on
    * PATH, as a live pool's sites name it. */
   char *slash = strrchr(path, '/'), search[8192];

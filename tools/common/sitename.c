@@ -8,7 +8,8 @@
  * "0xADDRESS" (no module held it: never the user's). A frame is the
  * framework's when its place contains a pattern or its function starts
  * with one. Symbolizing runs addr2line (binutils) on the module, without
- * a shell, once per distinct frame, and keeps the answer.
+ * a shell, once per distinct frame, and keeps the answer; where this
+ * machine lacks the module, c++filt demangles the symbol recorded.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "sitename.h"
@@ -131,15 +132,9 @@ static const char *sym_find(const char *module, char *buf, size_t cap) {
   return module;
 }
 
-/* Runs addr2line -f -C -e MODULE OFF and reads its two lines into out:
- * "FILE:LINE FUNC", or "MODULE+OFF FUNC" for a module with symbols but no
- * line information (a wheel's libtorch). 0, or -1 (no answer worth
- * keeping). */
-static int sym_addr2line(const char *named, const char *off, char *out,
-                         size_t cap) {
-  char found[4096];
-  const char *module = sym_find(named, found, sizeof found);
-  if (access(module, R_OK)) return -1;
+/* Runs argv[0] with argv (no shell) and reads what it prints into buf
+ * (NUL-ended, cut at cap - 1 bytes). 0 when it exited with status 0. */
+static int sym_run(char *const argv[], char *buf, size_t cap) {
   int fd[2];
   if (pipe(fd)) return -1;
   pid_t pid = fork();
@@ -152,22 +147,33 @@ static int sym_addr2line(const char *named, const char *off, char *out,
     dup2(fd[1], 1);
     close(fd[0]);
     close(fd[1]);
-    execlp("addr2line", "addr2line", "-f", "-C", "-e", module, off,
-           (char *)NULL);
+    execvp(argv[0], argv);
     _exit(127);
   }
   close(fd[1]);
-  char buf[2048];
   size_t n = 0;
   ssize_t k;
-  while (n < sizeof buf - 1 && (k = read(fd[0], buf + n, sizeof buf - 1 - n)) > 0)
+  while (n < cap - 1 && (k = read(fd[0], buf + n, cap - 1 - n)) > 0)
     n += (size_t)k;
   buf[n] = 0;
   close(fd[0]);
   int st;
   waitpid(pid, &st, 0);
-  char *nl = strchr(buf, '\n');
-  if (!WIFEXITED(st) || WEXITSTATUS(st) || !nl) return -1;
+  return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
+}
+
+/* Runs addr2line -f -C -e MODULE OFF and reads its two lines into out:
+ * "FILE:LINE FUNC", or "MODULE+OFF FUNC" for a module with symbols but no
+ * line information (a wheel's libtorch). 0, or -1 (no answer worth
+ * keeping). */
+static int sym_addr2line(const char *named, const char *off, char *out,
+                         size_t cap) {
+  char found[4096], buf[2048];
+  const char *module = sym_find(named, found, sizeof found);
+  if (access(module, R_OK)) return -1;
+  char *argv[] = {"addr2line", "-f", "-C", "-e", (char *)module, (char *)off, NULL};
+  char *nl;
+  if (sym_run(argv, buf, sizeof buf) || !(nl = strchr(buf, '\n'))) return -1;
   *nl = 0;
   char *file = nl + 1;
   file[strcspn(file, "\n (")] = 0;
@@ -178,6 +184,19 @@ static int sym_addr2line(const char *named, const char *off, char *out,
   }
   /* file is "PATH:LINE"; a cut answer is no answer */
   return (size_t)snprintf(out, cap, "%s %s", file, fn ? fn : "?") < cap ? 0 : -1;
+}
+
+/* A frame whose module this machine lacks (a trace read elsewhere): its
+ * mangled C++ symbol, as the pool recorded it, demangled by c++filt into
+ * out, "MODULE+OFF NAME". 0, or -1. */
+static int sym_demangle(const char *named, const char *off, const char *sym,
+                        char *out, size_t cap) {
+  char buf[2048];
+  char *argv[] = {"c++filt", (char *)sym, NULL};
+  if (strncmp(sym, "_Z", 2) || sym_run(argv, buf, sizeof buf)) return -1;
+  buf[strcspn(buf, "\n")] = 0;
+  if (!buf[0] || !strcmp(buf, sym)) return -1;
+  return (size_t)snprintf(out, cap, "%s+%s %s", named, off, buf) < cap ? 0 : -1;
 }
 
 /* The frame symbolized, or NULL: keep it as it is. */
@@ -195,6 +214,9 @@ static const char *sym_lookup(const char *f) {
       memcpy(off, plus + 1, n);
       off[n] = 0;
       ok = sym_addr2line(module, off, text, sizeof text);
+      const char *sym = strchr(plus, ' ');
+      if (ok && sym)
+        ok = sym_demangle(module, off, sym + 1, text, sizeof text);
     }
   }
   if (sym_n == sym_cap) {
